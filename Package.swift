@@ -1,0 +1,183 @@
+// swift-tools-version:6.1
+// CatalogLedger: the complete, tamper-evident history of a Square catalog.
+//
+// Layers (dependencies point down only; see README.md and ../docs):
+//   Tools/catledger, Tools/ledger-bench, Tools/sample-gen      executables, thin
+//   LedgerServer                                              Hummingbird: webhooks, edit and query API
+//   CatalogIngest                                             Square responses, webhooks, edits -> events
+//   SquareAPI | CatalogProjections + CatalogSearch | SquareSimulator
+//   CatalogLedger                                             event store over LedgerStorage
+//   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
+import PackageDescription
+
+let package = Package(
+    name: "CatalogLedger",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "catledger", targets: ["catledger"]),
+        .executable(name: "ledger-bench", targets: ["ledger-bench"]),
+        .executable(name: "sample-gen", targets: ["sample-gen"]),
+        .library(name: "LedgerStorage", targets: ["LedgerStorage"]),
+        .library(name: "CatalogModel", targets: ["CatalogModel"]),
+        .library(name: "CatalogLedger", targets: ["CatalogLedger"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+    ],
+    targets: [
+        // MARK: Storage: bytes only.
+        .systemLibrary(
+            name: "CLZ4",
+            path: "Sources/CLZ4",
+            pkgConfig: "liblz4",
+            providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
+        ),
+        .target(
+            name: "LedgerStorage",
+            dependencies: [
+                "CLZ4",
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Domain: pure, no I/O.
+        .target(
+            name: "CatalogModel",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+
+        // MARK: Event store.
+        .target(
+            name: "CatalogLedger",
+            dependencies: [
+                "LedgerStorage",
+                "CatalogModel",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Disposable read models.
+        .target(
+            name: "CatalogSearch",
+            dependencies: [
+                "CatalogModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        .target(
+            name: "CatalogProjections",
+            dependencies: [
+                "CatalogLedger",
+                "CatalogModel",
+                "CatalogSearch",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Square.
+        .target(
+            name: "SquareAPI",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "SquareSimulator",
+            dependencies: [
+                "SquareAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Ingest and server.
+        .target(
+            name: "CatalogIngest",
+            dependencies: [
+                "CatalogLedger",
+                "CatalogModel",
+                "CatalogProjections",
+                "SquareAPI",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "LedgerServer",
+            dependencies: [
+                "CatalogIngest",
+                "CatalogLedger",
+                "CatalogProjections",
+                "SquareAPI",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+
+        // MARK: Executables: thin.
+        .executableTarget(
+            name: "catledger",
+            dependencies: [
+                "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
+                "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tools/catledger"
+        ),
+        .executableTarget(
+            name: "ledger-bench",
+            dependencies: [
+                "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
+                "SquareSimulator", "LedgerServer", "CLZ4",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            path: "Tools/ledger-bench"
+        ),
+        .executableTarget(
+            name: "sample-gen",
+            dependencies: [
+                "CatalogModel", "CatalogLedger", "SquareSimulator", "SquareAPI", "CatalogIngest",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Tools/sample-gen"
+        ),
+
+        // MARK: Tests.
+        .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4"]),
+        .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel"]),
+        .testTarget(name: "CatalogLedgerTests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage"]),
+        .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", "CatalogModel"]),
+        .testTarget(
+            name: "CatalogProjectionsTests",
+            dependencies: ["CatalogProjections", "CatalogLedger", "CatalogModel", "CatalogSearch"]
+        ),
+        .testTarget(
+            name: "SquareIntegrationTests",
+            dependencies: [
+                "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "CatalogLedger",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
+        .testTarget(name: "CLITests", dependencies: []),
+    ],
+    swiftLanguageModes: [.v6]
+)

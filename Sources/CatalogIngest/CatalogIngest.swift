@@ -1,0 +1,1 @@
+// CatalogIngest: turns Square responses, webhook deliveries and local edits into ledger events.

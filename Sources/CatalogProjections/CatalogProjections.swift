@@ -1,0 +1,1 @@
+// CatalogProjections: disposable SQLite views of the catalog rebuilt from the log.

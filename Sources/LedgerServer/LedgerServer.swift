@@ -1,0 +1,1 @@
+// LedgerServer: the Hummingbird server (webhooks, edit API, query API, /metrics).

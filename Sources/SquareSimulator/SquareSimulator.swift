@@ -1,0 +1,1 @@
+// SquareSimulator: a faithful fake of Square's Catalog API for tests, benchmarks and the demo.

@@ -64,6 +64,8 @@ let package = Package(
             dependencies: [
                 "LedgerStorage",
                 "CatalogModel",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,0 +1,201 @@
+import CatalogModel
+import Foundation
+import LedgerStorage
+import Logging
+import SystemPackage
+
+/// Options of the event store; storage options pass through to the log writer.
+public struct LedgerOptions: Sendable {
+    public var storage = LogWriterOptions()
+    /// A snapshot is written in the background after this many events since the last one (0: never).
+    public var snapshotEveryEvents = 100_000
+    /// How many snapshots to keep on disk (as-of queries start from the nearest one, so keep many).
+    public var snapshotsKept = Int.max
+
+    public init() {}
+}
+
+/// What became of one appended event.
+public enum AppendOutcome: Sendable, Hashable {
+    /// Newly appended at this sequence and ledger time.
+    case appended(sequence: UInt64, recordedAt: Int64)
+    /// Its dedupe key was already in the ledger, at this sequence; nothing was written.
+    case duplicate(existingSequence: UInt64)
+
+    public var sequence: UInt64 {
+        switch self {
+        case .appended(let sequence, _): sequence
+        case .duplicate(let existing): existing
+        }
+    }
+
+    public var isDuplicate: Bool { if case .duplicate = self { true } else { false } }
+}
+
+/// The event store's single writer for one ledger directory: idempotent appends over the log's
+/// group commit, and snapshots. Thread-safe: any number of tasks may append concurrently; the dedupe
+/// index is guarded by `lock`, and a key being written by one task makes a concurrent duplicate wait
+/// for its sequence instead of writing it twice.
+public final class Ledger: @unchecked Sendable {
+    public let layout: LedgerLayout
+    public let reader: LedgerReader
+    public var recoveryReport: RecoveryReport { writer.recoveryReport }
+
+    let writer: LogWriter
+    let options: LedgerOptions
+    let logger: Logger
+    let snapshotStore: SnapshotStore
+
+    private let lock = NSLock()
+    private var dedupe: DedupeIndex
+    private var inflight: [DedupeDigest: [CheckedContinuation<UInt64, any Error>]] = [:]
+    private var eventsSinceSnapshot = 0
+    private var snapshotTask: Task<Void, Never>?
+
+    /// Opens (creating when needed) the ledger at `layout`, recovering the log and rebuilding the dedupe
+    /// index from the newest snapshot plus the events after it.
+    public static func open(layout: LedgerLayout, options: LedgerOptions = LedgerOptions(),
+                            fileSystem: any FileSystem = PosixFileSystem(),
+                            logger: Logger = Logger(label: "CatalogLedger")) throws -> Ledger {
+        try fileSystem.createDirectory(layout.root)
+        let writer = try LogWriter.open(directory: layout.logDirectory, options: options.storage,
+                                        fileSystem: fileSystem, logger: logger)
+        do {
+            let reader = try LedgerReader(layout: layout, fileSystem: fileSystem, logger: logger)
+            let (index, sinceSnapshot) = try Self.loadDedupe(reader: reader)
+            return Ledger(layout: layout, writer: writer, reader: reader, options: options, logger: logger,
+                          dedupe: index, eventsSinceSnapshot: sinceSnapshot)
+        } catch {
+            try? writer.close()
+            throw error
+        }
+    }
+
+    private init(layout: LedgerLayout, writer: LogWriter, reader: LedgerReader, options: LedgerOptions,
+                 logger: Logger, dedupe: DedupeIndex, eventsSinceSnapshot: Int) {
+        self.layout = layout
+        self.writer = writer
+        self.reader = reader
+        self.options = options
+        self.logger = logger
+        self.dedupe = dedupe
+        self.eventsSinceSnapshot = eventsSinceSnapshot
+        self.snapshotStore = reader.snapshots
+    }
+
+    private static func loadDedupe(reader: LedgerReader) throws -> (DedupeIndex, Int) {
+        var index = DedupeIndex()
+        var start: UInt64 = 0
+        for info in reader.snapshotInfos().reversed() {
+            if let snapshot = try? reader.snapshots.read(sequence: info.sequence) {
+                index = DedupeIndex(snapshot.dedupe)
+                start = info.sequence + 1
+                break
+            }
+        }
+        var cursor = try reader.events(from: start)
+        var count = 0
+        while let event = try cursor.next() {
+            index.insert(DedupeDigest(key: event.dedupeKey), sequence: event.sequence)
+            count += 1
+        }
+        return (index, count)
+    }
+
+    /// The sequence the next new event will get.
+    public var nextSequence: UInt64 { writer.nextSequence }
+
+    /// Number of distinct dedupe keys held.
+    public var dedupeCount: Int { lock.withLock { dedupe.count } }
+
+    public func append(_ event: PendingEvent) async throws -> AppendOutcome {
+        try await append([event])[0]
+    }
+
+    /// Appends events that are not in the ledger yet, in order, and returns an outcome per event once
+    /// the new ones are durable (per the storage policy). An event whose dedupe key the ledger holds, or
+    /// that repeats an earlier event of the same call, is not written; its outcome names the sequence
+    /// that holds it.
+    public func append(_ events: [PendingEvent]) async throws -> [AppendOutcome] {
+        let digests = events.map { DedupeDigest(key: $0.dedupeKey) }
+        var outcomes = [AppendOutcome?](repeating: nil, count: events.count)
+        var toWrite: [Int] = []
+        var waitFor: [Int] = []
+        lock.withLock {
+            var seenInCall: Set<DedupeDigest> = []
+            for (index, digest) in digests.enumerated() {
+                if let existing = dedupe[digest] {
+                    outcomes[index] = .duplicate(existingSequence: existing)
+                } else if inflight[digest] != nil || seenInCall.contains(digest) {
+                    waitFor.append(index)
+                } else {
+                    inflight[digest] = []
+                    seenInCall.insert(digest)
+                    toWrite.append(index)
+                }
+            }
+        }
+        if !toWrite.isEmpty {
+            let now = options.storage.clock()
+            let records = toWrite.map { LogRecord(ledgerTime: now, payload: EventCodec.encode(events[$0])) }
+            let appended: [AppendedRecord]
+            do {
+                appended = try await writer.append(records)
+            } catch {
+                let waiters = lock.withLock { toWrite.flatMap { inflight.removeValue(forKey: digests[$0]) ?? [] } }
+                for waiter in waiters { waiter.resume(throwing: error) }
+                throw error
+            }
+            let waiters: [(CheckedContinuation<UInt64, any Error>, UInt64)] = lock.withLock {
+                var resumed: [(CheckedContinuation<UInt64, any Error>, UInt64)] = []
+                for (index, record) in zip(toWrite, appended) {
+                    dedupe.insert(digests[index], sequence: record.sequence)
+                    resumed += (inflight.removeValue(forKey: digests[index]) ?? []).map { ($0, record.sequence) }
+                    outcomes[index] = .appended(sequence: record.sequence, recordedAt: record.ledgerTime)
+                }
+                eventsSinceSnapshot += appended.count
+                return resumed
+            }
+            for (waiter, sequence) in waiters { waiter.resume(returning: sequence) }
+        }
+        for index in waitFor {
+            let digest = digests[index]
+            let sequence: UInt64 = try await withCheckedThrowingContinuation { continuation in
+                lock.lock()
+                if let existing = dedupe[digest] {
+                    lock.unlock()
+                    continuation.resume(returning: existing)
+                } else {
+                    inflight[digest, default: []].append(continuation)
+                    lock.unlock()
+                }
+            }
+            outcomes[index] = .duplicate(existingSequence: sequence)
+        }
+        scheduleSnapshotIfDue()
+        return outcomes.map { $0! }
+    }
+
+    private func scheduleSnapshotIfDue() {
+        guard options.snapshotEveryEvents > 0 else { return }
+        let due: Bool = lock.withLock {
+            guard eventsSinceSnapshot >= options.snapshotEveryEvents, snapshotTask == nil else { return false }
+            eventsSinceSnapshot = 0
+            snapshotTask = Task.detached { [self] in
+                do { _ = try writeSnapshot() } catch {
+                    logger.warning("background snapshot failed", metadata: ["error": "\(error)"])
+                }
+                lock.withLock { snapshotTask = nil }
+            }
+            return true
+        }
+        if due { logger.debug("snapshot scheduled") }
+    }
+
+    /// Waits for a background snapshot, if one runs, then closes the log (flushing and syncing).
+    public func close() async throws {
+        let task = lock.withLock { snapshotTask }
+        await task?.value
+        try writer.close()
+    }
+}

@@ -1,0 +1,19 @@
+import SystemPackage
+
+/// Where a ledger keeps its files. One ledger directory holds one merchant's history:
+///
+///     <root>/log/            the append-only log (LedgerStorage; docs/FORMAT.md)
+///     <root>/snapshots/      CatalogState snapshots at sequence boundaries (disposable)
+///     <root>/projections.sqlite   the projection database (disposable, rebuilt from the log)
+///
+/// Everything but `log/` can be deleted and is rebuilt from the log.
+public struct LedgerLayout: Sendable, Hashable {
+    public let root: FilePath
+
+    public init(root: FilePath) { self.root = root }
+    public init(root: String) { self.root = FilePath(root) }
+
+    public var logDirectory: FilePath { root.appending("log") }
+    public var snapshotsDirectory: FilePath { root.appending("snapshots") }
+    public var projectionsDatabase: FilePath { root.appending("projections.sqlite") }
+}

@@ -1,0 +1,65 @@
+import CatalogModel
+import LedgerStorage
+import Logging
+import SystemPackage
+
+/// Lists, reads and writes snapshot files through the storage `FileSystem` seam. Writes are
+/// crash-safe: a temporary file is written and synced, then renamed into place (the rename
+/// syncs the directory). Thread-safe: it holds no mutable state.
+struct SnapshotStore: Sendable {
+    let directory: FilePath
+    let fileSystem: any FileSystem
+
+    /// Every readable snapshot header, oldest first. Damaged files are skipped and reported to the logger.
+    func infos(logger: Logger? = nil) -> [SnapshotInfo] {
+        guard fileSystem.exists(directory), let names = try? fileSystem.contentsOfDirectory(directory) else { return [] }
+        var infos: [SnapshotInfo] = []
+        for name in names.sorted() where name.hasSuffix("." + SnapshotFile.fileExtension) {
+            do {
+                let file = try fileSystem.open(directory.appending(name), mode: .readOnly)
+                defer { try? file.close() }
+                let head = try file.read(at: 0, count: 64 << 10)
+                infos.append(try SnapshotFile.decodeInfo(head, name: name))
+            } catch {
+                logger?.warning("ignoring unreadable snapshot", metadata: ["file": "\(name)", "error": "\(error)"])
+            }
+        }
+        return infos.sorted { $0.sequence < $1.sequence }
+    }
+
+    func read(sequence: UInt64) throws -> SnapshotFile {
+        let name = SnapshotFile.fileName(sequence: sequence)
+        let file = try fileSystem.open(directory.appending(name), mode: .readOnly)
+        defer { try? file.close() }
+        let bytes = try file.read(at: 0, count: Int(try file.size()))
+        return try SnapshotFile.decode(bytes, name: name)
+    }
+
+    func write(_ snapshot: SnapshotFile) throws {
+        try fileSystem.createDirectory(directory)
+        let name = SnapshotFile.fileName(sequence: snapshot.info.sequence)
+        let temporary = directory.appending(name + ".tmp")
+        let bytes = try snapshot.encoded()
+        let file = try fileSystem.open(temporary, mode: .createReadWrite)
+        do {
+            try file.truncate(to: 0)
+            try file.write(bytes, at: 0)
+            try file.sync()
+            try file.close()
+        } catch {
+            try? file.close()
+            try? fileSystem.remove(temporary)
+            throw error
+        }
+        try fileSystem.rename(temporary, to: directory.appending(name))
+    }
+
+    /// Removes all but the newest `keep` snapshots.
+    func prune(keep: Int) throws {
+        let all = infos()
+        guard all.count > keep else { return }
+        for info in all.dropLast(keep) {
+            try fileSystem.remove(directory.appending(SnapshotFile.fileName(sequence: info.sequence)))
+        }
+    }
+}

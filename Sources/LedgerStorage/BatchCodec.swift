@@ -1,0 +1,215 @@
+// Encoding and decoding of one batch (docs/FORMAT.md, "Batch header"). Pure: no I/O, thread-safe.
+
+import CLZ4
+import Crypto
+
+/// The fixed 80-byte header of a batch, as parsed (not yet checked against its body).
+public struct BatchHeader: Sendable, Equatable {
+    public var crc: UInt32
+    public var compression: CompressionKind
+    public var count: UInt32
+    public var baseSequence: UInt64
+    public var firstLedgerTime: Int64
+    public var lastLedgerTime: Int64
+    public var uncompressedLength: UInt32
+    public var storedLength: UInt32
+    public var previousHash: [UInt8]
+
+    /// Header plus body.
+    public var totalBytes: Int { LogFormat.batchHeaderBytes + Int(storedLength) }
+    public var lastSequence: UInt64 { baseSequence + UInt64(count) - 1 }
+    public var sequences: ClosedRange<UInt64> { baseSequence...lastSequence }
+
+    /// Parses the header. Throws `corruptBatch` (without location) when the bytes cannot be a header.
+    public static func parse(_ bytes: [UInt8]) throws -> BatchHeader {
+        precondition(bytes.count >= LogFormat.batchHeaderBytes)
+        guard Array(bytes[0..<4]) == LogFormat.batchMagic else {
+            throw LedgerStorageError(.corruptBatch, "bad batch magic")
+        }
+        let version = bytes.loadLittleEndian(UInt16.self, at: 8)
+        guard version == LogFormat.version else {
+            throw LedgerStorageError(.corruptBatch, "unsupported batch format version \(version)")
+        }
+        guard let compression = CompressionKind(rawValue: bytes[10]) else {
+            throw LedgerStorageError(.corruptBatch, "unknown compression kind \(bytes[10])")
+        }
+        let header = BatchHeader(
+            crc: bytes.loadLittleEndian(UInt32.self, at: 4),
+            compression: compression,
+            count: bytes.loadLittleEndian(UInt32.self, at: 12),
+            baseSequence: bytes.loadLittleEndian(UInt64.self, at: 16),
+            firstLedgerTime: bytes.loadLittleEndian(Int64.self, at: 24),
+            lastLedgerTime: bytes.loadLittleEndian(Int64.self, at: 32),
+            uncompressedLength: bytes.loadLittleEndian(UInt32.self, at: 40),
+            storedLength: bytes.loadLittleEndian(UInt32.self, at: 44),
+            previousHash: Array(bytes[48..<80]))
+        guard header.count >= 1 else { throw LedgerStorageError(.corruptBatch, "batch with zero records") }
+        guard header.firstLedgerTime <= header.lastLedgerTime else {
+            throw LedgerStorageError(.corruptBatch, "batch first ledger time after its last")
+        }
+        guard Int(header.uncompressedLength) <= LogFormat.batchUncompressedBytesMax,
+              Int(header.uncompressedLength) >= Int(header.count) * LogFormat.recordEntryHeaderBytes
+        else { throw LedgerStorageError(.corruptBatch, "implausible uncompressed length \(header.uncompressedLength)") }
+        if compression == .none && header.storedLength != header.uncompressedLength {
+            throw LedgerStorageError(.corruptBatch, "uncompressed batch with differing lengths")
+        }
+        return header
+    }
+}
+
+/// A batch ready to write, with the facts the writer keeps about it.
+public struct EncodedBatch: Sendable {
+    public var bytes: [UInt8]
+    public var hash: [UInt8]
+    public var baseSequence: UInt64
+    public var count: Int
+    public var firstLedgerTime: Int64
+    public var lastLedgerTime: Int64
+}
+
+public enum BatchCodec {
+    /// Encodes records whose ledger times are already final (non-decreasing).
+    public static func encode(
+        records: ArraySlice<LogRecord>, baseSequence: UInt64, previousHash: [UInt8], compression: CompressionKind
+    ) -> EncodedBatch {
+        precondition(!records.isEmpty, "a batch holds at least one record")
+        precondition(previousHash.count == LogFormat.hashBytes)
+        var section = [UInt8]()
+        section.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + LogFormat.recordEntryHeaderBytes })
+        var previousTime = Int64.min
+        for record in records {
+            precondition(record.ledgerTime >= previousTime, "ledger times must be final and non-decreasing")
+            precondition(record.payload.count <= LogFormat.payloadBytesMax)
+            previousTime = record.ledgerTime
+            section.appendLittleEndian(record.ledgerTime)
+            section.appendLittleEndian(UInt32(record.payload.count))
+            section.append(contentsOf: record.payload)
+        }
+        precondition(section.count <= LogFormat.batchUncompressedBytesMax)
+
+        var body = section
+        var kind = CompressionKind.none
+        if compression == .lz4, let compressed = LZ4Block.compress(section), compressed.count < section.count {
+            body = compressed
+            kind = .lz4
+        }
+
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(LogFormat.batchHeaderBytes + body.count)
+        bytes.append(contentsOf: LogFormat.batchMagic)
+        bytes.appendLittleEndian(UInt32(0))  // CRC, filled below
+        bytes.appendLittleEndian(LogFormat.version)
+        bytes.append(kind.rawValue)
+        bytes.append(0)
+        bytes.appendLittleEndian(UInt32(records.count))
+        bytes.appendLittleEndian(baseSequence)
+        bytes.appendLittleEndian(records.first!.ledgerTime)
+        bytes.appendLittleEndian(records.last!.ledgerTime)
+        bytes.appendLittleEndian(UInt32(section.count))
+        bytes.appendLittleEndian(UInt32(body.count))
+        bytes.append(contentsOf: previousHash)
+        bytes.append(contentsOf: body)
+        let crc = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[LogFormat.batchCRCScopeStart...])) }
+        bytes.storeLittleEndian(crc, at: LogFormat.batchCRCOffset)
+        return EncodedBatch(
+            bytes: bytes, hash: hash(bytes), baseSequence: baseSequence, count: records.count,
+            firstLedgerTime: records.first!.ledgerTime, lastLedgerTime: records.last!.ledgerTime)
+    }
+
+    /// SHA-256 of a whole batch (header and body): the link of the hash chain.
+    public static func hash(_ batchBytes: [UInt8]) -> [UInt8] {
+        Array(SHA256.hash(data: batchBytes))
+    }
+
+    /// Checks the CRC of a whole batch (`bytes` = header + body).
+    public static func crcMatches(_ header: BatchHeader, batchBytes bytes: [UInt8]) -> Bool {
+        precondition(bytes.count == header.totalBytes)
+        let computed = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[LogFormat.batchCRCScopeStart...])) }
+        return computed == header.crc
+    }
+
+    /// Decompresses and parses the records of a batch whose CRC has been checked.
+    /// Throws `corruptBatch` (without location) when the body does not hold what the header says.
+    public static func decodeRecords(_ header: BatchHeader, batchBytes bytes: [UInt8]) throws -> [StoredRecord] {
+        precondition(bytes.count == header.totalBytes)
+        let section: [UInt8]
+        switch header.compression {
+        case .none:
+            section = Array(bytes[LogFormat.batchHeaderBytes...])
+        case .lz4:
+            guard let decompressed = bytes.withUnsafeBytes({
+                LZ4Block.decompress(UnsafeRawBufferPointer(rebasing: $0[LogFormat.batchHeaderBytes...]),
+                                    uncompressedLength: Int(header.uncompressedLength))
+            }) else {
+                throw LedgerStorageError(.corruptBatch, "LZ4 body does not decompress to \(header.uncompressedLength) bytes")
+            }
+            section = decompressed
+        }
+        return try section.withUnsafeBytes { raw -> [StoredRecord] in
+            var records = [StoredRecord]()
+            records.reserveCapacity(Int(header.count))
+            var offset = 0
+            var previousTime = header.firstLedgerTime
+            for index in 0..<Int(header.count) {
+                guard offset + LogFormat.recordEntryHeaderBytes <= raw.count else {
+                    throw LedgerStorageError(.corruptBatch, "records section ends inside record \(index)")
+                }
+                let time = raw.loadLittleEndian(Int64.self, at: offset)
+                let length = Int(raw.loadLittleEndian(UInt32.self, at: offset + 8))
+                offset += LogFormat.recordEntryHeaderBytes
+                guard length <= raw.count - offset else {
+                    throw LedgerStorageError(.corruptBatch, "payload of record \(index) runs past the records section")
+                }
+                guard time >= previousTime else {
+                    throw LedgerStorageError(.timeOrder, "ledger time goes backwards inside the batch at record \(index)")
+                }
+                previousTime = time
+                let payload = [UInt8](UnsafeRawBufferPointer(rebasing: raw[offset..<(offset + length)]))
+                offset += length
+                records.append(StoredRecord(sequence: header.baseSequence + UInt64(index), ledgerTime: time, payload: payload))
+            }
+            guard offset == raw.count else {
+                throw LedgerStorageError(.corruptBatch, "\(raw.count - offset) stray bytes after the last record")
+            }
+            guard records.first!.ledgerTime == header.firstLedgerTime, records.last!.ledgerTime == header.lastLedgerTime else {
+                throw LedgerStorageError(.corruptBatch, "record ledger times disagree with the batch header")
+            }
+            return records
+        }
+    }
+}
+
+/// LZ4 block compression through the system liblz4.
+public enum LZ4Block {
+    public static func compress(_ input: [UInt8]) -> [UInt8]? {
+        guard input.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
+        let bound = Int(LZ4_compressBound(Int32(input.count)))
+        var output = [UInt8](repeating: 0, count: bound)
+        let written = input.withUnsafeBytes { source in
+            output.withUnsafeMutableBytes { destination in
+                LZ4_compress_default(
+                    source.baseAddress?.assumingMemoryBound(to: CChar.self),
+                    destination.baseAddress!.assumingMemoryBound(to: CChar.self),
+                    Int32(input.count), Int32(bound))
+            }
+        }
+        guard written > 0 else { return nil }
+        output.removeLast(bound - Int(written))
+        return output
+    }
+
+    /// Decompresses a block that must expand to exactly `uncompressedLength` bytes; nil otherwise.
+    public static func decompress(_ input: UnsafeRawBufferPointer, uncompressedLength: Int) -> [UInt8]? {
+        guard uncompressedLength > 0, input.count > 0 else { return nil }
+        var failed = false
+        let output = [UInt8](unsafeUninitializedCapacity: uncompressedLength) { buffer, initialized in
+            let produced = LZ4_decompress_safe(
+                input.baseAddress!.assumingMemoryBound(to: CChar.self),
+                UnsafeMutableRawPointer(buffer.baseAddress!).assumingMemoryBound(to: CChar.self),
+                Int32(input.count), Int32(uncompressedLength))
+            failed = produced != Int32(uncompressedLength)
+            initialized = failed ? 0 : uncompressedLength
+        }
+        return failed ? nil : output
+    }
+}

@@ -1,0 +1,286 @@
+// An in-memory file system that injects the failures storage code must survive: short writes,
+// ENOSPC, fsync failures, a crash that keeps only synced bytes plus a random prefix of the
+// unsynced ones, and bit flips. Thread-safe: every operation takes one lock.
+//
+// Simplification: directory operations (create, rename, remove) are durable at once; only file
+// contents distinguish synced from unsynced bytes.
+
+import Foundation
+import SystemPackage
+
+public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
+    final class Node {
+        var bytes: [UInt8] = []
+        /// The contents as of the last successful sync.
+        var syncedBytes: [UInt8] = []
+    }
+
+    private let lock = NSLock()
+    private var files: [String: Node] = [:]
+    private var directories: Set<String> = ["/", "."]
+    private var lockedPaths: Set<String> = []
+    /// Incremented by `crash`; handles opened before a crash fail afterwards, like a dead process's.
+    private var epoch = 0
+
+    // Fault switches, read and written under `lock`.
+    private var syncFailuresPending = 0
+    private var shortWritesPending = 0
+    private var writeBytesBudget: Int?
+
+    public init() {}
+
+    // MARK: Fault controls.
+
+    /// The next `count` syncs fail with EIO (and make nothing durable).
+    public func failNextSyncs(_ count: Int = 1) { withLock { syncFailuresPending += count } }
+
+    /// The next `count` writes store only half of their bytes, then fail with EIO.
+    public func shortenNextWrites(_ count: Int = 1) { withLock { shortWritesPending += count } }
+
+    /// After `bytes` more bytes have been written, writes store what fits and fail with ENOSPC.
+    /// Pass nil to lift the limit.
+    public func limitSpace(toMoreBytes bytes: Int?) { withLock { writeBytesBudget = bytes } }
+
+    /// Simulates power loss: each file keeps its synced bytes plus a random prefix of what was
+    /// appended after the last sync; locks are dropped and open handles stop working.
+    public func crash(seed: UInt64) {
+        withLock {
+            var generator = SeededGenerator(seed: seed)
+            for node in files.values {
+                let synced = node.syncedBytes
+                if node.bytes.count > synced.count && node.bytes.starts(with: synced) {
+                    let unsynced = node.bytes.count - synced.count
+                    let kept = Int.random(in: 0...unsynced, using: &generator)
+                    node.bytes = Array(node.bytes.prefix(synced.count + kept))
+                } else {
+                    node.bytes = synced
+                }
+                node.syncedBytes = node.bytes
+            }
+            lockedPaths.removeAll()
+            epoch += 1
+        }
+    }
+
+    /// Flips one bit of a file in place (and in its durable image).
+    public func flipBit(_ path: FilePath, byteOffset: Int, bit: Int) {
+        withLock {
+            guard let node = files[path.string] else { preconditionFailure("no file \(path)") }
+            node.bytes[byteOffset] ^= UInt8(1) << UInt8(bit)
+            node.syncedBytes = node.bytes
+        }
+    }
+
+    /// The current contents of a file, or nil when it does not exist.
+    public func contents(of path: FilePath) -> [UInt8]? { withLock { files[path.string]?.bytes } }
+
+    /// Replaces the contents of a file (durably), creating it when needed.
+    public func setContents(of path: FilePath, to bytes: [UInt8]) {
+        withLock {
+            let node = files[path.string] ?? Node()
+            node.bytes = bytes
+            node.syncedBytes = bytes
+            files[path.string] = node
+        }
+    }
+
+    // MARK: FileSystem.
+
+    public func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile {
+        try withLock {
+            if let node = files[path.string] { return MemoryFile(node: node, fileSystem: self, epoch: epoch, path: path.string) }
+            guard mode == .createReadWrite else {
+                throw LedgerStorageError(.io(errno: ENOENT), "no such file", location: LogLocation(file: path.string))
+            }
+            guard directories.contains(parentPath(path)) else {
+                throw LedgerStorageError(.io(errno: ENOENT), "no such directory", location: LogLocation(file: path.string))
+            }
+            let node = Node()
+            files[path.string] = node
+            return MemoryFile(node: node, fileSystem: self, epoch: epoch, path: path.string)
+        }
+    }
+
+    public func exists(_ path: FilePath) -> Bool {
+        withLock { files[path.string] != nil || directories.contains(path.string) }
+    }
+
+    public func contentsOfDirectory(_ path: FilePath) throws -> [String] {
+        try withLock {
+            guard directories.contains(path.string) else {
+                throw LedgerStorageError(.io(errno: ENOENT), "no such directory", location: LogLocation(file: path.string))
+            }
+            let prefix = path.string.hasSuffix("/") ? path.string : path.string + "/"
+            let names = (Array(files.keys) + Array(directories)).compactMap { key -> String? in
+                guard key.hasPrefix(prefix) else { return nil }
+                let rest = key.dropFirst(prefix.count)
+                return rest.isEmpty || rest.contains("/") ? nil : String(rest)
+            }
+            return names
+        }
+    }
+
+    public func createDirectory(_ path: FilePath) throws {
+        withLock {
+            var current = path
+            while !current.isEmpty && current.string != "/" {
+                directories.insert(current.string)
+                current = current.removingLastComponent()
+            }
+        }
+    }
+
+    public func remove(_ path: FilePath) throws {
+        try withLock {
+            guard files.removeValue(forKey: path.string) != nil else {
+                throw LedgerStorageError(.io(errno: ENOENT), "no such file", location: LogLocation(file: path.string))
+            }
+        }
+    }
+
+    public func rename(_ source: FilePath, to destination: FilePath) throws {
+        try withLock {
+            guard let node = files.removeValue(forKey: source.string) else {
+                throw LedgerStorageError(.io(errno: ENOENT), "no such file", location: LogLocation(file: source.string))
+            }
+            files[destination.string] = node
+        }
+    }
+
+    public func syncDirectory(_ path: FilePath) throws {}
+
+    public func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? {
+        let file = try open(path, mode: .createReadWrite)
+        return withLock { () -> (any LedgerFileLock)? in
+            if lockedPaths.contains(path.string) { return nil }
+            lockedPaths.insert(path.string)
+            return MemoryLock(file: file, fileSystem: self, path: path.string, epoch: epoch)
+        }
+    }
+
+    // MARK: Internals used by the handles.
+
+    func withLock<T>(_ body: () throws -> T) rethrows -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    private func parentPath(_ path: FilePath) -> String {
+        let parent = path.removingLastComponent().string
+        return parent.isEmpty ? "." : parent
+    }
+
+    fileprivate func checkEpoch(_ handleEpoch: Int, path: String) throws {
+        if handleEpoch != epoch {
+            throw LedgerStorageError(.io(errno: EIO), "handle opened before a simulated crash", location: LogLocation(file: path))
+        }
+    }
+
+    fileprivate func write(node: Node, bytes: [UInt8], at offset: Int, epoch handleEpoch: Int, path: String) throws {
+        try withLock {
+            try checkEpoch(handleEpoch, path: path)
+            var toWrite = bytes
+            var failure: LedgerStorageError?
+            if shortWritesPending > 0 {
+                shortWritesPending -= 1
+                toWrite = Array(bytes.prefix(bytes.count / 2))
+                failure = LedgerStorageError(.io(errno: EIO), "injected short write", location: LogLocation(file: path, byteOffset: UInt64(offset)))
+            }
+            if let budget = writeBytesBudget, toWrite.count > budget {
+                toWrite = Array(toWrite.prefix(budget))
+                failure = LedgerStorageError(.noSpace, "injected ENOSPC", location: LogLocation(file: path, byteOffset: UInt64(offset)))
+            }
+            if let budget = writeBytesBudget { writeBytesBudget = budget - toWrite.count }
+            if node.bytes.count < offset { node.bytes.append(contentsOf: repeatElement(0, count: offset - node.bytes.count)) }
+            let overlap = min(toWrite.count, node.bytes.count - offset)
+            node.bytes.replaceSubrange(offset..<(offset + overlap), with: toWrite.prefix(overlap))
+            node.bytes.append(contentsOf: toWrite.dropFirst(overlap))
+            if let failure { throw failure }
+        }
+    }
+
+    fileprivate func sync(node: Node, epoch handleEpoch: Int, path: String) throws {
+        try withLock {
+            try checkEpoch(handleEpoch, path: path)
+            if syncFailuresPending > 0 {
+                syncFailuresPending -= 1
+                throw LedgerStorageError(.io(errno: EIO), "injected fsync failure", location: LogLocation(file: path))
+            }
+            node.syncedBytes = node.bytes
+        }
+    }
+
+    fileprivate func unlock(path: String, epoch lockEpoch: Int) {
+        withLock { if lockEpoch == epoch { lockedPaths.remove(path) } }
+    }
+}
+
+private final class MemoryFile: LedgerFile, @unchecked Sendable {
+    let node: FaultInjectingFileSystem.Node
+    let fileSystem: FaultInjectingFileSystem
+    let epoch: Int
+    let path: String
+
+    init(node: FaultInjectingFileSystem.Node, fileSystem: FaultInjectingFileSystem, epoch: Int, path: String) {
+        self.node = node
+        self.fileSystem = fileSystem
+        self.epoch = epoch
+        self.path = path
+    }
+
+    func read(at offset: UInt64, count: Int) throws -> [UInt8] {
+        fileSystem.withLock {
+            let start = min(Int(offset), node.bytes.count)
+            let end = min(start + count, node.bytes.count)
+            return Array(node.bytes[start..<end])
+        }
+    }
+
+    func write(_ bytes: [UInt8], at offset: UInt64) throws {
+        try fileSystem.write(node: node, bytes: bytes, at: Int(offset), epoch: epoch, path: path)
+    }
+
+    func size() throws -> UInt64 { fileSystem.withLock { UInt64(node.bytes.count) } }
+
+    func truncate(to size: UInt64) throws {
+        try fileSystem.withLock {
+            try fileSystem.checkEpoch(epoch, path: path)
+            if node.bytes.count > Int(size) { node.bytes.removeLast(node.bytes.count - Int(size)) }
+            else { node.bytes.append(contentsOf: repeatElement(0, count: Int(size) - node.bytes.count)) }
+        }
+    }
+
+    func sync() throws { try fileSystem.sync(node: node, epoch: epoch, path: path) }
+
+    func close() throws {}
+}
+
+private final class MemoryLock: LedgerFileLock, @unchecked Sendable {
+    let file: any LedgerFile
+    let fileSystem: FaultInjectingFileSystem
+    let path: String
+    let epoch: Int
+
+    init(file: any LedgerFile, fileSystem: FaultInjectingFileSystem, path: String, epoch: Int) {
+        self.file = file
+        self.fileSystem = fileSystem
+        self.path = path
+        self.epoch = epoch
+    }
+
+    func release() { fileSystem.unlock(path: path, epoch: epoch) }
+}
+
+/// SplitMix64: a small seeded generator so injected faults are reproducible from a printed seed.
+public struct SeededGenerator: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+    public init(seed: UInt64) { state = seed }
+    public mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

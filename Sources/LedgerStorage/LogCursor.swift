@@ -1,0 +1,199 @@
+// A synchronous cursor over the log. `next()` throws on damage and returns nil at the current end
+// of the log; calling it again later returns records appended since. Not thread-safe: one owner.
+
+import SystemPackage
+
+public struct LogCursor {
+    let directory: LogDirectory
+    /// The next sequence this cursor will return.
+    public private(set) var nextSequence: UInt64
+    /// Records before this ledger time are skipped (until the first one at or after it).
+    var minimumLedgerTime: Int64?
+
+    private var scanner: SegmentScanner?
+    private var segmentBase: UInt64 = 0
+    /// The base sequence the next batch in the current segment must have.
+    private var expectedBatchBase: UInt64 = 0
+    private var decoded: [StoredRecord] = []
+    private var decodedIndex = 0
+    private var sawFooter = false
+
+    init(directory: LogDirectory, nextSequence: UInt64, minimumLedgerTime: Int64?) {
+        self.directory = directory
+        self.nextSequence = nextSequence
+        self.minimumLedgerTime = minimumLedgerTime
+    }
+
+    /// Opens the segment holding the start position and seeks with its sparse index.
+    mutating func position() throws {
+        let bases = try directory.segmentBases()
+        guard !bases.isEmpty else { return }
+        if let time = minimumLedgerTime {
+            // The first segment whose footer says it reaches `time`; the active segment otherwise.
+            var chosen = bases.last!
+            for base in bases.dropLast() {
+                let footer = try Self.readFooter(directory: directory, base: base)
+                if footer.lastLedgerTime >= time { chosen = base; break }
+            }
+            try open(base: chosen)
+            if let entry = directory.loadIndex(base: chosen)?.entry(before: time) { seek(to: entry) }
+            nextSequence = chosen
+        } else {
+            let base = bases.last(where: { $0 <= nextSequence }) ?? bases.first!
+            try open(base: base)
+            if let entry = directory.loadIndex(base: base)?.entry(atOrBefore: nextSequence) { seek(to: entry) }
+        }
+    }
+
+    static func readFooter(directory: LogDirectory, base: UInt64) throws -> SegmentFooter {
+        let name = LogDirectory.displayName(base: base)
+        let file = try directory.fileSystem.open(directory.segmentPath(base: base), mode: .readOnly)
+        defer { try? file.close() }
+        let size = try file.size()
+        let offset = size >= UInt64(LogFormat.footerBytes) ? size - UInt64(LogFormat.footerBytes) : 0
+        guard let bytes = try file.readExactly(at: offset, count: LogFormat.footerBytes) else {
+            throw LedgerStorageError(.corruptFooter, "sealed segment without footer", location: LogLocation(file: name, byteOffset: offset))
+        }
+        do { return try SegmentFooter.parse(bytes) } catch let error as LedgerStorageError {
+            throw error.located(file: name, byteOffset: offset)
+        }
+    }
+
+    private mutating func open(base: UInt64) throws {
+        scanner?.close()
+        scanner = try SegmentScanner.open(directory: directory, base: base)
+        segmentBase = base
+        expectedBatchBase = base
+        decoded = []
+        decodedIndex = 0
+        sawFooter = false
+    }
+
+    private mutating func seek(to entry: SparseIndexEntry) {
+        // A stale index only costs a rescan: the batch found there is checked against the entry.
+        if let bytes = try? scanner?.file.readExactly(at: entry.byteOffset, count: LogFormat.batchHeaderBytes),
+           let header = try? BatchHeader.parse(bytes), header.baseSequence == entry.sequence {
+            scanner?.seek(to: entry.byteOffset)
+            expectedBatchBase = entry.sequence
+        }
+    }
+
+    public mutating func next() throws -> StoredRecord? {
+        while true {
+            while decodedIndex < decoded.count {
+                let record = decoded[decodedIndex]
+                decodedIndex += 1
+                if record.sequence < nextSequence { continue }
+                if let time = minimumLedgerTime {
+                    if record.ledgerTime < time { continue }
+                    minimumLedgerTime = nil
+                }
+                nextSequence = record.sequence + 1
+                return record
+            }
+            guard try loadNextBatch() else { return nil }
+        }
+    }
+
+    /// Decodes the next batch into `decoded`; false at the current end of the log.
+    private mutating func loadNextBatch() throws -> Bool {
+        if scanner == nil {
+            try position()
+            if scanner == nil { return false }
+        }
+        while true {
+            if sawFooter {
+                guard try advanceToNextSegment() else { return false }
+                continue
+            }
+            let step = try scanner!.next()
+            switch step {
+            case .batch(let header, let bytes, let offset):
+                guard header.baseSequence == expectedBatchBase else {
+                    throw LedgerStorageError(.sequenceGap, "batch starts at \(header.baseSequence), expected \(expectedBatchBase)",
+                                             location: LogLocation(file: scanner!.displayName, byteOffset: offset, sequences: header.sequences))
+                }
+                expectedBatchBase = header.lastSequence + 1
+                if header.lastSequence < nextSequence { continue }
+                if let time = minimumLedgerTime, header.lastLedgerTime < time { continue }
+                do {
+                    decoded = try BatchCodec.decodeRecords(header, batchBytes: bytes)
+                } catch let error as LedgerStorageError {
+                    var located = error.located(file: scanner!.displayName, byteOffset: offset)
+                    located.location.sequences = header.sequences
+                    throw located
+                }
+                decodedIndex = 0
+                return true
+            case .footer:
+                sawFooter = true
+            case .end(let offset), .incomplete(let offset, _):
+                // The end of the active segment, unless a newer segment exists: then this one must
+                // have been sealed, and a missing footer is damage.
+                let bases = try directory.segmentBases()
+                guard bases.contains(where: { $0 > segmentBase }) else { return false }
+                scanner!.seek(to: offset)
+                switch try scanner!.next() {
+                case .footer: sawFooter = true
+                case .batch: scanner!.seek(to: offset)
+                case .end, .incomplete:
+                    throw LedgerStorageError(.corruptFooter, "segment followed by a newer one ends without a footer",
+                                             location: LogLocation(file: scanner!.displayName, byteOffset: offset))
+                }
+            }
+        }
+    }
+
+    private mutating func advanceToNextSegment() throws -> Bool {
+        let bases = try directory.segmentBases()
+        guard let next = bases.first(where: { $0 > segmentBase }) else { return false }
+        guard next == expectedBatchBase else {
+            throw LedgerStorageError(.sequenceGap, "segment starts at \(next), expected \(expectedBatchBase)",
+                                     location: LogLocation(file: LogDirectory.displayName(base: next)))
+        }
+        try open(base: next)
+        return true
+    }
+}
+
+/// Live tail of the log as an AsyncSequence.
+public struct LogFollower: AsyncSequence, Sendable {
+    public typealias Element = StoredRecord
+    let reader: LogReader
+    let startSequence: UInt64
+    let pollInterval: Duration
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(reader: reader, nextSequence: startSequence, pollInterval: pollInterval)
+    }
+
+    public struct Iterator: AsyncIteratorProtocol {
+        let reader: LogReader
+        var nextSequence: UInt64
+        let pollInterval: Duration
+        var cursor: LogCursor?
+
+        init(reader: LogReader, nextSequence: UInt64, pollInterval: Duration) {
+            self.reader = reader
+            self.nextSequence = nextSequence
+            self.pollInterval = pollInterval
+        }
+
+        /// The next record, waiting for it when needed; nil once the task is cancelled.
+        public mutating func next() async throws -> StoredRecord? {
+            let signal = AppendSignal.forDirectory(reader.directory.root.lexicallyNormalized().string)
+            while !Task.isCancelled {
+                let generation = signal.currentGeneration
+                if cursor == nil, (try? reader.directory.segmentBases().isEmpty) == false {
+                    cursor = try reader.records(from: nextSequence)
+                }
+                if let record = try cursor?.next() {
+                    nextSequence = record.sequence + 1
+                    return record
+                }
+                await signal.wait(after: generation, timeout: pollInterval)
+            }
+            return nil
+        }
+    }
+}

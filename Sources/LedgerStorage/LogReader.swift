@@ -1,0 +1,64 @@
+// Reading the log from any process, without a lock. Readers see only complete batches whose CRC
+// checks; damage throws with its location. A reader value is immutable and thread-safe; each
+// cursor it hands out belongs to one task at a time.
+
+import Logging
+import SystemPackage
+
+public struct LogReader: Sendable {
+    let directory: LogDirectory
+    let logger: Logger
+
+    public init(directory: FilePath, fileSystem: any FileSystem = PosixFileSystem(),
+                logger: Logger = Logger(label: "LedgerStorage.LogReader")) {
+        self.directory = LogDirectory(root: directory, fileSystem: fileSystem)
+        self.logger = logger
+    }
+
+    /// Records from `sequence` on (in sequence order), up to what is durable now; the cursor can be
+    /// asked again later for records appended since.
+    public func records(from sequence: UInt64 = 0) throws -> LogCursor {
+        var cursor = LogCursor(directory: directory, nextSequence: sequence, minimumLedgerTime: nil)
+        try cursor.position()
+        return cursor
+    }
+
+    /// Records whose ledger time is at or after `ledgerTime`, in sequence order.
+    public func records(fromLedgerTime ledgerTime: Int64) throws -> LogCursor {
+        var cursor = LogCursor(directory: directory, nextSequence: 0, minimumLedgerTime: ledgerTime)
+        try cursor.position()
+        return cursor
+    }
+
+    /// Live records from `sequence` on: yields what exists, then waits for more. In-process appends
+    /// wake it at once; appends by other processes are noticed by polling every `pollInterval`.
+    public func follow(from sequence: UInt64 = 0, pollInterval: Duration = .milliseconds(50)) -> LogFollower {
+        LogFollower(reader: self, startSequence: sequence, pollInterval: pollInterval)
+    }
+
+    /// The sequence of the last complete record, or nil when the log is empty.
+    public func lastSequence() throws -> UInt64? {
+        let bases = try directory.segmentBases()
+        guard let last = bases.last else { return nil }
+        var scanner = try SegmentScanner.open(directory: directory, base: last)
+        defer { scanner.close() }
+        var lastSequence: UInt64? = last == 0 ? nil : last - 1
+        if let index = directory.loadIndex(base: last), let entry = index.entries.last {
+            scanner.seek(to: entry.byteOffset)
+        }
+        while true {
+            switch try scanner.next() {
+            case .batch(let header, _, _): lastSequence = header.lastSequence
+            case .footer, .end, .incomplete: return lastSequence
+            }
+        }
+    }
+
+    /// Every record from `sequence` on, read now. Convenience for tests and tools.
+    public func readAll(from sequence: UInt64 = 0) throws -> [StoredRecord] {
+        var cursor = try records(from: sequence)
+        var records: [StoredRecord] = []
+        while let record = try cursor.next() { records.append(record) }
+        return records
+    }
+}

@@ -1,0 +1,141 @@
+// One group commit: assign sequences and final ledger times, cut batches, roll segments, write
+// once, sync per policy. Runs only on the writer's I/O thread.
+
+import Foundation
+
+extension LogWriter {
+    /// Commits the queued requests in order. On success the in-memory state moves on; on failure it
+    /// does not, and the writer is poisoned unless the file could be put back exactly as it was.
+    func commit(_ requests: [[LogRecord]]) throws -> [[AppendedRecord]] {
+        var records: [LogRecord] = []
+        var results: [[AppendedRecord]] = []
+        var sequence = chain.nextSequence
+        var lastTime = chain.lastLedgerTime
+        for request in requests {
+            var assigned: [AppendedRecord] = []
+            assigned.reserveCapacity(request.count)
+            for var record in request {
+                // Ledger time never decreases in sequence order: clamp up to the predecessor's.
+                record.ledgerTime = max(record.ledgerTime, lastTime)
+                lastTime = record.ledgerTime
+                assigned.append(AppendedRecord(sequence: sequence, ledgerTime: record.ledgerTime))
+                records.append(record)
+                sequence += 1
+            }
+            results.append(assigned)
+        }
+
+        var working = active
+        var workingChain = chain
+        var buffer: [UInt8] = []
+        var bufferStart = working.endOffset
+        var rolled = false
+        do {
+            var start = 0
+            while start < records.count {
+                var end = start
+                var sectionBytes = 0
+                while end < records.count, end - start < options.batchRecordsMax {
+                    let entryBytes = records[end].payload.count + LogFormat.recordEntryHeaderBytes
+                    if end > start && sectionBytes + entryBytes > options.batchBytesMax { break }
+                    sectionBytes += entryBytes
+                    end += 1
+                }
+                if working.batchCount > 0 && shouldRoll(working) {
+                    if !buffer.isEmpty { try working.file.write(buffer, at: bufferStart) }
+                    working = try seal(working, chain: workingChain)
+                    rolled = true
+                    buffer.removeAll(keepingCapacity: true)
+                    bufferStart = working.endOffset
+                }
+                let batch = BatchCodec.encode(
+                    records: records[start..<end], baseSequence: workingChain.nextSequence,
+                    previousHash: workingChain.lastHash, compression: options.compression)
+                working.index.noteBatch(sequence: batch.baseSequence, ledgerTime: batch.firstLedgerTime, byteOffset: working.endOffset)
+                working.endOffset += UInt64(batch.bytes.count)
+                working.batchCount += 1
+                working.recordCount += UInt64(batch.count)
+                buffer.append(contentsOf: batch.bytes)
+                workingChain = ChainState(nextSequence: batch.baseSequence + UInt64(batch.count), lastHash: batch.hash,
+                                          lastLedgerTime: batch.lastLedgerTime)
+                start = end
+            }
+            try working.file.write(buffer, at: bufferStart)
+        } catch {
+            let storageError = error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
+            if rolled {
+                poison(storageError)
+            } else {
+                // Put the file back to its committed length so the next group starts clean.
+                do { try active.file.truncate(to: active.endOffset) } catch { poison(storageError) }
+            }
+            throw storageError
+        }
+
+        if options.durability == .always {
+            do {
+                try working.file.sync()
+            } catch {
+                // After a failed fsync the kernel may have dropped the dirty pages: what is durable is
+                // unknown, so only a reopen (with recovery) may continue.
+                let storageError = error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
+                poison(storageError)
+                throw storageError
+            }
+        }
+        active = working
+        chain = workingChain
+        switch options.durability {
+        case .always: unsyncedSince = nil
+        case .interval:
+            if unsyncedSince == nil { unsyncedSince = options.clock() }
+            syncIfDue(force: false)
+        case .none:
+            if unsyncedSince == nil { unsyncedSince = options.clock() }
+        }
+        return results
+    }
+
+    func shouldRoll(_ segment: ActiveSegment) -> Bool {
+        if segment.endOffset >= UInt64(options.segmentBytesMax) { return true }
+        if let ageMax = options.segmentAgeMax {
+            let ageNanoseconds = ageMax.components.seconds * 1_000_000_000 + ageMax.components.attoseconds / 1_000_000_000
+            if options.clock() - segment.createdAt >= ageNanoseconds { return true }
+        }
+        return false
+    }
+
+    /// Writes the footer, syncs, publishes the index and manifest, and opens the next segment.
+    func seal(_ segment: ActiveSegment, chain: ChainState) throws -> ActiveSegment {
+        let footer = SegmentFooter(recordCount: segment.recordCount, batchCount: segment.batchCount,
+                                   lastLedgerTime: chain.lastLedgerTime, lastBatchHash: chain.lastHash)
+        try segment.file.write(footer.encoded(), at: segment.endOffset)
+        try segment.file.sync()
+        try directory.writeIndex(segment.index.index)
+        manifest.sealed.append(ManifestEntry(
+            segmentName: SegmentFileName.segment(base: segment.base), recordCount: segment.recordCount,
+            byteCount: segment.endOffset + UInt64(LogFormat.footerBytes), lastBatchHash: chain.lastHash))
+        try directory.writeManifest(manifest)
+        try? segment.file.close()
+        logger.debug("sealed segment", metadata: ["segment": "\(SegmentFileName.segment(base: segment.base))"])
+        return try Self.createSegment(directory: directory, base: chain.nextSequence, createdAt: options.clock(),
+                                      indexIntervalBytes: options.indexIntervalBytes)
+    }
+
+    /// Creates an empty segment file (header only, synced, directory synced).
+    static func createSegment(directory: LogDirectory, base: UInt64, createdAt: Int64, indexIntervalBytes: Int) throws -> ActiveSegment {
+        let file = try directory.fileSystem.open(directory.segmentPath(base: base), mode: .createReadWrite)
+        do {
+            try file.truncate(to: 0)
+            try file.write(SegmentHeader(baseSequence: base, createdAt: createdAt).encoded(), at: 0)
+            try file.sync()
+            try directory.fileSystem.syncDirectory(directory.segmentsPath)
+        } catch {
+            try? file.close()
+            throw error
+        }
+        return ActiveSegment(file: file, base: base, createdAt: createdAt, endOffset: UInt64(LogFormat.segmentHeaderBytes),
+                             batchCount: 0, recordCount: 0,
+                             index: SparseIndexBuilder(segmentBase: base, intervalBytes: indexIntervalBytes))
+    }
+}

@@ -1,0 +1,41 @@
+// Configuration of a LogWriter.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// When an append is acknowledged.
+public enum DurabilityPolicy: Sendable, Equatable {
+    /// After the batch is written and fdatasync'd (the default).
+    case always
+    /// After the batch is written; fdatasync runs at most this many milliseconds later (bulk import).
+    case interval(milliseconds: Int)
+    /// After the batch is written; synced only when a segment is sealed and at close (tests).
+    case none
+}
+
+public struct LogWriterOptions: Sendable {
+    public var durability: DurabilityPolicy = .always
+    /// A segment is sealed once it holds at least this many bytes.
+    public var segmentBytesMax: Int = 64 << 20
+    /// A segment is sealed once it is older than this (by the ledger clock), if set.
+    public var segmentAgeMax: Duration? = .seconds(24 * 3600)
+    /// Upper bounds for one batch; one group commit may write several batches.
+    public var batchRecordsMax: Int = 4096
+    public var batchBytesMax: Int = 1 << 20
+    /// Spacing of sparse index entries in bytes of segment.
+    public var indexIntervalBytes: Int = 64 << 10
+    public var compression: CompressionKind = .lz4
+    /// The ledger clock in nanoseconds since the Unix epoch; used for segment creation times and age.
+    public var clock: @Sendable () -> Int64 = LogWriterOptions.wallClockNanoseconds
+
+    public init() {}
+
+    public static func wallClockNanoseconds() -> Int64 {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+    }
+}

@@ -1,0 +1,92 @@
+// Segment header and sealed-segment footer (docs/FORMAT.md). Pure: no I/O, thread-safe.
+
+public struct SegmentHeader: Sendable, Equatable {
+    public var baseSequence: UInt64
+    public var createdAt: Int64
+
+    public init(baseSequence: UInt64, createdAt: Int64) {
+        self.baseSequence = baseSequence
+        self.createdAt = createdAt
+    }
+
+    public func encoded() -> [UInt8] {
+        var bytes = LogFormat.segmentMagic
+        bytes.appendLittleEndian(LogFormat.version)
+        bytes.appendLittleEndian(UInt16(0))
+        bytes.appendLittleEndian(baseSequence)
+        bytes.appendLittleEndian(createdAt)
+        bytes.appendLittleEndian(UInt32(0))
+        bytes.appendLittleEndian(CRC32C.checksum(bytes))
+        precondition(bytes.count == LogFormat.segmentHeaderBytes)
+        return bytes
+    }
+
+    /// Parses a header; throws `corruptSegmentHeader` (without location) when it is not valid.
+    public static func parse(_ bytes: [UInt8]) throws -> SegmentHeader {
+        precondition(bytes.count >= LogFormat.segmentHeaderBytes)
+        guard Array(bytes[0..<4]) == LogFormat.segmentMagic else {
+            throw LedgerStorageError(.corruptSegmentHeader, "bad segment magic")
+        }
+        let storedCRC = bytes.loadLittleEndian(UInt32.self, at: LogFormat.segmentHeaderCRCOffset)
+        guard CRC32C.checksum(bytes[0..<LogFormat.segmentHeaderCRCOffset]) == storedCRC else {
+            throw LedgerStorageError(.corruptSegmentHeader, "segment header CRC mismatch")
+        }
+        let version = bytes.loadLittleEndian(UInt16.self, at: 4)
+        guard version == LogFormat.version else {
+            throw LedgerStorageError(.corruptSegmentHeader, "unsupported segment format version \(version)")
+        }
+        return SegmentHeader(baseSequence: bytes.loadLittleEndian(UInt64.self, at: 8),
+                             createdAt: bytes.loadLittleEndian(Int64.self, at: 16))
+    }
+}
+
+public struct SegmentFooter: Sendable, Equatable {
+    public var recordCount: UInt64
+    public var batchCount: UInt32
+    public var lastLedgerTime: Int64
+    public var lastBatchHash: [UInt8]
+
+    public init(recordCount: UInt64, batchCount: UInt32, lastLedgerTime: Int64, lastBatchHash: [UInt8]) {
+        self.recordCount = recordCount
+        self.batchCount = batchCount
+        self.lastLedgerTime = lastLedgerTime
+        self.lastBatchHash = lastBatchHash
+    }
+
+    public func encoded() -> [UInt8] {
+        precondition(recordCount >= 1 && batchCount >= 1 && lastBatchHash.count == LogFormat.hashBytes)
+        var bytes = LogFormat.footerMagic
+        bytes.appendLittleEndian(UInt32(0))
+        bytes.appendLittleEndian(recordCount)
+        bytes.appendLittleEndian(batchCount)
+        bytes.appendLittleEndian(UInt32(0))
+        bytes.appendLittleEndian(lastLedgerTime)
+        bytes.append(contentsOf: lastBatchHash)
+        bytes.storeLittleEndian(CRC32C.checksum(bytes[LogFormat.footerCRCScopeStart...]), at: 4)
+        precondition(bytes.count == LogFormat.footerBytes)
+        return bytes
+    }
+
+    public static func hasMagic(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 4 && Array(bytes[0..<4]) == LogFormat.footerMagic
+    }
+
+    /// Parses a footer; throws `corruptFooter` (without location) when it is not valid.
+    public static func parse(_ bytes: [UInt8]) throws -> SegmentFooter {
+        precondition(bytes.count >= LogFormat.footerBytes)
+        guard hasMagic(bytes) else { throw LedgerStorageError(.corruptFooter, "bad footer magic") }
+        let storedCRC = bytes.loadLittleEndian(UInt32.self, at: 4)
+        guard CRC32C.checksum(bytes[LogFormat.footerCRCScopeStart..<LogFormat.footerBytes]) == storedCRC else {
+            throw LedgerStorageError(.corruptFooter, "footer CRC mismatch")
+        }
+        let footer = SegmentFooter(
+            recordCount: bytes.loadLittleEndian(UInt64.self, at: 8),
+            batchCount: bytes.loadLittleEndian(UInt32.self, at: 16),
+            lastLedgerTime: bytes.loadLittleEndian(Int64.self, at: 24),
+            lastBatchHash: Array(bytes[32..<64]))
+        guard footer.recordCount >= 1, footer.batchCount >= 1 else {
+            throw LedgerStorageError(.corruptFooter, "footer of an empty segment")
+        }
+        return footer
+    }
+}

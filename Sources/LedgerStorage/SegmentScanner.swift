@@ -1,0 +1,119 @@
+// Walks the batches of one segment file front to back. Shared by the reader, recovery, verify
+// and repair. Not thread-safe: one scanner per thread.
+
+import SystemPackage
+
+struct SegmentScanner {
+    enum Step {
+        /// A batch with a valid header and CRC; `bytes` holds header and body.
+        case batch(BatchHeader, bytes: [UInt8], offset: UInt64)
+        case footer(SegmentFooter, offset: UInt64)
+        /// The file ends exactly here.
+        case end(offset: UInt64)
+        /// The file ends inside a batch or footer starting here (a torn or in-progress tail).
+        case incomplete(offset: UInt64, availableBytes: UInt64)
+    }
+
+    let file: any LedgerFile
+    let displayName: String
+    let header: SegmentHeader
+    private(set) var offset: UInt64
+    /// Size of the file when last checked; refreshed when the scanner reaches it.
+    private(set) var knownSize: UInt64
+
+    /// Opens a segment and checks its header against its file name.
+    static func open(directory: LogDirectory, base: UInt64) throws -> SegmentScanner {
+        let name = LogDirectory.displayName(base: base)
+        let file = try directory.fileSystem.open(directory.segmentPath(base: base), mode: .readOnly)
+        do {
+            let header = try readHeader(file: file, base: base, name: name)
+            return SegmentScanner(file: file, displayName: name, header: header,
+                                  offset: UInt64(LogFormat.segmentHeaderBytes), knownSize: try file.size())
+        } catch {
+            try? file.close()
+            throw error
+        }
+    }
+
+    static func readHeader(file: any LedgerFile, base: UInt64, name: String) throws -> SegmentHeader {
+        guard let bytes = try file.readExactly(at: 0, count: LogFormat.segmentHeaderBytes) else {
+            throw LedgerStorageError(.corruptSegmentHeader, "segment shorter than its header",
+                                     location: LogLocation(file: name, byteOffset: 0))
+        }
+        let header: SegmentHeader
+        do { header = try SegmentHeader.parse(bytes) } catch let error as LedgerStorageError {
+            throw error.located(file: name, byteOffset: 0)
+        }
+        guard header.baseSequence == base else {
+            throw LedgerStorageError(.corruptSegmentHeader, "header base sequence \(header.baseSequence) differs from the file name",
+                                     location: LogLocation(file: name, byteOffset: 0))
+        }
+        return header
+    }
+
+    mutating func seek(to newOffset: UInt64) { offset = newOffset }
+
+    func close() { try? file.close() }
+
+    /// Reads the next item. Throws `corruptBatch`/`corruptFooter` located at the item's offset when
+    /// a complete item is damaged; reports an incomplete tail as `.incomplete`.
+    mutating func next() throws -> Step {
+        if offset >= knownSize { knownSize = try file.size() }
+        let start = offset
+        guard start < knownSize else { return .end(offset: start) }
+        let available = knownSize - start
+        let location = LogLocation(file: displayName, byteOffset: start)
+        guard available >= 4 else { return .incomplete(offset: start, availableBytes: available) }
+        let magic = try file.read(at: start, count: 4)
+        if magic == LogFormat.footerMagic {
+            guard available >= UInt64(LogFormat.footerBytes) else { return .incomplete(offset: start, availableBytes: available) }
+            let bytes = try file.read(at: start, count: LogFormat.footerBytes)
+            do {
+                let footer = try SegmentFooter.parse(bytes)
+                offset = start + UInt64(LogFormat.footerBytes)
+                return .footer(footer, offset: start)
+            } catch let error as LedgerStorageError {
+                throw error.located(file: displayName, byteOffset: start)
+            }
+        }
+        guard magic == LogFormat.batchMagic else {
+            throw LedgerStorageError(.corruptBatch, "no batch or footer magic", location: location)
+        }
+        guard available >= UInt64(LogFormat.batchHeaderBytes) else { return .incomplete(offset: start, availableBytes: available) }
+        let headerBytes = try file.read(at: start, count: LogFormat.batchHeaderBytes)
+        let header: BatchHeader
+        do { header = try BatchHeader.parse(headerBytes) } catch let error as LedgerStorageError {
+            throw error.located(file: displayName, byteOffset: start)
+        }
+        guard available >= UInt64(header.totalBytes) else { return .incomplete(offset: start, availableBytes: available) }
+        let bytes = try file.read(at: start, count: header.totalBytes)
+        guard bytes.count == header.totalBytes else { return .incomplete(offset: start, availableBytes: UInt64(bytes.count)) }
+        guard BatchCodec.crcMatches(header, batchBytes: bytes) else {
+            var error = LedgerStorageError(.corruptBatch, "batch CRC mismatch", location: location)
+            error.location.sequences = header.sequences
+            throw error
+        }
+        offset = start + UInt64(header.totalBytes)
+        return .batch(header, bytes: bytes, offset: start)
+    }
+
+    /// The offset of the first intact batch (valid header and CRC) strictly after `offset`, if any.
+    /// Used to tell a torn tail (nothing intact follows) from damage in the middle of a segment.
+    func findIntactBatch(after damagedOffset: UInt64) throws -> (BatchHeader, UInt64)? {
+        let size = try file.size()
+        guard size > damagedOffset + 1 else { return nil }
+        let rest = try file.read(at: damagedOffset + 1, count: Int(size - damagedOffset - 1))
+        var index = 0
+        let magic = LogFormat.batchMagic
+        while index + LogFormat.batchHeaderBytes <= rest.count {
+            if rest[index] == magic[0] && rest[index + 1] == magic[1] && rest[index + 2] == magic[2] && rest[index + 3] == magic[3],
+               let header = try? BatchHeader.parse(Array(rest[index..<(index + LogFormat.batchHeaderBytes)])),
+               index + header.totalBytes <= rest.count,
+               BatchCodec.crcMatches(header, batchBytes: Array(rest[index..<(index + header.totalBytes)])) {
+                return (header, damagedOffset + 1 + UInt64(index))
+            }
+            index += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+
+@Suite("ledger-bench storage smoke test")
+struct BenchSmokeTests {
+    @Test("`ledger-bench storage --quick --json` runs and reports positive figures")
+    func quickRunReportsFigures() throws {
+        let process = Process()
+        process.executableURL = try KillChildProcess.benchExecutable()
+        let directory = NSTemporaryDirectory() + "ledger-bench-smoke-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        process.arguments = ["storage", "--quick", "--json", "--work-dir", directory]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], String(decoding: data, as: UTF8.self))
+        let figures = [
+            "append_events_per_s_1", "append_events_per_s_8", "append_events_per_s_64", "append_mb_per_s_64",
+            "sqlite_one_row_tx_events_per_s", "sqlite_1000_row_tx_events_per_s", "scan_mb_per_s", "raw_lz4_decompress_mb_per_s",
+            "ledger_bytes_on_disk", "raw_json_bytes", "sqlite_file_bytes", "recovery_ms", "ratio_64_appenders_vs_sqlite_one_row",
+            "ratio_scan_vs_raw_decompress", "ratio_on_disk_vs_raw_json",
+        ]
+        for name in figures {
+            let value = (json[name] as? NSNumber)?.doubleValue
+            #expect(value != nil && value! > 0, "\(name) = \(String(describing: json[name]))")
+        }
+    }
+}

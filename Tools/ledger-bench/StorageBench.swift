@@ -1,0 +1,96 @@
+// `ledger-bench storage`: LedgerStorage measured against baselines in the same run, with the same
+// records: SQLite through GRDB (WAL, synchronous=FULL) for durable appends and bytes on disk, and
+// raw LZ4_decompress_safe over the very same compressed batch bodies for the full scan.
+
+import ArgumentParser
+import CLZ4
+import Foundation
+import GRDB
+import LedgerStorage
+import SystemPackage
+
+struct StorageBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "storage", abstract: "Benchmark the storage layer against SQLite and raw LZ4.")
+
+    @Flag(help: "Small sizes; finishes in under 30 s.") var quick = false
+    @Flag(help: "Print every figure and ratio as one JSON object.") var json = false
+    @Option(help: "Scratch directory (default: a new directory under the system temporary directory).") var workDir: String?
+    @Option(help: "Seed of the record generator.") var seed: UInt64 = 2024
+
+    struct Sizes {
+        var records: Int
+        var singleAppends: Int
+        var concurrentAppends: Int
+        var recoveryLogBytes: UInt64
+    }
+
+    func run() async throws {
+        let sizes = quick
+            ? Sizes(records: 20_000, singleAppends: 300, concurrentAppends: 4_000, recoveryLogBytes: 64 << 20)
+            : Sizes(records: 100_000, singleAppends: 2_000, concurrentAppends: 40_000, recoveryLogBytes: 1 << 30)
+        let root = workDir ?? (NSTemporaryDirectory() + "ledger-bench-storage-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+
+        var figures: [(String, Double)] = []
+        func record(_ name: String, _ value: Double) {
+            figures.append((name, value))
+            if !json { print(String(format: "%-44@ %14.2f", name as NSString, value)) }
+        }
+
+        var generator = CatalogRecordGenerator(seed: seed)
+        let payloads = (0..<sizes.records).map { _ in generator.nextRecord() }
+        let rawJSONBytes = payloads.reduce(0) { $0 + $1.count }
+        record("records", Double(payloads.count))
+        record("raw_json_bytes", Double(rawJSONBytes))
+        record("mean_record_bytes", Double(rawJSONBytes) / Double(payloads.count))
+
+        // Durable appends, one record per call, policy `always`.
+        for appenders in [1, 8, 64] {
+            let count = appenders == 1 ? sizes.singleAppends : sizes.concurrentAppends
+            let directory = root + "/append-\(appenders)"
+            let (seconds, bytes) = try await Self.durableAppends(directory: directory, payloads: payloads, count: count, appenders: appenders)
+            record("append_events_per_s_\(appenders)", Double(count) / seconds)
+            record("append_mb_per_s_\(appenders)", Double(bytes) / seconds / 1e6)
+        }
+
+        // SQLite baseline.
+        let sqliteOneRow = try Self.sqliteInserts(path: root + "/one-row.sqlite", payloads: payloads, count: sizes.singleAppends, rowsPerTransaction: 1)
+        record("sqlite_one_row_tx_events_per_s", Double(sizes.singleAppends) / sqliteOneRow.seconds)
+        let sqliteBulk = try Self.sqliteInserts(path: root + "/bulk.sqlite", payloads: payloads, count: payloads.count, rowsPerTransaction: 1000)
+        record("sqlite_1000_row_tx_events_per_s", Double(payloads.count) / sqliteBulk.seconds)
+        record("sqlite_file_bytes", Double(sqliteBulk.fileBytes))
+
+        // A log of all records written in bulk (whole batches compress well), then scanned.
+        let scanDirectory = root + "/scan"
+        let bulkSeconds = try await Self.bulkAppend(directory: scanDirectory, payloads: payloads, rounds: 1)
+        record("bulk_append_events_per_s", Double(payloads.count) / bulkSeconds)
+        let onDisk = try Self.segmentBytes(scanDirectory)
+        record("ledger_bytes_on_disk", Double(onDisk))
+        let scan = try Self.scan(directory: scanDirectory)
+        record("scan_mb_per_s", Double(scan.payloadBytes) / scan.seconds / 1e6)
+        record("scan_records_per_s", Double(scan.records) / scan.seconds)
+        let raw = try Self.rawDecompress(directory: scanDirectory)
+        record("raw_lz4_decompress_mb_per_s", Double(raw.uncompressedBytes) / raw.seconds / 1e6)
+
+        // Recovery after an unclean stop: a big log whose active segment ends in a torn batch.
+        let recoveryDirectory = root + "/recovery"
+        let rounds = max(1, Int((sizes.recoveryLogBytes + UInt64(onDisk) - 1) / UInt64(max(onDisk, 1))))
+        _ = try await Self.bulkAppend(directory: recoveryDirectory, payloads: payloads, rounds: rounds)
+        let recovery = try Self.recoverAfterTornTail(directory: recoveryDirectory)
+        record("recovery_log_bytes", Double(recovery.logBytes))
+        record("recovery_ms", recovery.seconds * 1000)
+        record("recovery_bytes_dropped", Double(recovery.bytesDropped))
+
+        record("ratio_64_appenders_vs_sqlite_one_row", figures.first { $0.0 == "append_events_per_s_64" }!.1 / figures.first { $0.0 == "sqlite_one_row_tx_events_per_s" }!.1)
+        record("ratio_scan_vs_raw_decompress", (Double(scan.payloadBytes) / scan.seconds) / (Double(raw.uncompressedBytes) / raw.seconds))
+        record("ratio_on_disk_vs_raw_json", Double(onDisk) / Double(rawJSONBytes))
+        record("ratio_on_disk_vs_sqlite_file", Double(onDisk) / Double(sqliteBulk.fileBytes))
+
+        if json {
+            let object = Dictionary(figures, uniquingKeysWith: { _, last in last })
+            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
+            print(String(decoding: data, as: UTF8.self))
+        }
+    }
+}

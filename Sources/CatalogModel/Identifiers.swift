@@ -69,7 +69,10 @@ public struct CatalogObjectType: RawRepresentable, Hashable, Sendable, Codable, 
     public var isKnown: Bool { Self.known.contains(self) }
 
     /// The `<type>_data` key Square uses for this type (`ITEM_VARIATION` -> `item_variation_data`).
-    public var dataKey: String { rawValue.lowercased() + "_data" }
+    public var dataKey: String {
+        // The one type whose data key does not follow the rule.
+        self == .itemOptionValue ? "item_option_value_data" : rawValue.lowercased() + "_data"
+    }
 }
 
 /// `item_variation_data.pricing_type`: FIXED_PRICING, VARIABLE_PRICING, or a future value.

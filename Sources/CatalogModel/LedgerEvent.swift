@@ -61,10 +61,12 @@ public struct CatalogFactHeader: Sendable, Hashable, Codable {
         self.parentID = parentID
     }
 
+    /// The parent is the enclosing object when nested, else the declared `item_id` /
+    /// `modifier_list_id`, so a variation read on its own still routes to its item.
     public init(object: CatalogObject) {
         self.init(objectType: object.type, objectID: object.id, version: object.version ?? 0,
                   updatedAtNanos: object.updatedAtNanos ?? 0, updatedAt: object.updatedAt ?? "",
-                  isDeleted: object.isDeleted, parentID: object.parentID)
+                  isDeleted: object.isDeleted, parentID: object.parentID ?? object.declaredParentID)
     }
 }
 

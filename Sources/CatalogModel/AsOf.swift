@@ -1,0 +1,30 @@
+/// A point in the two clocks: Square time (`updated_at`) and ledger time (`recordedAt`), both
+/// nanoseconds since the epoch. nil means "no limit". A state folded with a filter answers
+/// "what did the ledger know by ledger time K about the catalog as of Square time T".
+public struct AsOf: Sendable, Hashable, Codable, CustomStringConvertible {
+    public var squareTimeMax: Int64?
+    public var ledgerTimeMax: Int64?
+
+    public init(squareTimeMax: Int64? = nil, ledgerTimeMax: Int64? = nil) {
+        self.squareTimeMax = squareTimeMax
+        self.ledgerTimeMax = ledgerTimeMax
+    }
+
+    public static let latest = AsOf()
+
+    /// True when `event` contributes to a state as of this point. Non-fact events (sync
+    /// bookkeeping, webhooks, edits) never change the state and are admitted or not by
+    /// ledger time only.
+    @inline(__always)
+    public func admits(_ event: LedgerEvent) -> Bool {
+        if let k = ledgerTimeMax, event.recordedAt > k { return false }
+        if let t = squareTimeMax, let header = event.header, header.updatedAtNanos > t { return false }
+        return true
+    }
+
+    public var description: String {
+        let t = squareTimeMax.map { RFC3339.format(nanoseconds: $0) } ?? "latest"
+        let k = ledgerTimeMax.map { RFC3339.format(nanoseconds: $0) } ?? "latest"
+        return "square time \(t), ledger time \(k)"
+    }
+}

@@ -1,0 +1,118 @@
+/// A Square `CatalogObject` decoded leniently. The bytes Square sent are kept exactly in
+/// `rawJSON`; `json` is the parsed form (int64-exact) that typed accessors and diffs read.
+/// Unknown types, unknown keys and unknown enum values are kept, never rejected.
+public struct CatalogObject: Sendable, Hashable {
+    public var type: CatalogObjectType
+    public var id: CatalogObjectID
+    public var version: Int64?
+    /// `updated_at` exactly as Square wrote it.
+    public var updatedAt: String?
+    /// `updated_at` in nanoseconds since the Unix epoch, when it parses.
+    public var updatedAtNanos: Int64?
+    /// `created_at` is not in Square's schema but appears in real responses; informational.
+    public var createdAt: String?
+    public var isDeleted: Bool
+    /// The object whose `variations` / `modifiers` array held this one, when nested.
+    public var parentID: CatalogObjectID?
+    public var rawJSON: [UInt8]
+    public var json: JSONValue
+    /// Nested full objects (`item_data.variations`, `modifier_list_data.modifiers`), each with
+    /// its raw bytes the exact sub-slice of this object's `rawJSON`.
+    public var nested: [CatalogObject]
+
+    /// Decodes the object at `span` of `bytes` (default: all of it).
+    public init(bytes: [UInt8], span: Range<Int>? = nil, parentID: CatalogObjectID? = nil) throws {
+        let valueSpan = try JSONScanner.valueSpan(bytes, span: span)
+        let raw = Array(bytes[valueSpan])
+        let json = try JSONScanner.parse(raw)
+        guard case .object = json else {
+            throw CatalogModelError(.notACatalogObject, "catalog object is not a JSON object", location: "byte \(valueSpan.lowerBound)")
+        }
+        guard let type = json["type"]?.stringValue, let id = json["id"]?.stringValue else {
+            throw CatalogModelError(.notACatalogObject, "catalog object lacks `type` or `id`", location: "byte \(valueSpan.lowerBound)")
+        }
+        self.type = CatalogObjectType(type)
+        self.id = CatalogObjectID(id)
+        self.version = json["version"]?.int64Value
+        self.updatedAt = json["updated_at"]?.stringValue
+        self.updatedAtNanos = updatedAt.flatMap { RFC3339.nanoseconds($0) }
+        self.createdAt = json["created_at"]?.stringValue
+        self.isDeleted = json["is_deleted"]?.boolValue ?? false
+        self.parentID = parentID
+        self.rawJSON = raw
+        self.json = json
+        self.nested = try CatalogObject.nestedObjects(in: raw, parentID: CatalogObjectID(id))
+    }
+
+    /// Finds `item_data.variations[]` and `modifier_list_data.modifiers[]` by byte span.
+    static func nestedObjects(in raw: [UInt8], parentID: CatalogObjectID) throws -> [CatalogObject] {
+        var result: [CatalogObject] = []
+        let whole = 0..<raw.count
+        for (dataKey, arrayKey) in [("item_data", "variations"), ("modifier_list_data", "modifiers")] {
+            guard let dataSpan = try JSONScanner.member(dataKey, raw, span: whole),
+                  let arraySpan = try JSONScanner.member(arrayKey, raw, span: dataSpan),
+                  let elements = try JSONScanner.elements(raw, span: arraySpan) else { continue }
+            for element in elements {
+                // An element lacking type or id is kept inside the parent only.
+                if let child = try? CatalogObject(bytes: raw, span: element, parentID: parentID) {
+                    result.append(child)
+                }
+            }
+        }
+        return result
+    }
+
+    /// This object followed by its nested objects, depth first.
+    public var flattened: [CatalogObject] {
+        [self] + nested.flatMap(\.flattened)
+    }
+
+    /// The `<type>_data` object.
+    public var data: JSONValue? { json[type.dataKey] }
+
+    public var keys: [String] { json.members?.map(\.key) ?? [] }
+}
+
+// MARK: Typed accessors
+
+extension CatalogObject {
+    public var name: String? { data?["name"]?.stringValue }
+
+    /// Category ids from `categories[]`, falling back to the legacy `category_id`.
+    public var categoryIDs: [CatalogObjectID] {
+        guard let data else { return [] }
+        if let categories = data["categories"]?.arrayValue, !categories.isEmpty {
+            return categories.compactMap { $0["id"]?.stringValue }.map { CatalogObjectID($0) }
+        }
+        if let legacy = data["category_id"]?.stringValue { return [CatalogObjectID(legacy)] }
+        return []
+    }
+
+    public var reportingCategoryID: CatalogObjectID? {
+        data?["reporting_category"]?["id"]?.stringValue.map { CatalogObjectID($0) }
+    }
+
+    /// `price_money` of a variation or modifier.
+    public var priceMoney: Money? { Money(json: data?["price_money"]) }
+
+    public var pricingType: PricingType? {
+        data?["pricing_type"]?.stringValue.map(PricingType.init(rawValue:))
+    }
+
+    public var sku: String? { data?["sku"]?.stringValue }
+
+    /// Per-location prices from `location_overrides[]`, keyed by location id.
+    public var locationPriceOverrides: [LocationID: Money] {
+        var result: [LocationID: Money] = [:]
+        for override in data?["location_overrides"]?.arrayValue ?? [] {
+            guard let location = override["location_id"]?.stringValue else { continue }
+            if let money = Money(json: override["price_money"]) { result[LocationID(location)] = money }
+        }
+        return result
+    }
+
+    /// `item_variation_data.item_id` or `modifier_data.modifier_list_id`.
+    public var declaredParentID: CatalogObjectID? {
+        (data?["item_id"]?.stringValue ?? data?["modifier_list_id"]?.stringValue).map { CatalogObjectID($0) }
+    }
+}

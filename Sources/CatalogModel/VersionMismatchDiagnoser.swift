@@ -1,0 +1,243 @@
+/// Diagnoses a rejected upsert from the ledger's events: the rejection, the edit that made
+/// the request (same idempotency key), and everything learned before and after. Pure.
+public struct VersionMismatchDiagnoser: Sendable {
+    public let history: CatalogHistory
+
+    public init(history: CatalogHistory) { self.history = history }
+
+    public init<S: Sequence>(events: S) where S.Element == LedgerEvent {
+        self.history = CatalogHistory(events: events)
+    }
+
+    /// One object named in the request body, nested ones flattened.
+    struct RequestedObject {
+        var id: CatalogObjectID
+        var type: CatalogObjectType
+        var version: Int64?
+        var parentID: CatalogObjectID?
+    }
+
+    /// Diagnoses the `upsertRejected` event at `rejectionSequence`.
+    public func diagnose(rejectionSequence: UInt64) throws -> VersionMismatchDiagnosis {
+        guard let rejectionEvent = history.events.first(where: { $0.sequence == rejectionSequence }),
+              case .upsertRejected(let rejection) = rejectionEvent.body else {
+            throw CatalogModelError(.eventNotFound, "no upsertRejected event at this sequence",
+                                    location: "event \(rejectionSequence)")
+        }
+        let editEvent = history.events.last { event in
+            guard event.sequence < rejectionSequence, case .localEditProposed(let edit) = event.body else { return false }
+            return edit.idempotencyKey == rejection.idempotencyKey
+        }
+        let errorCodes = (try? CatalogResponse(body: rejection.errorBody))?.errors.map(\.code) ?? []
+        var diagnosis = VersionMismatchDiagnosis(
+            rejectionSequence: rejectionSequence, rejectedAt: rejectionEvent.recordedAt,
+            editSequence: editEvent?.sequence, requestedAt: editEvent?.recordedAt,
+            idempotencyKey: rejection.idempotencyKey, actor: nil, device: nil, httpStatus: rejection.httpStatus,
+            errorCodes: errorCodes, classifications: [], findings: [], missingKnowledge: [], fix: "")
+        guard let editEvent, case .localEditProposed(let edit) = editEvent.body else {
+            diagnosis.classifications = [.insufficientKnowledge]
+            diagnosis.missingKnowledge = ["no localEditProposed event with idempotency key \(rejection.idempotencyKey): the request body and base versions are unknown"]
+            diagnosis.fix = "Record the edit (request body and base versions) before sending it; then fetch the current objects and resend with their versions."
+            return diagnosis
+        }
+        diagnosis.actor = edit.actor
+        diagnosis.device = edit.device
+
+        let requested = (try? Self.requestedObjects(in: edit.requestBody)) ?? []
+        if requested.isEmpty {
+            diagnosis.missingKnowledge.append("the edit's request body names no catalog objects")
+        }
+        let believed = CatalogState.fold(history.events.prefix { $0.sequence < editEvent.sequence },
+                                         filter: AsOf(ledgerTimeMax: editEvent.recordedAt))
+        var followUp: [CatalogObjectID: CatalogObject] = [:]
+        for raw in rejection.followUpObjects {
+            if let object = try? CatalogObject(bytes: raw) { followUp[object.id] = object }
+        }
+        let ownWrites = ownAcceptedVersions(before: rejectionSequence)
+        let requestedIDs = Set(requested.map(\.id))
+
+        for object in requested {
+            diagnosis.findings.append(finding(for: object, edit: edit, editEvent: editEvent, rejectionEvent: rejectionEvent,
+                                              believed: believed, followUp: followUp, ownWrites: ownWrites,
+                                              requestedIDs: requestedIDs, requested: requested,
+                                              missing: &diagnosis.missingKnowledge))
+        }
+        let causes = Set(diagnosis.findings.map(\.classification).filter(\.isCause))
+        diagnosis.classifications = causes.sorted { $0.priority < $1.priority }
+        if diagnosis.classifications.isEmpty {
+            diagnosis.classifications = [.insufficientKnowledge]
+            diagnosis.missingKnowledge.append("every sent version matches what the ledger learned; no later read shows Square's versions at the rejection")
+        }
+        diagnosis.fix = Self.fix(for: diagnosis)
+        return diagnosis
+    }
+
+    // MARK: Per object
+
+    private func finding(for object: RequestedObject, edit: LocalEdit, editEvent: LedgerEvent, rejectionEvent: LedgerEvent,
+                         believed: CatalogState, followUp: [CatalogObjectID: CatalogObject],
+                         ownWrites: [ObjectVersion: LedgerEvent], requestedIDs: Set<CatalogObjectID>,
+                         requested: [RequestedObject], missing: inout [String]) -> VersionMismatchDiagnosis.ObjectFinding {
+        var result = VersionMismatchDiagnosis.ObjectFinding(
+            objectID: object.id, objectType: object.type, parentID: object.parentID, sentVersion: object.version,
+            editorBaseVersion: edit.baseVersions.first { $0.objectID == object.id }?.version,
+            ledgerBelievedVersion: believed[object.id]?.header.version, actualVersion: nil, actualIsDeleted: false,
+            classification: .current, explanation: "", movedBy: [], changedFields: [])
+        if object.id.isTemporary {
+            result.classification = .newObject
+            result.explanation = "Created by this request; no version applies."
+            return result
+        }
+        // What Square had at the rejection: the follow-up read when there is one, else the greatest
+        // fact whose Square time is not after the rejection.
+        let facts = history.facts(of: object.id)
+        let knownAtRejection = facts.filter { $0.header.updatedAtNanos <= rejectionEvent.recordedAt }
+        var actual = knownAtRejection.last
+        if let read = followUp[object.id], let version = read.version,
+           actual.map({ version >= $0.header.version }) ?? true {
+            actual = facts.last { $0.header.version == version && $0.header.isDeleted == read.isDeleted }
+                ?? ObjectFact(header: CatalogFactHeader(object: read), payload: read.rawJSON,
+                              dedupeKey: DedupeKey.observation(id: read.id, version: version, payload: read.rawJSON),
+                              firstSequence: rejectionEvent.sequence, firstRecordedAt: rejectionEvent.recordedAt,
+                              source: .retrieve)
+        }
+        result.actualVersion = actual?.header.version
+        result.actualIsDeleted = actual?.header.isDeleted ?? false
+        let learnedAfterEdit = followUp[object.id] != nil || facts.contains { $0.firstSequence > editEvent.sequence }
+
+        if let actual, actual.header.isDeleted {
+            result.classification = .targetDeleted
+            result.explanation = "\(object.id) was deleted at \(actual.header.updatedAt) (version \(actual.header.version)); an update cannot target it."
+            result.movedBy = [evidence(actual, note: "tombstone")]
+            return result
+        }
+        guard let sent = object.version else {
+            if let parent = object.parentID, requestedIDs.contains(parent),
+               requested.first(where: { $0.id == parent })?.version != nil {
+                result.classification = .missingNestedVersion
+                result.explanation = "The request sent a version for parent \(parent) but none for nested \(object.id)\(actual.map { "; Square had version \($0.header.version)" } ?? "")."
+            } else if actual != nil || believed[object.id] != nil {
+                result.classification = .missingVersion
+                result.explanation = "The request updates existing \(object.id) without a version (a partial update)\(actual.map { "; Square had version \($0.header.version)" } ?? "")."
+            } else {
+                result.classification = .insufficientKnowledge
+                result.explanation = "\(object.id) was sent without a version and the ledger never observed it."
+                missing.append("no observation of \(object.id): run batch-retrieve with include_deleted_objects for it")
+            }
+            return result
+        }
+        guard let actual else {
+            result.classification = .insufficientKnowledge
+            result.explanation = "The ledger never learned a version of \(object.id)."
+            missing.append("no observation of \(object.id) before or after the request: batch-retrieve it")
+            return result
+        }
+        if sent == actual.header.version {
+            if learnedAfterEdit {
+                result.classification = .current
+                result.explanation = "Sent version \(sent) is the version Square had."
+            } else {
+                result.classification = .insufficientKnowledge
+                result.explanation = "Sent version \(sent) matches the last version the ledger learned, but nothing was learned about \(object.id) after the request."
+                missing.append("no read of \(object.id) after the rejection (follow-up read or sync)")
+            }
+            return result
+        }
+        if sent > actual.header.version {
+            result.classification = .insufficientKnowledge
+            result.explanation = "Sent version \(sent) is newer than any version the ledger learned (\(actual.header.version))."
+            missing.append("the ledger missed version \(sent) of \(object.id): run an incremental sync")
+            return result
+        }
+        // Stale: find what moved it on.
+        let movers = facts.filter { $0.header.version > sent && $0.header.version <= actual.header.version }
+        let moversOrActual = movers.isEmpty ? [actual] : movers
+        let sentFact = facts.last { $0.header.version == sent && !$0.payload.isEmpty }
+        if let sentFact, !actual.payload.isEmpty {
+            result.changedFields = FieldDiff.changes(from: sentFact.payload, to: actual.payload)
+        }
+        let own = moversOrActual.compactMap { fact in
+            ownWrites[ObjectVersion(objectID: object.id, version: fact.header.version)].map { (fact, $0) }
+        }
+        if let pair = own.first, case .upsertAccepted(let acceptance) = pair.1.body {
+            let (fact, accepted) = pair
+            result.classification = .staleOwnEarlierWrite
+            result.explanation = "Sent version \(sent), but our own earlier write (idempotency key \(acceptance.idempotencyKey), accepted at seq \(accepted.sequence)) had moved \(object.id) to version \(fact.header.version); its response was not applied to the cache the editor used."
+            result.movedBy = [VersionMismatchDiagnosis.Evidence(
+                sequence: accepted.sequence, recordedAt: accepted.recordedAt, kind: "upsertAccepted",
+                source: accepted.source, correlationID: accepted.correlationID, version: fact.header.version,
+                updatedAt: fact.header.updatedAt, note: "our write \(acceptance.idempotencyKey)")]
+                + movers.map { evidence($0, note: "observation of our write") }
+        } else {
+            result.classification = .staleMovedOnByOtherWriter
+            let first = moversOrActual[0]
+            let who = "\(first.source) \(history.correlationByDedupeKey[first.dedupeKey] ?? "")"
+            let fields = result.changedFields.map(\.path)
+            result.explanation = "Sent version \(sent), but another writer moved \(object.id) to version \(actual.header.version) at \(actual.header.updatedAt); first seen by \(who)\(fields.isEmpty ? "" : ", fields changed: \(fields.joined(separator: ", "))")."
+            result.movedBy = moversOrActual.map { evidence($0, note: "version \($0.header.version) observed") }
+        }
+        return result
+    }
+
+    private func evidence(_ fact: ObjectFact, note: String) -> VersionMismatchDiagnosis.Evidence {
+        VersionMismatchDiagnosis.Evidence(
+            sequence: fact.firstSequence, recordedAt: fact.firstRecordedAt,
+            kind: fact.payload.isEmpty ? "objectDeleted" : "objectObserved", source: fact.source,
+            correlationID: history.correlationByDedupeKey[fact.dedupeKey] ?? "", version: fact.header.version,
+            updatedAt: fact.header.updatedAt, note: note)
+    }
+
+    /// Versions produced by our own accepted upserts before the rejection.
+    private func ownAcceptedVersions(before sequence: UInt64) -> [ObjectVersion: LedgerEvent] {
+        var result: [ObjectVersion: LedgerEvent] = [:]
+        for event in history.events where event.sequence < sequence {
+            if case .upsertAccepted(let acceptance) = event.body {
+                for version in acceptance.newVersions where result[version] == nil { result[version] = event }
+            }
+        }
+        return result
+    }
+
+    // MARK: Request body
+
+    /// Objects of an upsert (`object`) or batch-upsert (`batches[].objects[]`) body, flattened.
+    static func requestedObjects(in body: [UInt8]) throws -> [RequestedObject] {
+        let whole = try JSONScanner.valueSpan(body)
+        var spans: [Range<Int>] = []
+        if let object = try JSONScanner.member("object", body, span: whole) { spans.append(object) }
+        if let batches = try JSONScanner.member("batches", body, span: whole) {
+            for batch in try JSONScanner.elements(body, span: batches) ?? [] {
+                if let objects = try JSONScanner.member("objects", body, span: batch) {
+                    spans += try JSONScanner.elements(body, span: objects) ?? []
+                }
+            }
+        }
+        return try spans.flatMap { span in
+            try CatalogObject(bytes: body, span: span).flattened.map {
+                RequestedObject(id: $0.id, type: $0.type, version: $0.version, parentID: $0.parentID)
+            }
+        }
+    }
+
+    // MARK: Fix
+
+    static func fix(for diagnosis: VersionMismatchDiagnosis) -> String {
+        let stale = diagnosis.findings.filter { $0.classification.isCause && $0.classification != .targetDeleted }
+        let deleted = diagnosis.findings.filter { $0.classification == .targetDeleted }
+        var parts: [String] = []
+        if !deleted.isEmpty {
+            parts.append("Drop deleted \(deleted.map(\.objectID.rawValue).joined(separator: ", ")) from the request (or recreate with a #temporary id).")
+        }
+        let own = diagnosis.findings.filter { $0.classification == .staleOwnEarlierWrite }
+        if !own.isEmpty {
+            parts.append("Apply the responses of our earlier accepted writes to the editor's cache.")
+        }
+        let refetch = diagnosis.findings.filter { !$0.objectID.isTemporary && $0.classification != .targetDeleted }
+        if !stale.isEmpty || deleted.isEmpty {
+            let ids = refetch.map(\.objectID.rawValue).joined(separator: ", ")
+            let versions = refetch.map { "\($0.objectID)=\($0.actualVersion.map(String.init) ?? "?")" }.joined(separator: ", ")
+            parts.append("Fetch the current objects (batch-retrieve \(ids) with include_deleted_objects), reapply the change, and resend the full hierarchy with versions \(versions).")
+        }
+        return parts.joined(separator: " ")
+    }
+}

@@ -1,0 +1,169 @@
+import Foundation
+import Testing
+@testable import CatalogModel
+
+/// One scripted history per VERSION_MISMATCH class. Item I has variations V1 and V2; all
+/// start at version `base` from a full sync.
+@Suite("VERSION_MISMATCH diagnosis")
+struct DiagnosisTests {
+    /// An hour before the script starts: Square time precedes the ledger time that learns it.
+    static let base: Int64 = HistoryScript.t0 / 1_000_000 - 3_600_000
+    static let later: Int64 = base + 90_000
+
+    static func v1(_ version: Int64?, price: Int64 = 450, deleted: Bool = false) -> String {
+        SquareJSON.variation("V1", item: "I", version: version, price: price, deleted: deleted)
+    }
+    static func v2(_ version: Int64?) -> String { SquareJSON.variation("V2", item: "I", version: version, price: 525) }
+    static func item(_ version: Int64?, _ variations: [String]) -> String {
+        SquareJSON.item("I", version: version, name: "Latte", variations: variations)
+    }
+
+    static func synced() throws -> HistoryScript {
+        var s = HistoryScript()
+        try s.read(SquareJSON.search([item(base, [v1(base), v2(base)])]), source: .fullSync, correlation: "full-1")
+        return s
+    }
+
+    static func diagnose(_ s: HistoryScript, _ rejection: LedgerEvent) throws -> VersionMismatchDiagnosis {
+        try VersionMismatchDiagnoser(events: s.events).diagnose(rejectionSequence: rejection.sequence)
+    }
+
+    static func finding(_ d: VersionMismatchDiagnosis, _ id: CatalogObjectID) throws -> VersionMismatchDiagnosis.ObjectFinding {
+        try #require(d.findings.first { $0.objectID == id })
+    }
+
+    @Test("missing nested version")
+    func missingNestedVersion() throws {
+        var s = try Self.synced()
+        let request = SquareJSON.upsertRequest(key: "k1", Self.item(Self.base, [Self.v1(Self.base, price: 475), Self.v2(nil)]))
+        try s.edit(key: "k1", request: request, base: [.init(objectID: "I", version: Self.base)], targets: ["I", "V1"])
+        let rejection = try s.rejected(key: "k1", followUp: SquareJSON.search([Self.item(Self.base, [Self.v1(Self.base), Self.v2(Self.base)])]))
+        let d = try Self.diagnose(s, rejection)
+        #expect(d.classifications == [.missingNestedVersion])
+        let v2 = try Self.finding(d, "V2")
+        #expect(v2.classification == .missingNestedVersion)
+        #expect(v2.sentVersion == nil && v2.actualVersion == Self.base && v2.parentID == "I")
+        #expect(try Self.finding(d, "I").classification == .current)
+        #expect(try Self.finding(d, "V1").classification == .current)
+        #expect(d.fix.contains("V2=\(Self.base)"))
+        #expect(d.editSequence == rejection.sequence - 1)
+    }
+
+    @Test("missing version on a top-level object: a partial update")
+    func missingVersion() throws {
+        var s = try Self.synced()
+        let partial = #"{"idempotency_key":"k2","object":{"type":"ITEM_VARIATION","id":"V1","item_variation_data":{"price_money":{"amount":475,"currency":"USD"}}}}"#
+        try s.edit(key: "k2", request: partial, base: [], targets: ["V1"])
+        let rejection = try s.rejected(key: "k2", followUp: nil)
+        let d = try Self.diagnose(s, rejection)
+        #expect(d.classifications == [.missingVersion])
+        let v1 = try Self.finding(d, "V1")
+        #expect(v1.sentVersion == nil)
+        #expect(v1.actualVersion == Self.base)
+        #expect(v1.explanation.contains("partial update"))
+    }
+
+    @Test("stale: another writer moved it on, seen by a webhook-triggered sync")
+    func staleOtherWriter() throws {
+        var s = try Self.synced()
+        try s.edit(key: "k3", request: SquareJSON.upsertRequest(key: "k3", Self.v1(Self.base, price: 500)),
+                   base: [.init(objectID: "V1", version: Self.base)], targets: ["V1"], after: 100)
+        let rejection = try s.rejected(key: "k3", followUp: nil)
+        // The dashboard changed the price 90 s after the sync; the ledger learns it after the rejection.
+        let moved = try s.read(SquareJSON.search([Self.v1(Self.later, price: 475)]), source: .incrementalSync, correlation: "inc-webhook-7")
+        let d = try Self.diagnose(s, rejection)
+        #expect(d.classifications == [.staleMovedOnByOtherWriter])
+        let v1 = try Self.finding(d, "V1")
+        #expect(v1.sentVersion == Self.base)
+        #expect(v1.editorBaseVersion == Self.base)
+        #expect(v1.ledgerBelievedVersion == Self.base)
+        #expect(v1.actualVersion == Self.later)
+        #expect(v1.movedBy.map(\.sequence) == [moved[0].sequence])
+        #expect(v1.movedBy.first?.source == .incrementalSync)
+        #expect(v1.movedBy.first?.correlationID == "inc-webhook-7")
+        #expect(v1.changedFields.map(\.description) == ["item_variation_data.price_money.amount: 450 -> 475"])
+        #expect(v1.explanation.contains("incremental sync inc-webhook-7"))
+        #expect(d.fix.contains("V1=\(Self.later)"))
+    }
+
+    @Test("stale: our own earlier write whose response the editor's cache did not apply")
+    func staleOwnWrite() throws {
+        var s = try Self.synced()
+        try s.edit(key: "k4a", request: SquareJSON.upsertRequest(key: "k4a", Self.v1(Self.base, price: 475)),
+                   base: [.init(objectID: "V1", version: Self.base)], targets: ["V1"])
+        let accepted = try s.accepted(key: "k4a", response: SquareJSON.upsertResponse(Self.v1(Self.later, price: 475)))
+        try s.edit(key: "k4b", request: SquareJSON.upsertRequest(key: "k4b", Self.v1(Self.base, price: 500)),
+                   base: [.init(objectID: "V1", version: Self.base)], targets: ["V1"])
+        let rejection = try s.rejected(key: "k4b", followUp: SquareJSON.search([Self.v1(Self.later, price: 475)]))
+        let d = try Self.diagnose(s, rejection)
+        #expect(d.classifications == [.staleOwnEarlierWrite])
+        let v1 = try Self.finding(d, "V1")
+        #expect(v1.ledgerBelievedVersion == Self.later, "the ledger knew; the editor's cache did not")
+        #expect(v1.actualVersion == Self.later)
+        #expect(v1.movedBy.first?.sequence == accepted[0].sequence)
+        #expect(v1.movedBy.first?.kind == "upsertAccepted")
+        #expect(v1.explanation.contains("k4a"))
+        #expect(d.fix.contains("Apply the responses of our earlier accepted writes"))
+    }
+
+    @Test("target deleted")
+    func targetDeleted() throws {
+        var s = try Self.synced()
+        try s.edit(key: "k5", request: SquareJSON.upsertRequest(key: "k5", Self.v1(Self.base, price: 500)),
+                   base: [.init(objectID: "V1", version: Self.base)], targets: ["V1"])
+        let rejection = try s.rejected(key: "k5", followUp: nil)
+        let tombstone = try s.read(SquareJSON.search([Self.v1(Self.later, deleted: true)]), source: .incrementalSync, correlation: "inc-2")
+        let d = try Self.diagnose(s, rejection)
+        #expect(d.classifications == [.targetDeleted])
+        let v1 = try Self.finding(d, "V1")
+        #expect(v1.actualIsDeleted)
+        #expect(v1.movedBy.map(\.sequence) == [tombstone[0].sequence])
+        #expect(d.fix.contains("Drop deleted V1"))
+    }
+
+    @Test("insufficient knowledge says what is missing")
+    func insufficientKnowledge() throws {
+        var s = try Self.synced()
+        try s.edit(key: "k6", request: SquareJSON.upsertRequest(key: "k6", Self.v1(Self.base, price: 500)),
+                   base: [.init(objectID: "V1", version: Self.base)], targets: ["V1"])
+        let rejection = try s.rejected(key: "k6", followUp: nil)
+        let d = try Self.diagnose(s, rejection)
+        #expect(d.classifications == [.insufficientKnowledge])
+        #expect(d.missingKnowledge.contains { $0.contains("no read of V1 after the rejection") })
+
+        // Without the edit event, nothing about the request is known.
+        var bare = try Self.synced()
+        let orphan = try bare.rejected(key: "k7", followUp: nil)
+        let d2 = try Self.diagnose(bare, orphan)
+        #expect(d2.classifications == [.insufficientKnowledge])
+        #expect(d2.missingKnowledge.first?.contains("no localEditProposed") == true)
+    }
+
+    @Test("batch with a new object: temporary ids are not causes; report renders as text and JSON")
+    func batchRendering() throws {
+        var s = try Self.synced()
+        let newVariation = SquareJSON.variation("#V3", item: "I", version: nil, price: 600)
+        let request = SquareJSON.batchUpsertRequest(key: "k8", [Self.item(Self.base, [Self.v1(Self.base), Self.v2(nil), newVariation])])
+        try s.edit(key: "k8", request: request, base: [], targets: ["I"])
+        let rejection = try s.rejected(key: "k8", followUp: nil)
+        try s.read(SquareJSON.search([Self.v2(Self.later)]), source: .webhook, correlation: "wh-9")
+        let d = try Self.diagnose(s, rejection)
+        #expect(try Self.finding(d, "#V3").classification == .newObject)
+        #expect(d.classifications.first == .missingNestedVersion)
+        let text = d.renderedText
+        #expect(text.contains("VERSION_MISMATCH diagnosis for idempotency key k8"))
+        #expect(text.contains("ITEM_VARIATION V2 in I: missingNestedVersion"))
+        #expect(text.contains("fix: "))
+        let json = try JSONEncoder().encode(d)
+        #expect(try JSONDecoder().decode(VersionMismatchDiagnosis.self, from: json) == d)
+    }
+
+    @Test("diagnosing a sequence that is not a rejection is a thrown error")
+    func notARejection() throws {
+        let s = try Self.synced()
+        let error = try #require(throws: CatalogModelError.self) {
+            try VersionMismatchDiagnoser(events: s.events).diagnose(rejectionSequence: 0)
+        }
+        #expect(error.code == .eventNotFound)
+    }
+}

@@ -75,6 +75,7 @@ extension SquareSimulator {
 
     /// Makes `count` seeded random edits (price changes and renames of live objects) from random
     /// devices: concurrent activity that moves versions under the ledger's feet.
+    @discardableResult
     public func runDeviceScript(count: Int) -> [DeviceEditRecord] {
         var records: [DeviceEditRecord] = []
         for _ in 0..<count {

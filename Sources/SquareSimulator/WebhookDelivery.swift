@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOHTTP1
 import SquareAPI
 
 /// One attempt to deliver one notification: the exact bytes and headers Square would send.

@@ -1,1 +1,130 @@
-// SquareSimulator: a faithful fake of Square's Catalog API for tests, benchmarks and the demo.
+import Foundation
+import Logging
+import SquareAPI
+
+/// A fake Square seller: the catalog engine behind Square's HTTP semantics (idempotency, the
+/// one-write-at-a-time lock, injected faults, authentication), webhooks and other devices.
+///
+/// It is a `SquareTransport`, so `SquareCatalogClient` can talk to it in process; the Hummingbird
+/// server in `SimulatorServer` exposes the same `handle(_:)` on loopback.
+///
+/// Thread-safety: an actor. A write with `writeLatency` suspends while holding the write lock,
+/// which is what lets a concurrent write observe 429 RATE_LIMITED.
+public actor SquareSimulator: SquareTransport {
+    public let configuration: SimulatorConfiguration
+    public private(set) var engine: CatalogEngine
+    let logger: Logger
+
+    var clockNanoseconds: Int64
+    var chaosRandom: SeededRandom
+    var writeInFlight = false
+    var pendingFaults: [SimulatedFault] = []
+    var idempotentResponses: [String: (fingerprint: JSONValue?, response: SquareHTTPResponse)] = [:]
+    var webhookOutbox: [WebhookDelivery] = []
+    var webhookSink: (any WebhookSink)?
+    /// Every request received, in order (for tests and the demo's narration).
+    public private(set) var receivedRequests: [SquareHTTPRequest] = []
+
+    public init(configuration: SimulatorConfiguration = SimulatorConfiguration(), logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+        engine = CatalogEngine(seed: configuration.seed)
+        chaosRandom = SeededRandom(seed: configuration.seed ^ 0x5EED_C4A0_5000_0001)
+        switch configuration.clock {
+        case .system: clockNanoseconds = 0
+        case .manual(let start, _): clockNanoseconds = start
+        }
+    }
+
+    /// The current time; a manual clock advances one step per read.
+    func now() -> Int64 {
+        switch configuration.clock {
+        case .system:
+            return SystemTime.nowNanoseconds()
+        case .manual(_, let step):
+            let value = clockNanoseconds
+            clockNanoseconds += step
+            return value
+        }
+    }
+
+    /// Moves a manual clock forward (no effect on the system clock).
+    public func advanceClock(by duration: Duration) {
+        let (seconds, attoseconds) = duration.components
+        clockNanoseconds += seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// The next `count` requests fail with `fault` before touching the catalog.
+    public func injectFaults(_ fault: SimulatedFault, count: Int) {
+        pendingFaults += Array(repeating: fault, count: count)
+    }
+
+    public var remainingFaults: Int { pendingFaults.count }
+
+    public nonisolated func send(_ request: SquareHTTPRequest, timeout: Duration) async throws -> SquareHTTPResponse {
+        await handle(request)
+    }
+
+    /// Answers one HTTP request exactly as Square would.
+    public func handle(_ request: SquareHTTPRequest) async -> SquareHTTPResponse {
+        receivedRequests.append(request)
+        if !pendingFaults.isEmpty {
+            let fault = pendingFaults.removeFirst()
+            logger.debug("simulator injects a fault", metadata: ["fault": "\(fault)", "path": "\(request.path)"])
+            return Self.response(fault == .rateLimited ? .rateLimited : .internalServerError)
+        }
+        guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
+            configuration.requiredAccessToken.map({ authorization == "Bearer \($0)" }) ?? true
+        else { return Self.response(.unauthorized) }
+        do {
+            return try await route(request)
+        } catch let error as SimulatedError {
+            return Self.response(error)
+        } catch {
+            preconditionFailure("SquareSimulator: unexpected error \(error)")
+        }
+    }
+
+    static func response(_ error: SimulatedError) -> SquareHTTPResponse {
+        SquareHTTPResponse(status: error.status, headers: ["content-type": "application/json"], body: error.body)
+    }
+
+    static func ok(_ body: JSONValue) -> SquareHTTPResponse {
+        SquareHTTPResponse(status: 200, headers: ["content-type": "application/json"], body: SquareJSON.encodeOrTrap(body))
+    }
+
+    /// Runs a catalog write under Square's rules: idempotent replay, one write at a time, then
+    /// webhooks for any new catalog version.
+    func write(
+        _ request: SquareHTTPRequest, body: JSONValue?, idempotencyKey: String?,
+        _ perform: (inout CatalogEngine, Int64) throws(SimulatedError) -> JSONValue
+    ) async throws(SimulatedError) -> SquareHTTPResponse {
+        let cacheKey = idempotencyKey.map { request.path + "\u{0}" + $0 }
+        if let cacheKey, let previous = idempotentResponses[cacheKey] {
+            guard previous.fingerprint == body else { throw .idempotencyKeyReused }
+            return previous.response
+        }
+        guard !writeInFlight else { throw .rateLimited }
+        writeInFlight = true
+        defer { writeInFlight = false }
+        if configuration.writeLatency > .zero {
+            try? await Task.sleep(for: configuration.writeLatency)
+        }
+        let versionBefore = engine.catalogVersion
+        let responseBody = try perform(&engine, now() / 1_000_000)
+        let response = Self.ok(responseBody)
+        if let cacheKey { idempotentResponses[cacheKey] = (body, response) }
+        if engine.catalogVersion != versionBefore {
+            enqueueCatalogVersionUpdated(burst: 1 + Int(chaosRandom.next() % UInt64(configuration.webhook?.burstMax ?? 1)))
+        }
+        return response
+    }
+}
+
+/// Wall-clock nanoseconds since the Unix epoch.
+enum SystemTime {
+    static func nowNanoseconds() -> Int64 {
+        let microseconds = Int64((Date().timeIntervalSince1970 * 1_000_000).rounded())
+        return microseconds * 1000
+    }
+}

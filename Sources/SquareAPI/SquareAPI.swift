@@ -1,2 +1,0 @@
-// SquareAPI: a client for Square's Catalog API and webhook signature verification.
-// It knows nothing of the ledger.

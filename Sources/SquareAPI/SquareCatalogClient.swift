@@ -1,0 +1,103 @@
+import Foundation
+import Logging
+
+/// A client for Square's Catalog API.
+///
+/// Every request carries the bearer token and `Square-Version`. 429 and 5xx responses (and
+/// connection failures) are retried with jittered exponential backoff, resending the very same
+/// bytes, so a write keeps its idempotency key across attempts. The token is never logged.
+///
+/// Thread-safety: a value type holding only immutable, Sendable state; share it freely.
+public struct SquareCatalogClient: Sendable {
+    public let configuration: SquareClientConfiguration
+    public let transport: any SquareTransport
+    private let logger: Logger
+    private let unitRandom: @Sendable () -> Double
+
+    /// `unitRandom` returns a value in [0, 1) for backoff jitter; inject a seeded one in tests.
+    public init(
+        configuration: SquareClientConfiguration, transport: any SquareTransport, logger: Logger,
+        unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.configuration = configuration
+        self.transport = transport
+        self.logger = logger
+        self.unitRandom = unitRandom
+    }
+
+    /// A client over AsyncHTTPClient for the configured environment.
+    public init(configuration: SquareClientConfiguration, logger: Logger) {
+        self.init(
+            configuration: configuration,
+            transport: HTTPClientTransport(baseURL: configuration.environment.baseURL),
+            logger: logger)
+    }
+
+    /// Sends a request with retries and returns the body of a 2xx response.
+    /// Throws `SquareAPIError` with Square's decoded errors otherwise.
+    public func perform(_ request: SquareHTTPRequest) async throws -> [UInt8] {
+        var request = request
+        request.headers["authorization"] = "Bearer \(configuration.accessToken.secret)"
+        request.headers["square-version"] = configuration.squareVersion
+        request.headers["accept"] = "application/json"
+        if request.method != .get {
+            request.headers["content-type"] = "application/json"
+        }
+        let location = "\(request.method.rawValue) \(request.path)"
+        var attempt = 0
+        while true {
+            attempt += 1
+            let failure: SquareAPIError
+            var retryAfterSeconds: Double?
+            do {
+                let response = try await transport.send(request, timeout: configuration.requestTimeout)
+                if (200..<300).contains(response.status) {
+                    logger.debug("square request ok", metadata: ["request": "\(location)", "attempt": "\(attempt)"])
+                    return response.body
+                }
+                retryAfterSeconds = response.headers["retry-after"].flatMap(Double.init)
+                failure = Self.httpError(response, location: location, attempts: attempt)
+            } catch let error as CancellationError {
+                throw error
+            } catch {
+                failure = SquareAPIError(
+                    kind: .transport, message: "no response: \(error)", location: location, attempts: attempt)
+            }
+            guard failure.isRetryable, attempt < configuration.retryPolicy.attemptsMax else {
+                throw failure
+            }
+            let delay = configuration.retryPolicy.delay(
+                beforeRetry: attempt - 1, unitRandom: unitRandom(), retryAfterSeconds: retryAfterSeconds)
+            logger.info(
+                "square request will be retried",
+                metadata: [
+                    "request": "\(location)", "attempt": "\(attempt)", "status": "\(failure.httpStatus ?? 0)",
+                    "code": "\(failure.code?.rawValue ?? "")", "delay": "\(delay)",
+                ])
+            try await Task.sleep(for: delay)
+        }
+    }
+
+    static func httpError(_ response: SquareHTTPResponse, location: String, attempts: Int) -> SquareAPIError {
+        let body = try? SquareJSON.decode(SquareErrorBody.self, from: response.body)
+        let errors = body?.errors ?? []
+        let message = errors.first.map { "\($0.code): \($0.detail ?? "")" }
+            ?? "HTTP \(response.status) without a Square error body"
+        return SquareAPIError(
+            kind: .http(status: response.status), errors: errors, message: message, location: location,
+            attempts: attempts)
+    }
+
+    static func malformed(_ error: any Error, location: String) -> SquareAPIError {
+        SquareAPIError(kind: .malformedResponse, message: "unexpected response body: \(error)", location: location)
+    }
+
+    /// Runs `parse` on a 2xx body, turning decoding failures into typed errors.
+    func parse<Result>(_ location: String, _ body: [UInt8], _ parse: ([UInt8]) throws -> Result) throws -> Result {
+        do {
+            return try parse(body)
+        } catch {
+            throw Self.malformed(error, location: location)
+        }
+    }
+}

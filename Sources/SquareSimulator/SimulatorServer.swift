@@ -1,0 +1,108 @@
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import SquareAPI
+
+/// The simulator on a socket: every request goes to `SquareSimulator.handle(_:)`, so HTTP
+/// clients (the Swift client, Square's own SDKs, curl) see the same behaviour as in-process tests.
+public enum SimulatorServer {
+    /// Largest request body accepted (Square's batch-upsert limit is well under this).
+    public static let requestBytesMax = 32 << 20
+
+    /// Serves until the calling task is cancelled. Pending webhooks are delivered every
+    /// `webhookPumpInterval` when the simulator has a sink. `catledger simulator` calls this.
+    public static func run(
+        simulator: SquareSimulator, host: String, port: Int, webhookPumpInterval: Duration = .milliseconds(250),
+        logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
+        let responder = CallbackResponder<BasicRequestContext> { request, _ in
+            try await respond(to: request, simulator: simulator)
+        }
+        let app = Application(
+            responder: responder,
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "square-simulator"),
+            onServerRunning: { channel in
+                let boundPort = channel.localAddress?.port ?? port
+                logger.info("square simulator listening", metadata: ["host": "\(host)", "port": "\(boundPort)"])
+                await onListening(boundPort)
+            },
+            logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await app.runService(gracefulShutdownSignals: []) }
+            group.addTask {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: webhookPumpInterval)
+                    await simulator.deliverPendingWebhooks()
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// Starts serving in a background task and returns once the socket is bound (use port 0 for
+    /// an ephemeral port). Stop it with `RunningSimulatorServer.stop()`.
+    public static func start(
+        simulator: SquareSimulator, host: String = "127.0.0.1", port: Int = 0, logger: Logger
+    ) async throws -> RunningSimulatorServer {
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let task = Task {
+            defer { continuation.finish() }
+            try await run(simulator: simulator, host: host, port: port, logger: logger) { boundPort in
+                continuation.yield(boundPort)
+            }
+        }
+        var iterator = ports.makeAsyncIterator()
+        guard let boundPort = await iterator.next() else {
+            try await task.value
+            throw SquareAPIError(kind: .transport, message: "simulator server stopped before listening", location: "\(host):\(port)")
+        }
+        return RunningSimulatorServer(host: host, port: boundPort, task: task)
+    }
+
+    static func respond(to request: Request, simulator: SquareSimulator) async throws -> Response {
+        guard let method = SquareHTTPMethod(rawValue: request.method.rawValue) else {
+            return Response(status: .methodNotAllowed)
+        }
+        var headers: [String: String] = [:]
+        for field in request.headers {
+            headers[field.name.canonicalName] = field.value
+        }
+        var query: [(name: String, value: String)] = []
+        if let text = request.uri.query {
+            for pair in text.split(separator: "&") {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                query.append(
+                    (percentDecodeQueryComponent(String(parts[0])), percentDecodeQueryComponent(parts.count > 1 ? String(parts[1]) : "")))
+            }
+        }
+        let body = try await request.body.collect(upTo: requestBytesMax)
+        let squareRequest = SquareHTTPRequest(
+            method: method, path: request.uri.path, query: query, headers: headers, body: Array(buffer: body))
+        let answer = await simulator.handle(squareRequest)
+        var responseHeaders = HTTPFields()
+        for (name, value) in answer.headers {
+            if let fieldName = HTTPField.Name(name) { responseHeaders[fieldName] = value }
+        }
+        return Response(
+            status: .init(code: answer.status), headers: responseHeaders,
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+}
+
+/// A simulator server running in a background task.
+public struct RunningSimulatorServer: Sendable {
+    public let host: String
+    public let port: Int
+    let task: Task<Void, any Error>
+
+    /// `http://host:port`, for `SquareEnvironment.custom(baseURL:)`.
+    public var baseURL: String { "http://\(host):\(port)" }
+
+    /// Stops serving and waits for the server to shut down.
+    public func stop() async {
+        task.cancel()
+        _ = try? await task.value
+    }
+}

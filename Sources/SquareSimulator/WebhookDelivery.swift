@@ -1,0 +1,154 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import SquareAPI
+
+/// One attempt to deliver one notification: the exact bytes and headers Square would send.
+public struct WebhookDelivery: Sendable, Hashable {
+    public var eventID: String
+    public var body: [UInt8]
+    /// RFC 3339 time of the first attempt (the `square-initial-delivery-timestamp` header).
+    public var initialDeliveryTimestamp: String
+    /// 0 for the first attempt.
+    public var retryNumber: Int
+    /// Why the previous attempt failed, for retries.
+    public var retryReason: String?
+
+    /// Headers as Square sends them, the signature computed over the notification URL and body.
+    public func headers(notificationURL: String, signatureKey: String, environmentName: String) -> [String: String] {
+        var headers = [
+            "content-type": "application/json",
+            WebhookSignature.headerName: WebhookSignature.sign(
+                body: body, notificationURL: notificationURL, signatureKey: signatureKey),
+            "square-environment": environmentName,
+            "square-initial-delivery-timestamp": initialDeliveryTimestamp,
+            "square-retry-number": String(retryNumber),
+        ]
+        if let retryReason { headers["square-retry-reason"] = retryReason }
+        return headers
+    }
+}
+
+/// Where notifications go. Returns the receiver's HTTP status; throws when no response came.
+public protocol WebhookSink: Sendable {
+    func deliver(body: [UInt8], headers: [String: String]) async throws -> Int
+}
+
+/// Posts notifications over HTTP to a URL (normally the notification URL itself).
+public struct HTTPWebhookSink: WebhookSink {
+    public let url: String
+    public let httpClient: HTTPClient
+    public let timeout: Duration
+
+    public init(url: String, httpClient: HTTPClient = .shared, timeout: Duration = .seconds(10)) {
+        self.url = url
+        self.httpClient = httpClient
+        self.timeout = timeout
+    }
+
+    public func deliver(body: [UInt8], headers: [String: String]) async throws -> Int {
+        var request = HTTPClientRequest(url: url)
+        request.method = .POST
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) { request.headers.add(name: name, value: value) }
+        request.body = .bytes(ByteBuffer(bytes: body))
+        let (seconds, attoseconds) = timeout.components
+        let response = try await httpClient.execute(
+            request, timeout: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        _ = try await response.body.collect(upTo: 1 << 20)
+        return Int(response.status.code)
+    }
+}
+
+/// Keeps every delivery it receives and answers with scripted statuses (200 once the script runs out).
+public actor RecordingWebhookSink: WebhookSink {
+    public struct Received: Sendable, Hashable {
+        public var body: [UInt8]
+        public var headers: [String: String]
+    }
+
+    public private(set) var received: [Received] = []
+    private var scriptedStatuses: [Int]
+
+    public init(scriptedStatuses: [Int] = []) {
+        self.scriptedStatuses = scriptedStatuses
+    }
+
+    public func deliver(body: [UInt8], headers: [String: String]) async throws -> Int {
+        received.append(Received(body: body, headers: headers))
+        return scriptedStatuses.isEmpty ? 200 : scriptedStatuses.removeFirst()
+    }
+}
+
+/// What one pump of the outbox did.
+public struct WebhookPumpReport: Sendable, Hashable {
+    public var delivered: [WebhookDelivery] = []
+    public var failed: [WebhookDelivery] = []
+    /// Failed deliveries that used their last attempt.
+    public var dropped: [WebhookDelivery] = []
+}
+
+extension SquareSimulator {
+    /// Sends notifications to `sink` from now on (nil: keep them queued).
+    public func setWebhookSink(_ sink: (any WebhookSink)?) {
+        webhookSink = sink
+    }
+
+    public var pendingWebhookCount: Int { webhookOutbox.count }
+
+    /// Queues `burst` notifications (distinct event ids) for the current catalog version, plus
+    /// seeded duplicates. Nothing is queued when webhooks are not configured.
+    func enqueueCatalogVersionUpdated(burst: Int) {
+        guard let webhook = configuration.webhook, engine.catalogVersion > 0 else { return }
+        for _ in 0..<burst {
+            let createdAt = now()
+            let event = CatalogVersionUpdatedEvent(
+                merchantID: configuration.merchantID, eventID: chaosRandom.uuidString(),
+                createdAt: SquareTime.format(nanoseconds: createdAt, fractionDigits: 9),
+                catalogUpdatedAt: SquareTime.format(milliseconds: engine.catalogVersion))
+            let delivery = WebhookDelivery(
+                eventID: event.event_id, body: SquareJSON.encodeOrTrap(event),
+                initialDeliveryTimestamp: SquareTime.format(nanoseconds: createdAt, fractionDigits: 6), retryNumber: 0)
+            webhookOutbox.append(delivery)
+            if chaosRandom.chance(webhook.duplicateProbability) { webhookOutbox.append(delivery) }
+        }
+    }
+
+    /// Delivers every queued notification once (shuffled when `reorder` is on). Failures go
+    /// back in the queue with the next retry number until their attempts run out.
+    @discardableResult
+    public func deliverPendingWebhooks() async -> WebhookPumpReport {
+        var report = WebhookPumpReport()
+        guard let webhook = configuration.webhook, let sink = webhookSink else { return report }
+        var batch = webhookOutbox
+        webhookOutbox = []
+        if webhook.reorder { batch.shuffle(using: &chaosRandom) }
+        for delivery in batch {
+            let headers = delivery.headers(
+                notificationURL: webhook.notificationURL, signatureKey: webhook.signatureKey,
+                environmentName: configuration.environmentName)
+            var reason: String?
+            do {
+                let status = try await sink.deliver(body: delivery.body, headers: headers)
+                if (200..<300).contains(status) {
+                    report.delivered.append(delivery)
+                    continue
+                }
+                reason = "http_status_\(status)"
+            } catch {
+                reason = "connection_error"
+            }
+            report.failed.append(delivery)
+            var retry = delivery
+            retry.retryNumber += 1
+            retry.retryReason = reason
+            if retry.retryNumber < webhook.deliveryAttemptsMax {
+                webhookOutbox.append(retry)
+            } else {
+                report.dropped.append(delivery)
+                logger.warning("simulator drops a webhook", metadata: ["event_id": "\(delivery.eventID)"])
+            }
+        }
+        return report
+    }
+}

@@ -1,2 +1,13 @@
 // ledger-bench: benchmarks measured as ratios against a baseline in the same run.
-print("ledger-bench: not yet implemented")
+import ArgumentParser
+
+/// The root command; each benchmark is a subcommand.
+struct LedgerBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ledger-bench",
+        abstract: "CatalogLedger benchmarks, each measured against a baseline in the same run.",
+        subcommands: [SearchBench.self]
+    )
+}
+
+LedgerBench.main()

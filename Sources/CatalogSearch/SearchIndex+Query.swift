@@ -1,0 +1,232 @@
+import GRDB
+
+extension SearchIndex {
+    /// Query words beyond this many are ignored; nobody types more, and each costs lookups.
+    static let queryWordsMax = 8
+
+    /// A scored document before its display fields are read.
+    struct ScoredDocument {
+        var docId: Int64
+        var score: Double
+        var matchedField: SearchField
+    }
+
+    /// Ranked search. An exact SKU or barcode match comes first; then documents containing every
+    /// query word (exactly, as a prefix, or within one or two typos), ranked by how well and
+    /// where each word matched.
+    public func search(_ query: SearchQuery, in db: Database) throws -> [SearchHit] {
+        try reportingFailures("search \"\(query.text)\"") {
+            let wanted = query.offset + query.limit
+            var best: [Int64: ScoredDocument] = [:]
+            func offer(_ scored: ScoredDocument) {
+                if let existing = best[scored.docId], existing.score >= scored.score { return }
+                best[scored.docId] = scored
+            }
+
+            for scored in try codeMatches(query.text, wanted: wanted, categoryId: query.categoryId, in: db) {
+                offer(scored)
+            }
+            for scored in try wordMatches(query, wanted: wanted, in: db) {
+                offer(scored)
+            }
+
+            let ranked = best.values.sorted {
+                $0.score != $1.score ? $0.score > $1.score : $0.docId < $1.docId
+            }
+            guard ranked.count > query.offset else { return [] }
+            let page = Array(ranked[query.offset..<min(ranked.count, wanted)])
+            return try hits(for: page, in: db)
+        }
+    }
+
+    /// Whole-query SKU and barcode matches, and SKUs starting with the query.
+    private func codeMatches(_ text: String, wanted: Int, categoryId: String?, in db: Database) throws -> [ScoredDocument] {
+        var matches: [ScoredDocument] = []
+        if let gtinKey = TextFolding.gtinKey(text) {
+            let docIds = try Int64.fetchAll(
+                db.cachedStatement(sql: "SELECT doc_id FROM search_document WHERE gtin_key = ?"), arguments: [gtinKey])
+            matches += docIds.map { ScoredDocument(docId: $0, score: SearchScoring.exactCodeScore, matchedField: .gtin) }
+        }
+        if let skuKey = TextFolding.skuKey(text), skuKey.count >= 2 {
+            let docIds = try Int64.fetchAll(
+                db.cachedStatement(sql: "SELECT doc_id FROM search_document WHERE sku_key = ?"), arguments: [skuKey])
+            matches += docIds.map { ScoredDocument(docId: $0, score: SearchScoring.exactCodeScore, matchedField: .sku) }
+            if skuKey.count >= 3 {
+                let rows = try Row.fetchAll(
+                    db.cachedStatement(sql: """
+                        SELECT doc_id, sku_key FROM search_document
+                        WHERE sku_key > ? AND sku_key < ? ORDER BY sku_key, doc_id LIMIT ?
+                        """),
+                    arguments: [skuKey, skuKey + "\u{10FFFF}", wanted])
+                for row in rows {
+                    let key: String = row[1]
+                    let score = SearchScoring.skuPrefixScore(queryLength: skuKey.count, skuLength: key.count)
+                    matches.append(ScoredDocument(docId: row[0], score: score, matchedField: .sku))
+                }
+            }
+        }
+        guard let categoryId, !matches.isEmpty else { return matches }
+        let inCategory = Set(try Int64.fetchAll(
+            db,
+            sql: "SELECT doc_id FROM search_document_category WHERE category_id = ? AND doc_id IN (\(placeholders(matches.count)))",
+            arguments: StatementArguments([categoryId] as [DatabaseValueConvertible] + matches.map(\.docId))))
+        return matches.filter { inCategory.contains($0.docId) }
+    }
+
+    /// The query's words, folded; stop words are dropped except in last place, where the word
+    /// may be the start of a longer one still being typed.
+    static func queryWords(_ text: String) -> [String] {
+        let words = TextFolding.words(of: text)
+        var kept: [String] = []
+        for (index, word) in words.enumerated() where !kept.contains(word) {
+            if TextFolding.stopWords.contains(word) && index != words.count - 1 { continue }
+            kept.append(word)
+        }
+        return Array(kept.prefix(queryWordsMax))
+    }
+
+    private func wordMatches(_ query: SearchQuery, wanted: Int, in db: Database) throws -> [ScoredDocument] {
+        let words = Self.queryWords(query.text)
+        guard !words.isEmpty else { return [] }
+        var expansions: [WordExpansion] = []
+        for word in words {
+            let expansion = try expand(word, in: db)
+            // Every word must match somewhere; a word matching nothing means no document can.
+            if expansion.candidates.isEmpty { return [] }
+            expansions.append(expansion)
+        }
+
+        if let categoryId = query.categoryId {
+            let categorySize = try Int.fetchOne(
+                db.cachedStatement(sql: "SELECT count(*) FROM (SELECT 1 FROM search_document_category WHERE category_id = ? LIMIT ?)"),
+                arguments: [categoryId, categoryScanDocumentsMax + 1]) ?? 0
+            if categorySize <= categoryScanDocumentsMax {
+                let docIds = try Int64.fetchAll(
+                    db.cachedStatement(sql: "SELECT doc_id FROM search_document_category WHERE category_id = ?"),
+                    arguments: [categoryId])
+                return try scoreByTermLists(docIds: docIds, expansions: expansions, in: db)
+            }
+        }
+
+        // Candidates come from the postings of the word with the fewest documents, best first.
+        let driverIndex = expansions.indices.min { expansions[$0].docCountTotal < expansions[$1].docCountTotal }!
+        let driver = expansions[driverIndex]
+        let postingsSQL = query.categoryId == nil
+            ? "SELECT impact, doc_id FROM search_posting WHERE term_id = ? ORDER BY impact, doc_id LIMIT ?"
+            : """
+              SELECT p.impact, p.doc_id FROM search_posting p
+              WHERE p.term_id = ? AND EXISTS (
+                  SELECT 1 FROM search_document_category c WHERE c.category_id = ? AND c.doc_id = p.doc_id)
+              ORDER BY p.impact, p.doc_id LIMIT ?
+              """
+        let postings = try db.cachedStatement(sql: postingsSQL)
+        func arguments(_ termId: Int64, _ limit: Int) -> StatementArguments {
+            query.categoryId.map { [termId, $0, limit] } ?? [termId, limit]
+        }
+
+        if expansions.count == 1 {
+            // One word: a posting's score is the match factor times its field score, and postings
+            // come in decreasing field score, so each term's first `wanted` postings suffice.
+            var scored: [Int64: ScoredDocument] = [:]
+            for (termId, candidate) in driver.termsBestFirst {
+                let rows = try Row.fetchCursor(postings, arguments: arguments(termId, wanted))
+                while let row = try rows.next() {
+                    let impact: Int = row[0]
+                    let docId: Int64 = row[1]
+                    let score = candidate.factor * SearchScoring.fieldScore(impact: impact)
+                    if let existing = scored[docId], existing.score >= score { continue }
+                    scored[docId] = ScoredDocument(
+                        docId: docId, score: score, matchedField: SearchScoring.field(ofImpact: impact).searchField)
+                }
+            }
+            return Array(scored.values)
+        }
+
+        var candidateIds: [Int64] = []
+        var seen: Set<Int64> = []
+        for (termId, _) in driver.termsBestFirst where candidateIds.count < multiWordCandidatesMax {
+            let rows = try Row.fetchCursor(postings, arguments: arguments(termId, multiWordCandidatesMax - candidateIds.count))
+            while let row = try rows.next() {
+                let docId: Int64 = row[1]
+                if seen.insert(docId).inserted { candidateIds.append(docId) }
+            }
+        }
+        return try scoreByTermLists(docIds: candidateIds, expansions: expansions, in: db)
+    }
+
+    /// Scores documents from their stored (term, impact) lists: each query word takes its best
+    /// match in the document, documents missing a word are dropped, and the score is the sum.
+    private func scoreByTermLists(docIds: [Int64], expansions: [WordExpansion], in db: Database) throws -> [ScoredDocument] {
+        var scored: [ScoredDocument] = []
+        let batchSize = 500
+        var start = 0
+        while start < docIds.count {
+            let batch = Array(docIds[start..<min(start + batchSize, docIds.count)])
+            start += batchSize
+            let rows = try Row.fetchCursor(
+                db,
+                sql: "SELECT doc_id, terms FROM search_document_terms WHERE doc_id IN (\(placeholders(batch.count)))",
+                arguments: StatementArguments(batch))
+            while let row = try rows.next() {
+                let docId: Int64 = row[0]
+                let decoded = try row.withUnsafeData(atIndex: 1) { bytes in bytes.flatMap(TermImpactCodec.decode) }
+                guard let pairs = decoded else {
+                    throw SearchIndexError(
+                        code: .corruptRow, message: "malformed term list", location: "search_document_terms doc \(docId)")
+                }
+                if let document = Self.score(docId: docId, pairs: pairs, expansions: expansions) {
+                    scored.append(document)
+                }
+            }
+        }
+        return scored
+    }
+
+    static func score(docId: Int64, pairs: [(termId: Int64, impact: Int)], expansions: [WordExpansion]) -> ScoredDocument? {
+        var total = 0.0
+        var strongest = (score: -1.0, field: SearchField.itemName)
+        for expansion in expansions {
+            var wordBest = (score: 0.0, impact: -1)
+            for pair in pairs {
+                guard let candidate = expansion.candidates[pair.termId] else { continue }
+                let score = candidate.factor * SearchScoring.fieldScore(impact: pair.impact)
+                if score > wordBest.score { wordBest = (score, pair.impact) }
+            }
+            if wordBest.impact < 0 { return nil }
+            total += wordBest.score
+            if wordBest.score > strongest.score {
+                strongest = (wordBest.score, SearchScoring.field(ofImpact: wordBest.impact).searchField)
+            }
+        }
+        return ScoredDocument(docId: docId, score: total, matchedField: strongest.field)
+    }
+
+    /// Reads display fields for a ranked page, keeping its order.
+    private func hits(for page: [ScoredDocument], in db: Database) throws -> [SearchHit] {
+        guard !page.isEmpty else { return [] }
+        var rowsById: [Int64: Row] = [:]
+        let rows = try Row.fetchAll(
+            db,
+            sql: """
+                SELECT doc_id, item_id, variation_key, item_name, variation_name, sku
+                FROM search_document WHERE doc_id IN (\(placeholders(page.count)))
+                """,
+            arguments: StatementArguments(page.map(\.docId)))
+        for row in rows { rowsById[row[0]] = row }
+        return try page.map { scored in
+            guard let row = rowsById[scored.docId] else {
+                throw SearchIndexError(code: .corruptRow, message: "posting without document", location: "doc \(scored.docId)")
+            }
+            let variationKey: String = row[2]
+            return SearchHit(
+                itemId: row[1], variationId: variationKey.isEmpty ? nil : variationKey, itemName: row[3],
+                variationName: row[4], sku: row[5], score: scored.score, matchedField: scored.matchedField)
+        }
+    }
+}
+
+/// "?,?,?" for an SQL IN list of `count` values.
+func placeholders(_ count: Int) -> String {
+    precondition(count > 0, "an IN list needs at least one value")
+    return Array(repeating: "?", count: count).joined(separator: ",")
+}

@@ -1,0 +1,84 @@
+import GRDB
+
+/// The indexed words a query word stands for: itself, its completions, its typo corrections.
+struct WordExpansion {
+    struct Candidate {
+        var kind: SearchScoring.MatchKind
+        var factor: Double
+        var docCount: Int64
+    }
+
+    let queryWord: String
+    /// Term id -> how it matches the query word. Each term appears once, with its best kind.
+    var candidates: [Int64: Candidate] = [:]
+
+    /// An estimate of how many documents contain the word, used to pick the rarest word.
+    var docCountTotal: Int64 { candidates.values.reduce(0) { $0 + $1.docCount } }
+
+    mutating func offer(termId: Int64, kind: SearchScoring.MatchKind, docCount: Int64) {
+        let factor = SearchScoring.matchFactor(kind)
+        if let existing = candidates[termId], existing.factor >= factor { return }
+        candidates[termId] = Candidate(kind: kind, factor: factor, docCount: docCount)
+    }
+
+    /// Terms best first, then by id for a stable order.
+    var termsBestFirst: [(termId: Int64, candidate: Candidate)] {
+        candidates.map { (termId: $0.key, candidate: $0.value) }
+            .sorted { $0.candidate.factor != $1.candidate.factor ? $0.candidate.factor > $1.candidate.factor : $0.termId < $1.termId }
+    }
+}
+
+extension SearchIndex {
+    /// Looks the query word up in the vocabulary: exactly, as a prefix (the most frequent
+    /// `prefixCompletionsMax` completions), and, when the word itself is not indexed, through
+    /// its deletion variants for words within the allowed number of edits.
+    func expand(_ word: String, in db: Database) throws -> WordExpansion {
+        var expansion = WordExpansion(queryWord: word)
+        let wordLength = word.unicodeScalars.count
+
+        if let row = try Row.fetchOne(
+            db.cachedStatement(sql: "SELECT term_id, doc_count FROM search_term WHERE term = ?"), arguments: [word])
+        {
+            expansion.offer(termId: row[0], kind: .exact, docCount: row[1])
+        }
+
+        // Completions are read in word order up to a bound, then the most frequent are kept:
+        // a one-letter prefix must not scan the whole vocabulary.
+        let completions = try Row.fetchAll(
+            db.cachedStatement(sql: """
+                SELECT term_id, term, doc_count FROM search_term WHERE term > ? AND term < ? ORDER BY term LIMIT ?
+                """),
+            arguments: [word, word + "\u{10FFFF}", prefixCompletionsMax * 16])
+        let frequent = completions.sorted { ($0[2] as Int64) > ($1[2] as Int64) }.prefix(prefixCompletionsMax)
+        for row in frequent {
+            let term: String = row[1]
+            expansion.offer(
+                termId: row[0], kind: .prefix(queryLength: wordLength, termLength: term.unicodeScalars.count),
+                docCount: row[2])
+        }
+
+        let editsAllowed = EditDistance.editsAllowed(queryWordLength: wordLength)
+        if expansion.candidates.values.allSatisfy({ $0.kind != .exact }), editsAllowed > 0,
+            !TextFolding.containsDigit(word)
+        {
+            let variants = Array(EditDistance.deletionVariants(of: word, depth: editsAllowed))
+            let placeholders = Array(repeating: "?", count: variants.count).joined(separator: ",")
+            let rows = try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT DISTINCT t.term_id, t.term, t.doc_count
+                    FROM search_term_deletion d JOIN search_term t ON t.term_id = d.term_id
+                    WHERE d.deletion IN (\(placeholders))
+                    """,
+                arguments: StatementArguments(variants))
+            for row in rows {
+                let term: String = row[1]
+                let edits = EditDistance.optimalStringAlignmentDistance(word, term, bound: editsAllowed)
+                if edits >= 1 && edits <= editsAllowed {
+                    expansion.offer(termId: row[0], kind: .fuzzy(edits: edits), docCount: row[2])
+                }
+            }
+        }
+        return expansion
+    }
+}

@@ -1,0 +1,79 @@
+import CatalogLedger
+import CatalogModel
+import Foundation
+import LedgerStorage
+import SystemPackage
+
+/// Opens the ledger named by the global options, turning "nothing there" and "locked" into the
+/// CLI's errors with a hint about what to do.
+struct LedgerAccess {
+    let options: GlobalOptions
+
+    var layout: LedgerLayout { LedgerLayout(root: options.dataDirectory) }
+
+    func reader() throws -> LedgerReader {
+        do {
+            return try LedgerReader(layout: layout)
+        } catch LedgerError.noLedger {
+            throw CLIError(.noLedger, "no ledger at \(options.dataDirectory)",
+                           hint: "create one with `catledger init --data-dir \(options.dataDirectory)` or " +
+                               "`catledger import FILE --data-dir \(options.dataDirectory)`, or point --data-dir at an existing ledger")
+        }
+    }
+
+    func writer(options ledgerOptions: LedgerOptions = LedgerOptions()) throws -> Ledger {
+        try Ledger.open(layout: layout, options: ledgerOptions, logger: try options.logger("catledger"))
+    }
+}
+
+extension CLIError {
+    /// Maps library errors to the CLI's kinds and exit codes.
+    static func from(_ error: any Error) -> CLIError {
+        switch error {
+        case let error as CLIError:
+            return error
+        case let error as LedgerStorageError:
+            switch error.code {
+            case .lockHeld(let holder):
+                return CLIError(.lockHeld, "the ledger is locked by another writer (\(holder))",
+                                hint: "stop that process (e.g. `catledger serve`) or run read-only commands instead")
+            case .corruptBatch, .brokenHashChain, .corruptSegmentHeader, .corruptFooter, .sequenceGap, .timeOrder,
+                 .manifestMismatch, .tornTail, .indexMismatch:
+                return CLIError(.corruptData, "the log is damaged: \(error)",
+                                hint: "run `catledger verify` for every problem and its location")
+            default:
+                return CLIError(.failure, "\(error)")
+            }
+        case let error as LedgerError:
+            switch error {
+            case .noLedger(let path):
+                return CLIError(.noLedger, "no ledger at \(path)", hint: "create one with `catledger init` or `catledger import`")
+            case .undecodableEvent, .corruptSnapshot:
+                return CLIError(.corruptData, error.description, hint: "run `catledger verify`")
+            case .noSuchSequence:
+                return CLIError(.notFound, error.description)
+            }
+        case let error as TimeExpressionError:
+            return CLIError(.usage, error.description)
+        default:
+            return CLIError(.failure, "\(error)")
+        }
+    }
+}
+
+/// Writes a value as JSON (sorted keys, one document) to standard output.
+func printJSON<T: Encodable>(_ value: T) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
+    FileHandle.standardOutput.write(try encoder.encode(value) + Data("\n".utf8))
+}
+
+/// Formats ledger nanoseconds for people, in the chosen zone.
+func formatTime(_ nanoseconds: Int64, in zone: TimeZone) -> String {
+    let date = Date(timeIntervalSince1970: Double(nanoseconds) / 1e9)
+    let formatter = DateFormatter()
+    formatter.locale = Locale(identifier: "en_US_POSIX")
+    formatter.timeZone = zone
+    formatter.dateFormat = zone.identifier == "UTC" ? "yyyy-MM-dd HH:mm:ss'Z'" : "yyyy-MM-dd HH:mm:ss ZZZZZ"
+    return formatter.string(from: date)
+}

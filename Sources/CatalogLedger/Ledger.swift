@@ -108,15 +108,18 @@ public final class Ledger: @unchecked Sendable {
     /// Number of distinct dedupe keys held.
     public var dedupeCount: Int { lock.withLock { dedupe.count } }
 
-    public func append(_ event: PendingEvent) async throws -> AppendOutcome {
-        try await append([event])[0]
+    public func append(_ event: PendingEvent, recordedAt: Int64? = nil) async throws -> AppendOutcome {
+        try await append([event], recordedAt: recordedAt)[0]
     }
 
     /// Appends events that are not in the ledger yet, in order, and returns an outcome per event once
     /// the new ones are durable (per the storage policy). An event whose dedupe key the ledger holds, or
     /// that repeats an earlier event of the same call, is not written; its outcome names the sequence
     /// that holds it.
-    public func append(_ events: [PendingEvent]) async throws -> [AppendOutcome] {
+    ///
+    /// `recordedAt` overrides the ledger clock, for importing a recorded history with the times it was
+    /// first learned; the log still never lets ledger time go backwards (an earlier time is clamped up).
+    public func append(_ events: [PendingEvent], recordedAt: Int64? = nil) async throws -> [AppendOutcome] {
         let digests = events.map { DedupeDigest(key: $0.dedupeKey) }
         var outcomes = [AppendOutcome?](repeating: nil, count: events.count)
         var toWrite: [Int] = []
@@ -136,7 +139,7 @@ public final class Ledger: @unchecked Sendable {
             }
         }
         if !toWrite.isEmpty {
-            let now = options.storage.clock()
+            let now = recordedAt ?? options.storage.clock()
             let records = toWrite.map { LogRecord(ledgerTime: now, payload: EventCodec.encode(events[$0])) }
             let appended: [AppendedRecord]
             do {

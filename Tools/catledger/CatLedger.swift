@@ -15,7 +15,8 @@ struct CatLedger: AsyncParsableCommand {
         locked by another writer, 7 Square error, 64 usage.
         """,
         subcommands: [
-            InitCommand.self, VerifyCommand.self, StatsCommand.self,
+            InitCommand.self, ImportCommand.self, StatsCommand.self, ShowCommand.self, HistoryCommand.self,
+            PricesCommand.self, DiffCommand.self, ConflictsCommand.self, DiagnoseCommand.self, VerifyCommand.self,
         ]
     )
 }

@@ -1,1 +1,0 @@
-// CatalogIngest: turns Square responses, webhook deliveries and local edits into ledger events.

@@ -1,0 +1,81 @@
+import ArgumentParser
+import CatalogLedger
+import CatalogModel
+
+/// Rejected upserts in the ledger, each with its diagnosis.
+struct ConflictsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "conflicts",
+        abstract: "List rejected upserts (VERSION_MISMATCH and others) with their classification.")
+
+    @OptionGroup var global: GlobalOptions
+
+    struct Row: Encodable {
+        var incident: UInt64
+        var idempotencyKey: String
+        var rejectedAt: String
+        var actor: String?
+        var device: String?
+        var httpStatus: UInt16
+        var errorCodes: [String]
+        var classification: String
+        var staleObjects: [String]
+    }
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let reader = try LedgerAccess(options: global).reader()
+            let diagnoser = VersionMismatchDiagnoser(events: try reader.allEvents())
+            let zone = try global.timeZone()
+            var rows: [Row] = []
+            for event in diagnoser.history.events {
+                guard case .upsertRejected = event.body else { continue }
+                let diagnosis = try diagnoser.diagnose(rejectionSequence: event.sequence)
+                rows.append(Row(incident: event.sequence, idempotencyKey: diagnosis.idempotencyKey,
+                                rejectedAt: formatTime(diagnosis.rejectedAt, in: zone), actor: diagnosis.actor,
+                                device: diagnosis.device, httpStatus: diagnosis.httpStatus, errorCodes: diagnosis.errorCodes,
+                                classification: diagnosis.primaryClassification.rawValue,
+                                staleObjects: diagnosis.findings.filter { $0.classification != .current && $0.classification != .newObject }
+                                    .map(\.objectID.rawValue)))
+            }
+            if global.json { try printJSON(rows); return }
+            if rows.isEmpty { print("No rejected upserts in the ledger."); return }
+            var table = TextTable(["incident", "rejected at", "device", "error", "class", "objects"],
+                                  alignments: [.right, .left, .left, .left, .left, .left])
+            for row in rows {
+                table.append(["\(row.incident)", row.rejectedAt, row.device ?? "-", row.errorCodes.joined(separator: ","),
+                              row.classification, row.staleObjects.joined(separator: " ")])
+            }
+            print(table.render())
+            print("\nExplain one with `catledger diagnose INCIDENT`.")
+        }
+    }
+}
+
+struct DiagnoseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "diagnose",
+        abstract: "Explain a rejected upsert: which object was stale, what moved it on, which trap it was, and the fix.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The incident: the rejection's sequence (from `catledger conflicts`) or the request's idempotency key.")
+    var incident: String
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let reader = try LedgerAccess(options: global).reader()
+            let diagnoser = VersionMismatchDiagnoser(events: try reader.allEvents())
+            let rejection = diagnoser.history.events.first { event in
+                guard case .upsertRejected(let rejected) = event.body else { return false }
+                return "\(event.sequence)" == incident || rejected.idempotencyKey == incident
+            }
+            guard let rejection else {
+                throw CLIError(.notFound, "no rejected upsert \"\(incident)\" in the ledger",
+                               hint: "list them with `catledger conflicts`")
+            }
+            let diagnosis = try diagnoser.diagnose(rejectionSequence: rejection.sequence)
+            if global.json { try printJSON(diagnosis) } else { print(diagnosis.renderedText) }
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import ArgumentParser
+import CatalogLedger
+import CatalogModel
+import Foundation
+
+struct ShowCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "show",
+        abstract: "An object as of now, as of a Square time (--at), as the ledger knew it (--as-known-at), or both.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "The catalog object id.")
+    var id: String
+
+    @Option(help: "Square time: the catalog as it was then.")
+    var at: String?
+
+    @Option(help: "Ledger time: what the ledger had recorded by then.")
+    var asKnownAt: String?
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let point = try global.asOf(at: at, asKnownAt: asKnownAt)
+            let reader = try LedgerAccess(options: global).reader()
+            let result = try reader.state(asOf: point)
+            guard let fact = result.state[CatalogObjectID(id)] else {
+                throw CLIError(.notFound, "no object \(id) as of \(point)",
+                               hint: "check the id with `catledger history \(id)` or search with `catledger search`")
+            }
+            let payload = fact.payload.isEmpty ? "null" : String(decoding: fact.payload, as: UTF8.self)
+            if global.json {
+                print(#"{"id":"\#(id)","version":\#(fact.header.version),"updated_at":"\#(fact.header.updatedAt)","# +
+                      #""is_deleted":\#(fact.header.isDeleted),"sequence":\#(fact.firstSequence),"object":\#(payload)}"#)
+                return
+            }
+            let zone = try global.timeZone()
+            print("\(fact.header.objectType.rawValue) \(id) v\(fact.header.version)\(fact.header.isDeleted ? " (deleted)" : "")")
+            print("  square time  \(fact.header.updatedAt)")
+            print("  ledger time  \(formatTime(fact.firstRecordedAt, in: zone)) (seq \(fact.firstSequence), \(fact.source))")
+            print("  as of        \(point)\n")
+            if let data = try? JSONSerialization.jsonObject(with: Data(fact.payload)),
+               let pretty = try? JSONSerialization.data(withJSONObject: data, options: [.prettyPrinted, .sortedKeys]) {
+                print(String(decoding: pretty, as: UTF8.self))
+            } else {
+                print(payload)
+            }
+        }
+    }
+}

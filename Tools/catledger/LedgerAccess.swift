@@ -74,6 +74,6 @@ func formatTime(_ nanoseconds: Int64, in zone: TimeZone) -> String {
     let formatter = DateFormatter()
     formatter.locale = Locale(identifier: "en_US_POSIX")
     formatter.timeZone = zone
-    formatter.dateFormat = zone.identifier == "UTC" ? "yyyy-MM-dd HH:mm:ss'Z'" : "yyyy-MM-dd HH:mm:ss ZZZZZ"
+    formatter.dateFormat = zone.secondsFromGMT() == 0 && zone.identifier.hasSuffix("UTC") || zone.identifier == "GMT" ? "yyyy-MM-dd'T'HH:mm:ss'Z'" : "yyyy-MM-dd HH:mm:ss ZZZZZ"
     return formatter.string(from: date)
 }

@@ -170,4 +170,15 @@ struct EventCodecTests {
         #expect(a.dedupeKey == b.dedupeKey)
         #expect(a.merchantID == "MERCHANT_1")
     }
+
+    @Test("a sync page yields its bookkeeping event then its observations")
+    func syncPage() throws {
+        let events = try EventBuilder.syncPageEvents(body: try FixtureFiles.square("response-search.json"), runID: "run-9",
+                                                     mode: .incremental, pageIndex: 0, merchantID: "M")
+        #expect(events.map(\.kind) == [.syncPageReceived, .objectObserved, .objectObserved, .objectObserved, .objectObserved])
+        guard case .syncPageReceived(let page) = events[0].body else { Issue.record("not a page"); return }
+        #expect(page.cursor == "CURSOR-PAGE-2" && page.objectCount == 2 && page.relatedObjectCount == 1)
+        #expect(events[0].dedupeKey == "sync:run-9:page:0")
+        #expect(events.allSatisfy { $0.source == .incrementalSync && $0.correlationID == "run-9" })
+    }
 }

@@ -112,6 +112,10 @@ struct EventCodecTests {
                 }
             }
             #expect(throws: CatalogModelError.self) { try EventCodec.decode(sequence: 0, recordedAt: 0, payload: bytes + [0]) }
+            // An overlong varint for the merchant id length (0x8A 0x00 instead of 0x0A).
+            var overlong = bytes
+            overlong.replaceSubrange(2...2, with: [bytes[2] | 0x80, 0])
+            #expect(throws: CatalogModelError.self) { try EventCodec.decode(sequence: 0, recordedAt: 0, payload: overlong) }
         }
     }
 

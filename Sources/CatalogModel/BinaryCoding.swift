@@ -66,7 +66,11 @@ struct ByteReader {
             let b = try byte()
             if shift == 63 && b > 1 { throw malformed("varint overflows 64 bits") }
             result |= UInt64(b & 0x7F) << shift
-            if b & 0x80 == 0 { return result }
+            if b & 0x80 == 0 {
+                // Only the shortest form is accepted, so every event has exactly one encoding.
+                if b == 0 && shift > 0 { throw malformed("overlong varint") }
+                return result
+            }
             shift += 7
             if shift > 63 { throw malformed("varint longer than 10 bytes") }
         }

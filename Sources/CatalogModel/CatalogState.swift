@@ -72,17 +72,19 @@ public struct CatalogState: Sendable, Hashable, Codable {
         let candidate = ObjectFact(header: header, payload: payload, dedupeKey: event.content.dedupeKey,
                                    firstSequence: event.sequence, firstRecordedAt: event.recordedAt,
                                    source: event.content.source)
-        guard let current = objects[header.objectID] else {
+        // One hash lookup per event: update through the index when the object is known.
+        guard let index = objects.index(forKey: header.objectID) else {
             objects[header.objectID] = candidate
             return
         }
+        let current = objects.values[index]
         if ObjectFact.ranks(candidate, above: current) {
-            objects[header.objectID] = candidate
-        } else if !ObjectFact.ranks(current, above: candidate), candidate.firstSequence < current.firstSequence {
+            objects.values[index] = candidate
+        } else if candidate.firstSequence < current.firstSequence, !ObjectFact.ranks(current, above: candidate) {
             // The same fact learned again: keep the earliest learning, whatever the order.
-            objects[header.objectID]?.firstSequence = candidate.firstSequence
-            objects[header.objectID]?.firstRecordedAt = candidate.firstRecordedAt
-            objects[header.objectID]?.source = candidate.source
+            objects.values[index].firstSequence = candidate.firstSequence
+            objects.values[index].firstRecordedAt = candidate.firstRecordedAt
+            objects.values[index].source = candidate.source
         }
     }
 

@@ -168,6 +168,11 @@ public struct VersionMismatchDiagnoser: Sendable {
                 source: accepted.source, correlationID: accepted.correlationID, version: fact.header.version,
                 updatedAt: fact.header.updatedAt, note: "our write \(acceptance.idempotencyKey)")]
                 + movers.map { evidence($0, note: "observation of our write") }
+        } else if let echo = moversOrActual.first(where: { $0.source == .upsertResponse }) {
+            // Our own write, seen only through its response objects (no upsertAccepted recorded).
+            result.classification = .staleOwnEarlierWrite
+            result.explanation = "Sent version \(sent), but our own earlier write (\(history.correlationByDedupeKey[echo.dedupeKey] ?? "unknown edit")) had moved \(object.id) to version \(echo.header.version); its response was not applied to the cache the editor used."
+            result.movedBy = [evidence(echo, note: "upsert response")]
         } else {
             result.classification = .staleMovedOnByOtherWriter
             let first = moversOrActual[0]

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import CatalogModel
 
@@ -157,5 +158,15 @@ struct CatalogStatePropertyTests {
         for length in 0..<bytes.count {
             #expect(throws: CatalogModelError.self) { try CatalogState(snapshot: Array(bytes[0..<length])) }
         }
+    }
+
+    @Test("Codable round trip keeps the state")
+    func codableRoundTrip() throws {
+        let events = try HistoryTests.script().events
+        let state = CatalogState.fold(events, filter: AsOf(squareTimeMax: HistoryTests.v3 * 1_000_000))
+        let decoded = try JSONDecoder().decode(CatalogState.self, from: try JSONEncoder().encode(state))
+        #expect(decoded == state)
+        #expect(decoded.contentDigest == state.contentDigest)
+        #expect(state.liveCount == 3)
     }
 }

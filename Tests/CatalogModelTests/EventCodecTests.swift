@@ -112,6 +112,10 @@ struct EventCodecTests {
                 }
             }
             #expect(throws: CatalogModelError.self) { try EventCodec.decode(sequence: 0, recordedAt: 0, payload: bytes + [0]) }
+            // An overlong varint for the merchant id length (0x8A 0x00 instead of 0x0A).
+            var overlong = bytes
+            overlong.replaceSubrange(2...2, with: [bytes[2] | 0x80, 0])
+            #expect(throws: CatalogModelError.self) { try EventCodec.decode(sequence: 0, recordedAt: 0, payload: overlong) }
         }
     }
 
@@ -169,5 +173,16 @@ struct EventCodecTests {
         #expect(a.dedupeKey == "wh:5f3c0a1e-7b7e-4c4f-9d7e-1f2e3d4c5b6a")
         #expect(a.dedupeKey == b.dedupeKey)
         #expect(a.merchantID == "MERCHANT_1")
+    }
+
+    @Test("a sync page yields its bookkeeping event then its observations")
+    func syncPage() throws {
+        let events = try EventBuilder.syncPageEvents(body: try FixtureFiles.square("response-search.json"), runID: "run-9",
+                                                     mode: .incremental, pageIndex: 0, merchantID: "M")
+        #expect(events.map(\.kind) == [.syncPageReceived, .objectObserved, .objectObserved, .objectObserved, .objectObserved])
+        guard case .syncPageReceived(let page) = events[0].body else { Issue.record("not a page"); return }
+        #expect(page.cursor == "CURSOR-PAGE-2" && page.objectCount == 2 && page.relatedObjectCount == 1)
+        #expect(events[0].dedupeKey == "sync:run-9:page:0")
+        #expect(events.allSatisfy { $0.source == .incrementalSync && $0.correlationID == "run-9" })
     }
 }

@@ -111,4 +111,20 @@ struct HistoryTests {
         #expect(later.object("V_S")?.locationPriceOverrides["L2"]?.amount == 600)
         #expect(later.childIDs(of: "I") == ["V_L", "V_S"])
     }
+
+    @Test("modifier prices are followed too")
+    func modifierPriceHistory() throws {
+        var s = HistoryScript()
+        let list = String(decoding: try FixtureFiles.square("object-modifier-list.json"), as: UTF8.self)
+        try s.read(SquareJSON.search([list]), source: .fullSync, correlation: "full-1")
+        let oat2 = #"{"type":"MODIFIER","id":"MOD_OAT","version":1736926300000,"updated_at":"2025-01-15T07:31:40Z","is_deleted":false,"modifier_data":{"name":"Oat milk","modifier_list_id":"ML_MILK","price_money":{"amount":85,"currency":"USD"},"location_overrides":[{"location_id":"LOC_AIRPORT","price_money":{"amount":95,"currency":"USD"}}]}}"#
+        try s.read(SquareJSON.search([oat2]), source: .webhook, correlation: "wh-1")
+        let changes = CatalogHistory(events: s.events).priceHistory(of: "MOD_OAT")
+        #expect(changes.map { "\($0.scope) \($0.before ?? "-") -> \($0.after ?? "-")" } == [
+            "price_money - -> 75 USD",
+            "location_overrides[LOC_AIRPORT].price_money - -> 95 USD",
+            "price_money 75 USD -> 85 USD",
+        ])
+        #expect(changes.last?.source == .webhook)
+    }
 }

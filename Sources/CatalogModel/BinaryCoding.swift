@@ -96,8 +96,12 @@ struct ByteReader {
     }
 
     mutating func string() throws -> String {
-        let raw = try data()
-        guard let s = String(validating: raw, as: UTF8.self) else { throw malformed("invalid UTF-8 in string") }
+        let count = try varint()
+        guard count <= UInt64(bytes.count - offset) else { throw truncated() }
+        let end = offset + Int(count)
+        // Decoded straight from the slice: no intermediate array.
+        guard let s = String(validating: bytes[offset..<end], as: UTF8.self) else { throw malformed("invalid UTF-8 in string") }
+        offset = end
         return s
     }
 

@@ -179,6 +179,10 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
             ]
         ),
+        .testTarget(
+            name: "SampleDataTests",
+            dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", "LedgerStorage"]
+        ),
         .testTarget(name: "CLITests", dependencies: []),
     ],
     swiftLanguageModes: [.v6]

@@ -95,8 +95,8 @@ struct VerifierRun {
                 }
                 if isLast && resync == nil { located.code = .tornTail; located.message = "damaged tail of the active segment: " + located.message }
                 report.problems.append(located)
-                guard let (_, offset) = resync else { break scan }
-                scanner.seek(to: offset)
+                guard let resync else { break scan }
+                scanner.seek(to: resync.1)
                 previousHash = nil
                 continue
             } catch { break scan }

@@ -224,8 +224,9 @@ struct Recovery {
         }
 
         if let damage {
-            if footerFound == nil, let (later, laterOffset) = try scanner.findIntactBatch(after: damage.offset),
-               later.baseSequence >= chain.nextSequence {
+            if footerFound == nil, let found = try scanner.findIntactBatch(after: damage.offset),
+               found.0.baseSequence >= chain.nextSequence {
+                let (later, laterOffset) = found
                 try? file.close()
                 throw LedgerStorageError(
                     damage.code == .tornTail ? .corruptBatch : damage.code,

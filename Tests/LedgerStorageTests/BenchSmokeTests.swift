@@ -16,7 +16,7 @@ struct BenchSmokeTests {
         let data = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], String(decoding: data, as: UTF8.self))
+        let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(String(decoding: data, as: UTF8.self))")
         let figures = [
             "append_events_per_s_1", "append_events_per_s_8", "append_events_per_s_64", "append_mb_per_s_64",
             "sqlite_one_row_tx_events_per_s", "sqlite_1000_row_tx_events_per_s", "scan_mb_per_s", "raw_lz4_decompress_mb_per_s",

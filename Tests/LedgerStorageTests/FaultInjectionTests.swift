@@ -91,4 +91,20 @@ struct FaultInjectionTests {
         try final.close()
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
+
+    @Test("policy interval acknowledges before the sync and syncs in the background within the interval")
+    func intervalPolicySyncsInBackground() async throws {
+        let fileSystem = FaultInjectingFileSystem()
+        let writer = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(durability: .interval(milliseconds: 20)), fileSystem: fileSystem)
+        _ = try await writer.append(TestSupport.records(0..<5))
+        _ = try await writer.append(TestSupport.records(5..<10))
+        try await Task.sleep(for: .milliseconds(200))
+        // Everything was synced by the background timer, so a crash now keeps it all.
+        fileSystem.crash(seed: 3)
+        try? writer.close()
+        let reopened = try Self.openLog(fileSystem)
+        #expect(reopened.nextSequence == 10)
+        #expect(reopened.recoveryReport.bytesDropped == 0)
+        try reopened.close()
+    }
 }

@@ -41,7 +41,7 @@ struct RecoveryTests {
     /// A log of several sealed segments with the bytes of a chosen sealed segment.
     static func sealedLog(compression: CompressionKind = .lz4) async throws -> (FaultInjectingFileSystem, FilePath, [UInt8]) {
         let fileSystem = FaultInjectingFileSystem()
-        var options = TestSupport.smallOptions(segmentBytes: 3000)
+        var options = TestSupport.smallOptions(segmentBytes: 1200)
         options.compression = compression
         let writer = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
         for chunk in stride(from: 0, to: 200, by: 10) { _ = try await writer.append(TestSupport.records(chunk..<(chunk + 10))) }
@@ -107,7 +107,7 @@ struct RecoveryTests {
         #expect(repaired.applied)
         #expect(repaired.truncatedSegment == nil, "the cut is at the segment's first batch")
         #expect(repaired.removedSegments.first == name)
-        let writer = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 3000), fileSystem: fileSystem)
+        let writer = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 1200), fileSystem: fileSystem)
         #expect(writer.nextSequence == firstLost)
         try writer.close()
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
@@ -121,7 +121,7 @@ struct RecoveryTests {
         let (fileSystem, path, original) = try await Self.sealedLog()
         fileSystem.setContents(of: path, to: Array(original.dropLast(64)))
         let error = #expect(throws: LedgerStorageError.self) {
-            try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 3000), fileSystem: fileSystem)
+            try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 1200), fileSystem: fileSystem)
         }
         #expect(error?.code == .corruptFooter)
         #expect(error?.location.file == "segments/" + path.lastComponent!.string)

@@ -35,7 +35,7 @@ struct StorageBench: AsyncParsableCommand {
         var figures: [(String, Double)] = []
         func record(_ name: String, _ value: Double) {
             figures.append((name, value))
-            if !json { print(String(format: "%-44@ %14.2f", name as NSString, value)) }
+            if !json { print(name.padding(toLength: 44, withPad: " ", startingAt: 0) + String(format: "%16.2f", value)) }
         }
 
         var generator = CatalogRecordGenerator(seed: seed)

@@ -11,5 +11,26 @@ struct LedgerBench: AsyncParsableCommand {
     )
 }
 
-// main.swift holds top-level code, so the root command is started here instead of with @main.
-await LedgerBench.main()
+// main.swift holds top-level code, where @main is not allowed, so this does what
+// AsyncParsableCommand.main() does: parse, run (asynchronously when the command is async), exit.
+do {
+    var command = try LedgerBench.parseAsRoot()
+    if var asyncCommand = command as? any AsyncParsableCommand {
+        try await runAsynchronously(&asyncCommand)
+    } else {
+        try command.run()
+    }
+} catch {
+    LedgerBench.exit(withError: error)
+}
+
+/// Calls the async `run()` requirement explicitly (an existential call would pick the synchronous one).
+func runAsynchronously(_ command: inout any AsyncParsableCommand) async throws {
+    func open<C: AsyncParsableCommand>(_ concrete: C) async throws -> C {
+        var concrete = concrete
+        let run: (inout C) async throws -> Void = { try await $0.run() }
+        try await run(&concrete)
+        return concrete
+    }
+    command = try await open(command)
+}

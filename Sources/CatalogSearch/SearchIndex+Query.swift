@@ -85,16 +85,42 @@ extension SearchIndex {
         return Array(kept.prefix(queryWordsMax))
     }
 
+    /// Documents matching the query's words. Besides the words as typed, a query whose adjacent
+    /// words join into an indexed word ("chese cake" for "cheesecake") is also read that way when
+    /// one of the two is not itself an indexed word; a document keeps its best reading.
     private func wordMatches(_ query: SearchQuery, wanted: Int, in db: Database) throws -> [ScoredDocument] {
         let words = Self.queryWords(query.text)
         guard !words.isEmpty else { return [] }
-        var expansions: [WordExpansion] = []
-        for word in words {
-            let expansion = try expand(word, in: db)
-            // Every word must match somewhere; a word matching nothing means no document can.
-            if expansion.candidates.isEmpty { return [] }
-            expansions.append(expansion)
+        var expansionByWord: [String: WordExpansion] = [:]
+        func expansion(_ word: String, coveringWords: Int) throws -> WordExpansion {
+            var expansion = try expansionByWord[word] ?? expand(word, in: db)
+            expansionByWord[word] = expansion
+            expansion.queryWordsCovered = coveringWords
+            return expansion
         }
+
+        var readings: [[WordExpansion]] = [try words.map { try expansion($0, coveringWords: 1) }]
+        for index in words.indices.dropLast() {
+            let pair = readings[0][index...(index + 1)]
+            guard pair.contains(where: { !$0.hasExactMatch }) else { continue }
+            let joined = try expansion(words[index] + words[index + 1], coveringWords: 2)
+            guard !joined.candidates.isEmpty else { continue }
+            var reading = readings[0]
+            reading.replaceSubrange(index...(index + 1), with: [joined])
+            readings.append(reading)
+        }
+
+        var matches: [ScoredDocument] = []
+        // Every word must match somewhere; a reading with a word matching nothing has no results.
+        for reading in readings where reading.allSatisfy({ !$0.candidates.isEmpty }) {
+            matches += try matchesOfReading(reading, query: query, wanted: wanted, in: db)
+        }
+        return matches
+    }
+
+    private func matchesOfReading(
+        _ expansions: [WordExpansion], query: SearchQuery, wanted: Int, in db: Database
+    ) throws -> [ScoredDocument] {
 
         if let categoryId = query.categoryId {
             let categorySize = try Int.fetchOne(
@@ -133,7 +159,7 @@ extension SearchIndex {
                 while let row = try rows.next() {
                     let impact: Int = row[0]
                     let docId: Int64 = row[1]
-                    let score = candidate.factor * SearchScoring.fieldScore(impact: impact)
+                    let score = candidate.factor * SearchScoring.fieldScore(impact: impact) * Double(driver.queryWordsCovered)
                     if let existing = scored[docId], existing.score >= score { continue }
                     scored[docId] = ScoredDocument(
                         docId: docId, score: score, matchedField: SearchScoring.field(ofImpact: impact).searchField)
@@ -189,7 +215,7 @@ extension SearchIndex {
             var wordBest = (score: 0.0, impact: -1)
             for pair in pairs {
                 guard let candidate = expansion.candidates[pair.termId] else { continue }
-                let score = candidate.factor * SearchScoring.fieldScore(impact: pair.impact)
+                let score = candidate.factor * SearchScoring.fieldScore(impact: pair.impact) * Double(expansion.queryWordsCovered)
                 if score > wordBest.score { wordBest = (score, pair.impact) }
             }
             if wordBest.impact < 0 { return nil }

@@ -183,6 +183,7 @@ extension SearchIndex {
     /// Scores documents from their stored (term, impact) lists: each query word takes its best
     /// match in the document, documents missing a word are dropped, and the score is the sum.
     private func scoreByTermLists(docIds: [Int64], expansions: [WordExpansion], in db: Database) throws -> [ScoredDocument] {
+        let scorer = TermListScorer(expansions)
         var scored: [ScoredDocument] = []
         let batchSize = 500
         var start = 0
@@ -195,36 +196,19 @@ extension SearchIndex {
                 arguments: StatementArguments(batch))
             while let row = try rows.next() {
                 let docId: Int64 = row[0]
-                let decoded = try row.withUnsafeData(atIndex: 1) { bytes in bytes.flatMap(TermImpactCodec.decode) }
-                guard let pairs = decoded else {
+                let outcome = try row.withUnsafeData(atIndex: 1) { bytes in
+                    bytes.map { scorer.score(docId: docId, termList: $0) }
+                }
+                switch outcome {
+                case .some(.some(.some(let document))): scored.append(document)
+                case .some(.some(.none)): continue
+                default:
                     throw SearchIndexError(
                         code: .corruptRow, message: "malformed term list", location: "search_document_terms doc \(docId)")
-                }
-                if let document = Self.score(docId: docId, pairs: pairs, expansions: expansions) {
-                    scored.append(document)
                 }
             }
         }
         return scored
-    }
-
-    static func score(docId: Int64, pairs: [(termId: Int64, impact: Int)], expansions: [WordExpansion]) -> ScoredDocument? {
-        var total = 0.0
-        var strongest = (score: -1.0, field: SearchField.itemName)
-        for expansion in expansions {
-            var wordBest = (score: 0.0, impact: -1)
-            for pair in pairs {
-                guard let candidate = expansion.candidates[pair.termId] else { continue }
-                let score = candidate.factor * SearchScoring.fieldScore(impact: pair.impact) * Double(expansion.queryWordsCovered)
-                if score > wordBest.score { wordBest = (score, pair.impact) }
-            }
-            if wordBest.impact < 0 { return nil }
-            total += wordBest.score
-            if wordBest.score > strongest.score {
-                strongest = (wordBest.score, SearchScoring.field(ofImpact: wordBest.impact).searchField)
-            }
-        }
-        return ScoredDocument(docId: docId, score: total, matchedField: strongest.field)
     }
 
     /// Reads display fields for a ranked page, keeping its order.

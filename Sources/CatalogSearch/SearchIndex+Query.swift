@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 extension SearchIndex {
@@ -23,11 +24,14 @@ extension SearchIndex {
                 best[scored.docId] = scored
             }
 
-            for scored in try codeMatches(query.text, wanted: wanted, categoryId: query.categoryId, in: db) {
-                offer(scored)
-            }
-            for scored in try wordMatches(query, wanted: wanted, in: db) {
-                offer(scored)
+            let codes = try codeMatches(query.text, wanted: wanted, categoryId: query.categoryId, in: db)
+            for scored in codes { offer(scored) }
+            // A single token that is exactly a SKU or barcode is a scan: its word readings (parts
+            // of a code) would only add noise and cost, so they are skipped.
+            let isScan = codes.contains { $0.score >= SearchScoring.exactCodeScore }
+                && !query.text.trimmingCharacters(in: .whitespaces).contains(" ")
+            if !isScan {
+                for scored in try wordMatches(query, wanted: wanted, in: db) { offer(scored) }
             }
 
             let ranked = best.values.sorted {

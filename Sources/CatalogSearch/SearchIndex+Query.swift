@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 extension SearchIndex {
@@ -23,11 +24,14 @@ extension SearchIndex {
                 best[scored.docId] = scored
             }
 
-            for scored in try codeMatches(query.text, wanted: wanted, categoryId: query.categoryId, in: db) {
-                offer(scored)
-            }
-            for scored in try wordMatches(query, wanted: wanted, in: db) {
-                offer(scored)
+            let codes = try codeMatches(query.text, wanted: wanted, categoryId: query.categoryId, in: db)
+            for scored in codes { offer(scored) }
+            // A single token that is exactly a SKU or barcode is a scan: its word readings (parts
+            // of a code) would only add noise and cost, so they are skipped.
+            let isScan = codes.contains { $0.score >= SearchScoring.exactCodeScore }
+                && !query.text.trimmingCharacters(in: .whitespaces).contains(" ")
+            if !isScan {
+                for scored in try wordMatches(query, wanted: wanted, in: db) { offer(scored) }
             }
 
             let ranked = best.values.sorted {
@@ -85,16 +89,42 @@ extension SearchIndex {
         return Array(kept.prefix(queryWordsMax))
     }
 
+    /// Documents matching the query's words. Besides the words as typed, a query whose adjacent
+    /// words join into an indexed word ("chese cake" for "cheesecake") is also read that way when
+    /// one of the two is not itself an indexed word; a document keeps its best reading.
     private func wordMatches(_ query: SearchQuery, wanted: Int, in db: Database) throws -> [ScoredDocument] {
         let words = Self.queryWords(query.text)
         guard !words.isEmpty else { return [] }
-        var expansions: [WordExpansion] = []
-        for word in words {
-            let expansion = try expand(word, in: db)
-            // Every word must match somewhere; a word matching nothing means no document can.
-            if expansion.candidates.isEmpty { return [] }
-            expansions.append(expansion)
+        var expansionByWord: [String: WordExpansion] = [:]
+        func expansion(_ word: String, coveringWords: Int) throws -> WordExpansion {
+            var expansion = try expansionByWord[word] ?? expand(word, in: db)
+            expansionByWord[word] = expansion
+            expansion.queryWordsCovered = coveringWords
+            return expansion
         }
+
+        var readings: [[WordExpansion]] = [try words.map { try expansion($0, coveringWords: 1) }]
+        for index in words.indices.dropLast() {
+            let pair = readings[0][index...(index + 1)]
+            guard pair.contains(where: { !$0.hasExactMatch }) else { continue }
+            let joined = try expansion(words[index] + words[index + 1], coveringWords: 2)
+            guard !joined.candidates.isEmpty else { continue }
+            var reading = readings[0]
+            reading.replaceSubrange(index...(index + 1), with: [joined])
+            readings.append(reading)
+        }
+
+        var matches: [ScoredDocument] = []
+        // Every word must match somewhere; a reading with a word matching nothing has no results.
+        for reading in readings where reading.allSatisfy({ !$0.candidates.isEmpty }) {
+            matches += try matchesOfReading(reading, query: query, wanted: wanted, in: db)
+        }
+        return matches
+    }
+
+    private func matchesOfReading(
+        _ expansions: [WordExpansion], query: SearchQuery, wanted: Int, in db: Database
+    ) throws -> [ScoredDocument] {
 
         if let categoryId = query.categoryId {
             let categorySize = try Int.fetchOne(
@@ -133,7 +163,7 @@ extension SearchIndex {
                 while let row = try rows.next() {
                     let impact: Int = row[0]
                     let docId: Int64 = row[1]
-                    let score = candidate.factor * SearchScoring.fieldScore(impact: impact)
+                    let score = candidate.factor * SearchScoring.fieldScore(impact: impact) * Double(driver.queryWordsCovered)
                     if let existing = scored[docId], existing.score >= score { continue }
                     scored[docId] = ScoredDocument(
                         docId: docId, score: score, matchedField: SearchScoring.field(ofImpact: impact).searchField)
@@ -157,6 +187,7 @@ extension SearchIndex {
     /// Scores documents from their stored (term, impact) lists: each query word takes its best
     /// match in the document, documents missing a word are dropped, and the score is the sum.
     private func scoreByTermLists(docIds: [Int64], expansions: [WordExpansion], in db: Database) throws -> [ScoredDocument] {
+        let scorer = TermListScorer(expansions)
         var scored: [ScoredDocument] = []
         let batchSize = 500
         var start = 0
@@ -169,36 +200,19 @@ extension SearchIndex {
                 arguments: StatementArguments(batch))
             while let row = try rows.next() {
                 let docId: Int64 = row[0]
-                let decoded = try row.withUnsafeData(atIndex: 1) { bytes in bytes.flatMap(TermImpactCodec.decode) }
-                guard let pairs = decoded else {
+                let outcome = try row.withUnsafeData(atIndex: 1) { bytes in
+                    bytes.map { scorer.score(docId: docId, termList: $0) }
+                }
+                switch outcome {
+                case .some(.some(.some(let document))): scored.append(document)
+                case .some(.some(.none)): continue
+                default:
                     throw SearchIndexError(
                         code: .corruptRow, message: "malformed term list", location: "search_document_terms doc \(docId)")
-                }
-                if let document = Self.score(docId: docId, pairs: pairs, expansions: expansions) {
-                    scored.append(document)
                 }
             }
         }
         return scored
-    }
-
-    static func score(docId: Int64, pairs: [(termId: Int64, impact: Int)], expansions: [WordExpansion]) -> ScoredDocument? {
-        var total = 0.0
-        var strongest = (score: -1.0, field: SearchField.itemName)
-        for expansion in expansions {
-            var wordBest = (score: 0.0, impact: -1)
-            for pair in pairs {
-                guard let candidate = expansion.candidates[pair.termId] else { continue }
-                let score = candidate.factor * SearchScoring.fieldScore(impact: pair.impact)
-                if score > wordBest.score { wordBest = (score, pair.impact) }
-            }
-            if wordBest.impact < 0 { return nil }
-            total += wordBest.score
-            if wordBest.score > strongest.score {
-                strongest = (wordBest.score, SearchScoring.field(ofImpact: wordBest.impact).searchField)
-            }
-        }
-        return ScoredDocument(docId: docId, score: total, matchedField: strongest.field)
     }
 
     /// Reads display fields for a ranked page, keeping its order.

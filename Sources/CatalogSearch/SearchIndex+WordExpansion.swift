@@ -9,8 +9,13 @@ struct WordExpansion {
     }
 
     let queryWord: String
+    /// How many typed words this word stands for: 2 when two typed words were joined. Scores are
+    /// multiplied by it so that readings with different word counts compare fairly.
+    var queryWordsCovered = 1
     /// Term id -> how it matches the query word. Each term appears once, with its best kind.
     var candidates: [Int64: Candidate] = [:]
+
+    var hasExactMatch: Bool { candidates.values.contains { $0.kind == .exact } }
 
     /// An estimate of how many documents contain the word, used to pick the rarest word.
     var docCountTotal: Int64 { candidates.values.reduce(0) { $0 + $1.docCount } }

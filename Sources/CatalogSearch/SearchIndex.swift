@@ -28,7 +28,7 @@ public struct SearchIndex: Sendable {
     /// every document of the category; larger categories filter the postings instead.
     public var categoryScanDocumentsMax: Int
 
-    public init(multiWordCandidatesMax: Int = 800, prefixCompletionsMax: Int = 24, categoryScanDocumentsMax: Int = 2_000) {
+    public init(multiWordCandidatesMax: Int = 400, prefixCompletionsMax: Int = 24, categoryScanDocumentsMax: Int = 2_000) {
         precondition(multiWordCandidatesMax >= 1 && prefixCompletionsMax >= 1 && categoryScanDocumentsMax >= 0)
         self.multiWordCandidatesMax = multiWordCandidatesMax
         self.prefixCompletionsMax = prefixCompletionsMax

@@ -62,9 +62,11 @@ struct TimeExpressionTests {
         do {
             _ = try resolve("next blue moon")
             Issue.record("expected an error")
-        } catch {
+        } catch let error as TimeExpressionError {
             #expect(error.description.contains("next blue moon"))
             #expect(error.description.contains("2h ago"))
+        } catch {
+            Issue.record("unexpected error \(error)")
         }
     }
 }

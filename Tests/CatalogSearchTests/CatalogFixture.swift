@@ -22,8 +22,15 @@ struct CatalogFixture: Decodable {
         var variations: [Variation]
     }
     struct RelevanceQuery: Decodable {
+        enum Mode: String, Decodable {
+            /// Every expected result must be in the top 5.
+            case all
+            /// The expected results are equally good answers; the top 5 should be drawn from them.
+            case anyOf
+        }
         var query: String
         var kind: String
+        var mode: Mode?
         var expect: [String]
     }
     struct RelevanceSet: Decodable {

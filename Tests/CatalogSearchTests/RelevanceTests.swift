@@ -12,8 +12,9 @@ import Testing
         #expect(queries.count >= 60)
         let database = try makeSearchDatabase()
         let index = SearchIndex()
+        let documents = fixture.documents
         try database.write { db in
-            for document in fixture.documents { try index.upsert(document, in: db) }
+            for document in documents { try index.upsert(document, in: db) }
         }
 
         var recallSum = 0.0
@@ -28,12 +29,23 @@ import Testing
                 hit.itemId == expected || hit.variationId == expected
             }
             let top5 = hits.prefix(5)
-            let found = relevance.expect.filter { expected in top5.contains { satisfies($0, expected) } }
-            recallSum += Double(found.count) / Double(relevance.expect.count)
+            let recall: Double
+            switch relevance.mode ?? .all {
+            case .all:
+                let found = relevance.expect.filter { expected in top5.contains { satisfies($0, expected) } }
+                recall = Double(found.count) / Double(relevance.expect.count)
+            case .anyOf:
+                let drawn = top5.filter { hit in relevance.expect.contains { satisfies(hit, $0) } }
+                let answerDocuments = documents.filter { document in
+                    relevance.expect.contains { $0 == document.itemId || $0 == document.variationId }
+                }.count
+                recall = Double(drawn.count) / Double(min(5, answerDocuments))
+            }
+            recallSum += recall
             if let rank = hits.firstIndex(where: { hit in relevance.expect.contains { satisfies(hit, $0) } }) {
                 reciprocalRankSum += 1.0 / Double(rank + 1)
             }
-            if found.count < relevance.expect.count {
+            if recall < 1 {
                 let shown = top5.map { "\($0.itemName)/\($0.variationName ?? "-")" }.joined(separator: ", ")
                 misses.append("  [\(relevance.kind)] \"\(relevance.query)\" expected \(relevance.expect), top 5: \(shown)")
             }

@@ -93,7 +93,7 @@ import Testing
         #expect(byBarcode.first?.variationId == "mug-white")
         #expect(byBarcode.first?.matchedField == .gtin)
         #expect(try search(database, "0012345678912").first?.variationId == "mug-white", "EAN-13 form of the UPC")
-        #expect(try search(database, "MUG-").map(\.sku).sorted() == ["MUG-BLK", "MUG-WHT"], "SKU prefix")
+        #expect(try search(database, "MUG-").compactMap(\.sku).sorted() == ["MUG-BLK", "MUG-WHT"], "SKU prefix")
     }
 
     @Test func deletedDocumentsAreExcluded() throws {

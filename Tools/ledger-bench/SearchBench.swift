@@ -11,7 +11,7 @@ struct SearchBench: ParsableCommand {
         abstract: "Catalog search latency (p50, p99) and index build time against a LIKE scan."
     )
 
-    @Flag(help: "Small catalog (10k items); finishes in well under 30 s.")
+    @Flag(help: "Small catalog (3000 items) for a smoke run of under 30 s.")
     var quick = false
 
     @Flag(help: "Print the figures as one JSON object.")
@@ -27,7 +27,7 @@ struct SearchBench: ParsableCommand {
     var directory: String?
 
     func run() throws {
-        let itemCount = items ?? (quick ? 10_000 : 100_000)
+        let itemCount = items ?? (quick ? 3_000 : 100_000)
         var generator = SeededGenerator(seed: seed)
         log("search bench: seed \(seed), \(itemCount) generated items")
 

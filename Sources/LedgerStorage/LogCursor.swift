@@ -35,12 +35,12 @@ public struct LogCursor {
                 let footer = try Self.readFooter(directory: directory, base: base)
                 if footer.lastLedgerTime >= time { chosen = base; break }
             }
-            try open(base: chosen)
+            guard try open(base: chosen) else { return }
             if let entry = directory.loadIndex(base: chosen)?.entry(before: time) { seek(to: entry) }
             nextSequence = chosen
         } else {
             let base = bases.last(where: { $0 <= nextSequence }) ?? bases.first!
-            try open(base: base)
+            guard try open(base: base) else { return }
             if let entry = directory.loadIndex(base: base)?.entry(atOrBefore: nextSequence) { seek(to: entry) }
         }
     }
@@ -59,7 +59,10 @@ public struct LogCursor {
         }
     }
 
-    private mutating func open(base: UInt64) throws {
+    /// Opens a segment for reading; false (and nothing changed) when it is the newest one and still
+    /// being created, so it holds no records yet.
+    private mutating func open(base: UInt64) throws -> Bool {
+        if try SegmentScanner.isBeingCreated(directory: directory, base: base) { return false }
         scanner?.close()
         scanner = try SegmentScanner.open(directory: directory, base: base)
         segmentBase = base
@@ -67,6 +70,7 @@ public struct LogCursor {
         decoded = []
         decodedIndex = 0
         sawFooter = false
+        return true
     }
 
     private mutating func seek(to entry: SparseIndexEntry) {
@@ -151,8 +155,7 @@ public struct LogCursor {
             throw LedgerStorageError(.sequenceGap, "segment starts at \(next), expected \(expectedBatchBase)",
                                      location: LogLocation(file: LogDirectory.displayName(base: next)))
         }
-        try open(base: next)
-        return true
+        return try open(base: next)
     }
 }
 

@@ -40,6 +40,7 @@ public struct LogReader: Sendable {
     public func lastSequence() throws -> UInt64? {
         let bases = try directory.segmentBases()
         guard let last = bases.last else { return nil }
+        if try SegmentScanner.isBeingCreated(directory: directory, base: last) { return last == 0 ? nil : last - 1 }
         var scanner = try SegmentScanner.open(directory: directory, base: last)
         defer { scanner.close() }
         var lastSequence: UInt64? = last == 0 ? nil : last - 1

@@ -65,6 +65,11 @@ struct VerifierRun {
             expectedSequence = base
             previousHash = nil
         }
+        if isLast, (try? SegmentScanner.isBeingCreated(directory: directory, base: base)) == true {
+            problem(.tornTail, "the newest segment has no complete header (a crash while creating it); a writer open rewrites it",
+                    LogLocation(file: name, byteOffset: 0))
+            return
+        }
         var scanner: SegmentScanner
         do { scanner = try SegmentScanner.open(directory: directory, base: base) } catch let error as LedgerStorageError {
             var located = error

@@ -86,6 +86,7 @@ enum WinnerRule {
     /// The new winner when `event` (a fact event) changes it, else nil.
     static func newWinner(current: ObjectFact?, event: LedgerEvent) -> ObjectFact? {
         guard let header = event.header else { return nil }
+        precondition(current.map { $0.header.objectID == header.objectID } ?? true, "the winner of another object")
         var state = CatalogState()
         if let current { state.apply(replaying: current, merchantID: event.merchantID) }
         state.apply(event)
@@ -94,15 +95,35 @@ enum WinnerRule {
     }
 }
 
+extension ObjectFact {
+    /// The event that teaches exactly this fact (same header, payload, dedupe key, first learning).
+    func teachingEvent(merchantID: MerchantID = "") -> LedgerEvent {
+        let body: EventBody = payload.isEmpty && header.isDeleted
+            ? .objectDeleted(ObjectDeletion(header: header, cascadedFrom: nil))
+            : .objectObserved(ObjectObservation(header: header, payload: payload))
+        return LedgerEvent(sequence: firstSequence, recordedAt: firstRecordedAt,
+                           content: PendingEvent(merchantID: merchantID, source: source, dedupeKey: dedupeKey,
+                                                 correlationID: "", body: body))
+    }
+
+    /// A fact read back from a row. `ObjectFact` has no public initializer: the fold is the only
+    /// maker of facts, so the row is turned back into the event that teaches it and folded.
+    static func restored(header: CatalogFactHeader, payload: [UInt8], dedupeKey: String, firstSequence: UInt64,
+                         firstRecordedAt: Int64, source: EventSource) -> ObjectFact {
+        let body: EventBody = payload.isEmpty && header.isDeleted
+            ? .objectDeleted(ObjectDeletion(header: header, cascadedFrom: nil))
+            : .objectObserved(ObjectObservation(header: header, payload: payload))
+        var state = CatalogState()
+        state.apply(LedgerEvent(sequence: firstSequence, recordedAt: firstRecordedAt,
+                                content: PendingEvent(merchantID: "", source: source, dedupeKey: dedupeKey,
+                                                      correlationID: "", body: body)))
+        return state[header.objectID]!
+    }
+}
+
 extension CatalogState {
-    /// Applies the event that would have produced `fact` (same header, payload, dedupe key, first
-    /// learning), so the state holds exactly `fact`.
+    /// Applies the event that teaches `fact`, so the state holds exactly `fact`.
     mutating func apply(replaying fact: ObjectFact, merchantID: MerchantID) {
-        let body: EventBody = fact.payload.isEmpty && fact.header.isDeleted
-            ? .objectDeleted(ObjectDeletion(header: fact.header, cascadedFrom: nil))
-            : .objectObserved(ObjectObservation(header: fact.header, payload: fact.payload))
-        apply(LedgerEvent(sequence: fact.firstSequence, recordedAt: fact.firstRecordedAt,
-                          content: PendingEvent(merchantID: merchantID, source: fact.source, dedupeKey: fact.dedupeKey,
-                                                correlationID: "", body: body)))
+        apply(fact.teachingEvent(merchantID: merchantID))
     }
 }

@@ -100,11 +100,21 @@ public enum ProjectionDigest {
                 var keyParts: [String] = []
                 for (index, value) in row.databaseValues.enumerated() {
                     encode(value, into: &bytes)
-                    if index < keyColumns { keyParts.append(value.isNull ? "NULL" : "\(value)") }
+                    if index < keyColumns { keyParts.append(keyText(value)) }
                 }
                 rows.append(.init(key: keyParts.joined(separator: "/"), hash: DedupeKey.sha256Hex(bytes)))
             }
             return TableDigest(table: table, rows: rows)
+        }
+    }
+
+    static func keyText(_ value: DatabaseValue) -> String {
+        switch value.storage {
+        case .null: "NULL"
+        case .int64(let v): String(v)
+        case .double(let v): String(v)
+        case .string(let s): s
+        case .blob(let data): "blob(\(data.count) bytes)"
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import CatalogModel
 import CatalogSearch
 import GRDB
@@ -30,13 +31,14 @@ struct ProjectionWriter: Sendable {
             throw ProjectionError(.corruptRow, "unknown source code \(sourceCode)", location: "catalog_objects \(id)")
         }
         let parent: String? = row[5]
-        let header = CatalogFactHeader(objectType: CatalogObjectType(row[0] as String), objectID: id, version: row[1],
+        let typeName: String = row[0]
+        let header = CatalogFactHeader(objectType: CatalogObjectType(typeName), objectID: id, version: row[1],
                                        updatedAtNanos: row[2], updatedAt: row[3], isDeleted: row[4],
-                                       parentID: parent.map(CatalogObjectID.init))
+                                       parentID: parent.map { CatalogObjectID($0) })
         let payload: [UInt8] = Array((row[6] as Data?) ?? Data())
         let firstSequence: Int64 = row[8]
-        return ObjectFact(header: header, payload: payload, dedupeKey: row[7], firstSequence: UInt64(firstSequence),
-                          firstRecordedAt: row[9], source: source)
+        return ObjectFact.restored(header: header, payload: payload, dedupeKey: row[7],
+                                   firstSequence: UInt64(firstSequence), firstRecordedAt: row[9], source: source)
     }
 
     /// Writes the rows of every changed object, fixes item placeholders, and (unless

@@ -49,27 +49,30 @@ struct ProjectionBehaviourTests {
         defer { directory.cleanUp() }
         let ledger = try directory.open()
         let projector = try directory.projector()
-        _ = try await ledger.append(try SquareJSON.observe([Self.tea(version: Self.v1, price: 300)], run: "r1"))
         _ = try await ledger.append(try SquareJSON.observe([Self.tea(version: Self.v1 + 10, price: 350)], run: "r2"))
         try projector.catchUp()
         let before = try digests(projector.database)
 
-        // A delayed full-sync page carrying version 1, learned after version 2.
+        // A delayed full-sync page carrying an older version, learned after the newer one.
         let late = try await ledger.append(try SquareJSON.observe([Self.tea(version: Self.v1, price: 300)],
                                                                    source: .fullSync, run: "late"))
         #expect(late.allSatisfy { !$0.isDuplicate }, "the ledger stores the late fact; the projection must ignore it")
         try projector.catchUp()
+        #expect(try projector.checkpoint() == late.map(\.sequence).max())
         #expect(try digests(projector.database) == before)
         #expect(try projector.queries.variation(id: "TEA-S")?.priceAmount == 350)
+        #expect(try projector.queries.priceHistory(objectID: "TEA-S").count == 2, "set base price and pricing type only")
 
         // The same fact delivered again reaches the projector only if the ledger lets it through;
-        // fed directly, the winner rule keeps the stored fact.
+        // fed directly, the winner rule keeps the stored fact, and keeps it against the late one too.
         let events = try ledger.reader.allEvents()
-        let current = try #require(try projector.database.read { db in try ProjectionWriter().fact("TEA-S", in: db) })
+        let current = try #require(try await projector.database.read { db in try ProjectionWriter().fact("TEA-S", in: db) })
         let again = try #require(events.first { $0.header?.objectID == "TEA-S" && $0.header?.version == Self.v1 + 10 })
         let repeated = LedgerEvent(sequence: 99, recordedAt: again.recordedAt + 1, content: again.content)
         #expect(WinnerRule.newWinner(current: current, event: repeated) == nil)
-        #expect(WinnerRule.newWinner(current: current, event: late.first.map { try! ledger.reader.event(at: $0.sequence) }!) == nil)
+        let lateVariation = try #require(events.first { $0.header?.objectID == "TEA-S" && $0.header?.version == Self.v1 })
+        #expect(WinnerRule.newWinner(current: current, event: lateVariation) == nil)
+        #expect(WinnerRule.newWinner(current: nil, event: lateVariation)?.header.version == Self.v1)
         try await ledger.close()
     }
 
@@ -181,7 +184,7 @@ struct ProjectionBehaviourTests {
         let projector = try directory.projector()
         _ = try await ledger.append(try SquareJSON.observe([Self.tea(version: Self.v1, price: 300)], run: "r"))
         try projector.catchUp()
-        try projector.database.write { db in
+        try await projector.database.write { db in
             try db.execute(sql: "UPDATE item_variations SET price_amount = 999 WHERE id = 'TEA-S'")
         }
         let report = try ProjectionConsistency.check(database: projector.database, reader: ledger.reader)

@@ -38,7 +38,7 @@ struct ProjectionEquivalenceTests {
         for table in ProjectionDigest.tableNames {
             #expect(a[table] == b[table], "table \(table) differs, seed \(seed), batch \(options.batchEventsMax)")
         }
-        let counts = try incremental.database.read { db in
+        let counts = try await incremental.database.read { db in
             (try Int.fetchOne(db, sql: "SELECT count(*) FROM item_variations")!,
              try Int.fetchOne(db, sql: "SELECT count(*) FROM price_history")!,
              try Int.fetchOne(db, sql: "SELECT count(*) FROM version_conflicts")!,
@@ -76,7 +76,7 @@ struct ProjectionEquivalenceTests {
             #expect(summary.liveObjects == state.liveCount, "seed \(seed), \(point)")
             let expected = try DatabaseQueue()
             try ProjectionSchema.migrator().migrate(expected)
-            try expected.write { db in try ProjectionReplay.writeObjects(of: state, in: db) }
+            try await expected.write { db in try ProjectionReplay.writeObjects(of: state, in: db) }
             let replayed = try digests(path: path)
             let folded = try digests(expected)
             for table in ProjectionDigest.tableNames where !["price_history", "version_conflicts"].contains(table) {
@@ -88,8 +88,8 @@ struct ProjectionEquivalenceTests {
                 let limit = k ?? .max
                 let expectedConflicts = try live.queries.conflicts(limit: 10_000).filter { $0.recordedAt <= limit }
                 #expect(try queries.conflicts(limit: 10_000) == expectedConflicts, "seed \(seed), \(point)")
-                let count = try queries.database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM price_history")! }
-                let liveCount = try live.database.read { db in
+                let count = try await queries.database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM price_history")! }
+                let liveCount = try await live.database.read { db in
                     try Int.fetchOne(db, sql: "SELECT count(*) FROM price_history WHERE recorded_at <= ?", arguments: [limit])!
                 }
                 #expect(count == liveCount, "seed \(seed), \(point)")

@@ -142,17 +142,28 @@ public final class CatalogProjector: @unchecked Sendable {
         return last
     }
 
-    /// Catches up, then applies each new durable event as the ledger makes it durable, until the
-    /// task is cancelled. `applied` is called after each commit with the event's sequence.
+    /// Catches up, then applies new durable events as the ledger makes them durable, until the
+    /// task is cancelled. Each wake-up applies, in one transaction, the event that woke it and
+    /// every event already durable behind it (up to `batchEventsMax`), so a burst is absorbed in a
+    /// few commits instead of one per event. `applied` is called after each commit with the new
+    /// checkpoint.
     public func follow(applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
-        let checkpoint = try catchUp()
-        let start = checkpoint.map { $0 + 1 } ?? 0
+        var checkpoint = try catchUp()
         let batch = ProjectionBatch(writer: writer, reader: reader, indexSearch: true)
-        for try await event in reader.follow(from: start) {
+        for try await event in reader.follow(from: checkpoint.map { $0 + 1 } ?? 0) {
             try Task.checkCancellation()
+            // Events the previous wake-up already applied come round again from the follower.
+            if let checkpoint, event.sequence <= checkpoint { continue }
+            var events = [event]
+            var cursor = try Self.ledgerRead("events from \(event.sequence + 1)") { try reader.events(from: event.sequence + 1) }
+            while events.count < options.batchEventsMax,
+                  let next = try Self.ledgerRead("events", { try cursor.next() }) {
+                events.append(next)
+            }
             let pool = database
-            try Self.write(pool, "event \(event.sequence)") { db in try batch.apply([event], in: db) }
-            applied?(event.sequence)
+            try Self.write(pool, "events \(event.sequence)...\(events.last!.sequence)") { db in try batch.apply(events, in: db) }
+            checkpoint = events.last!.sequence
+            applied?(events.last!.sequence)
         }
     }
 

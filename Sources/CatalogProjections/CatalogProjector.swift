@@ -143,27 +143,33 @@ public final class CatalogProjector: @unchecked Sendable {
     }
 
     /// Catches up, then applies new durable events as the ledger makes them durable, until the
-    /// task is cancelled. Each wake-up applies, in one transaction, the event that woke it and
-    /// every event already durable behind it (up to `batchEventsMax`), so a burst is absorbed in a
+    /// task is cancelled. A child task follows the log into a buffer; each wake-up applies
+    /// everything buffered (up to `batchEventsMax`) in one transaction, so a burst is absorbed in a
     /// few commits instead of one per event. `applied` is called after each commit with the new
     /// checkpoint.
     public func follow(applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
-        var checkpoint = try catchUp()
+        let checkpoint = try catchUp()
         let batch = ProjectionBatch(writer: writer, reader: reader, indexSearch: true)
-        for try await event in reader.follow(from: checkpoint.map { $0 + 1 } ?? 0) {
-            try Task.checkCancellation()
-            // Events the previous wake-up already applied come round again from the follower.
-            if let checkpoint, event.sequence <= checkpoint { continue }
-            var events = [event]
-            var cursor = try Self.ledgerRead("events from \(event.sequence + 1)") { try reader.events(from: event.sequence + 1) }
-            while events.count < options.batchEventsMax,
-                  let next = try Self.ledgerRead("events", { try cursor.next() }) {
-                events.append(next)
+        let buffer = FollowBuffer()
+        let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        let reader = self.reader
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { wake.finish() }
+                for try await event in reader.follow(from: checkpoint.map { $0 + 1 } ?? 0) {
+                    buffer.append(event)
+                    wake.yield()
+                }
             }
-            let pool = database
-            try Self.write(pool, "events \(event.sequence)...\(events.last!.sequence)") { db in try batch.apply(events, in: db) }
-            checkpoint = events.last!.sequence
-            applied?(events.last!.sequence)
+            for await _ in wakeUps {
+                while case let events = buffer.drain(max: options.batchEventsMax), let last = events.last {
+                    try Self.write(database, "events \(events[0].sequence)...\(last.sequence)") { db in
+                        try batch.apply(events, in: db)
+                    }
+                    applied?(last.sequence)
+                }
+            }
+            try await group.waitForAll()
         }
     }
 
@@ -193,6 +199,22 @@ public final class CatalogProjector: @unchecked Sendable {
         try lock.withLock {
             try pool.close()
             pool = try make()
+        }
+    }
+}
+
+/// Events the follower has read and the projector has not applied yet. Thread-safe (a lock).
+final class FollowBuffer: @unchecked Sendable {
+    private let lock = NSLock()
+    private var events: [LedgerEvent] = []
+
+    func append(_ event: LedgerEvent) { lock.withLock { events.append(event) } }
+
+    func drain(max: Int) -> [LedgerEvent] {
+        lock.withLock {
+            let taken = Array(events.prefix(max))
+            events.removeFirst(taken.count)
+            return taken
         }
     }
 }

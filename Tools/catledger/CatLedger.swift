@@ -16,7 +16,8 @@ struct CatLedger: AsyncParsableCommand {
         """,
         subcommands: [
             InitCommand.self, ImportCommand.self, StatsCommand.self, ShowCommand.self, HistoryCommand.self,
-            PricesCommand.self, DiffCommand.self, ConflictsCommand.self, DiagnoseCommand.self, VerifyCommand.self,
+            PricesCommand.self, DiffCommand.self, SearchCommand.self, ReplayCommand.self, ConflictsCommand.self,
+            DiagnoseCommand.self, RebuildCommand.self, VerifyCommand.self, DemoCommand.self,
         ]
     )
 }

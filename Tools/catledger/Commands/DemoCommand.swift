@@ -1,0 +1,130 @@
+import ArgumentParser
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import Foundation
+
+/// The guided tour: imports the bundled cafe history into a fresh ledger and shows what the ledger
+/// answers (price history with a chart, the catalog replayed to a past moment, a VERSION_MISMATCH
+/// incident diagnosed, a search with a typo), then the commands to try next.
+struct DemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "demo",
+        abstract: "Import the bundled 45-day cafe history into a new ledger and take a guided tour.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "The recording to import.")
+    var sample = "data-samples/cafe/cafe-history.jsonl"
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            guard FileManager.default.fileExists(atPath: sample) else {
+                throw CLIError(.notFound, "the sample recording \(sample) is missing",
+                               hint: "run the demo from the repository root, or pass --sample PATH")
+            }
+            let root = global.dataDirectory
+            if FileManager.default.fileExists(atPath: root + "/log") {
+                throw CLIError(.usage, "\(root) already holds a ledger",
+                               hint: "the demo builds a new one: remove \(root) or pass another --data-dir")
+            }
+            let zone = try global.timeZone()
+            section("1. Import", "The cafe's recorded Square traffic (sync pages, webhooks, edits) becomes ledger events.")
+            var options = LedgerOptions()
+            options.storage.durability = .none
+            let ledger = try LedgerAccess(options: global).writer(options: options)
+            let started = Date()
+            let report = try await RecordingImporter(ledger: ledger).importFiles([sample])
+            _ = try ledger.writeSnapshot()
+            try await ledger.close()
+            print("Imported \(report.exchanges) exchanges in \(String(format: "%.1f", Date().timeIntervalSince(started))) s: " +
+                  "\(report.eventsAppended) events appended, \(report.duplicates) re-observations deduplicated.")
+
+            let reader = try LedgerAccess(options: global).reader()
+            let events = try reader.allEvents()
+            let history = CatalogHistory(events: events)
+            let now = try reader.state(asOf: .latest).state
+            var kinds: [String: Int] = [:]
+            for event in events { kinds["\(event.kind)", default: 0] += 1 }
+            print("The ledger in \(root) now holds \(events.count) events (" +
+                  kinds.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ").")
+            print("Today's catalog: \(now.liveObjects.count) live objects, \(now.objects.count - now.liveObjects.count) deleted.")
+
+            section("2. Price history", "Every price a variation ever had, per location, with Square time and ledger time.")
+            let variation = mostRepriced(history: history, state: now)
+            if let variation {
+                let changes = history.priceHistory(of: variation).filter { $0.scope.kind != .pricingType }
+                print("$ catledger prices \(variation.rawValue) --chart\n")
+                print(PriceRendering.table(changes, zone: zone))
+                print("\n" + PriceChart.terminal(changes, width: 60, height: 10))
+            }
+
+            section("3. Time travel", "The catalog as it was three weeks ago, compared with today.")
+            if let last = events.last?.recordedAt {
+                let past = last - 21 * 86_400 * 1_000_000_000
+                let before = try reader.state(asOf: AsOf(squareTimeMax: past)).state
+                let diff = CatalogHistory.diff(before, now, from: AsOf(squareTimeMax: past), to: .latest)
+                print("$ catledger diff --from \(RFC3339.format(nanoseconds: past).prefix(19))Z\n")
+                print("Then: \(before.liveObjects.count) live objects. Since then: \(diff.created.count) created, " +
+                      "\(diff.changed.count) changed, \(diff.deleted.count) deleted. A few of the changes:")
+                for change in diff.changed.prefix(4) {
+                    let name = now.object(change.objectID)?.name ?? change.objectID.rawValue
+                    print("  ~ \(change.objectType.rawValue) \(name) v\(change.versionBefore) -> v\(change.versionAfter)")
+                    for field in change.changes.prefix(2) {
+                        print("      \(field.path): \(field.before ?? "(absent)") -> \(field.after ?? "(absent)")")
+                    }
+                }
+                print("\nReplay any moment to a database of the same shape with `catledger replay --at T --out FILE`.")
+            }
+
+            section("4. A VERSION_MISMATCH incident", "Square never says which object was stale; the ledger does.")
+            let diagnoser = VersionMismatchDiagnoser(history: history)
+            let rejections = events.filter { if case .upsertRejected = $0.body { true } else { false } }
+            var shown = false
+            for rejection in rejections {
+                let diagnosis = try diagnoser.diagnose(rejectionSequence: rejection.sequence)
+                guard diagnosis.primaryClassification == .staleMovedOnByOtherWriter else { continue }
+                print("$ catledger diagnose \(rejection.sequence)\n")
+                print(diagnosis.renderedText)
+                shown = true
+                break
+            }
+            if !shown { print("(no rejected upserts in this recording)") }
+            print("\(rejections.count) rejected upserts in all: `catledger conflicts` lists them with their class.")
+
+            section("5. Search with a typo", "Fuzzy, ranked search over names, SKUs, barcodes and categories.")
+            let queries = try LedgerAccess(options: global).projection(db: nil, progressLabel: "building projections")
+            for text in ["cofee latte", "crossant"] {
+                print("$ catledger search \"\(text)\"\n")
+                print(SearchRendering.table(try queries.search(text, limit: 5)) + "\n")
+            }
+
+            section("Next", "Commands to try on this ledger (add --json for programs):")
+            let id = variation?.rawValue ?? "ID"
+            print("""
+              catledger stats --data-dir \(root)
+              catledger history \(id) --data-dir \(root)
+              catledger prices \(id) --format csv --data-dir \(root)
+              catledger show \(id) --at "2026-10-15 12:00" --data-dir \(root)
+              catledger conflicts --data-dir \(root)
+              catledger verify --data-dir \(root)
+              catledger serve --data-dir \(root)        # webhooks, edit API and query API over HTTP
+            """)
+        }
+    }
+
+    private func section(_ title: String, _ subtitle: String) {
+        print("\n" + Terminal.colour("== \(title)", "1;36") + "\n" + subtitle + "\n")
+    }
+
+    /// The live variation whose prices changed most often, for the price-history tour stop.
+    private func mostRepriced(history: CatalogHistory, state: CatalogState) -> CatalogObjectID? {
+        var best: (id: CatalogObjectID, changes: Int)?
+        for fact in state.liveObjects where fact.header.objectType == .itemVariation {
+            let id = fact.header.objectID
+            let changes = history.priceHistory(of: id).count
+            if best == nil || changes > best!.changes || (changes == best!.changes && id < best!.id) { best = (id, changes) }
+        }
+        return best?.id
+    }
+}

@@ -1,0 +1,128 @@
+import ArgumentParser
+import CatalogLedger
+import CatalogModel
+import CatalogProjections
+import Foundation
+
+extension LedgerAccess {
+    /// The projection database of the ledger, brought up to the durable end of the log first. With
+    /// `--db FILE` the commands read that file instead (e.g. one written by `catledger replay`).
+    func projection(db: String?, progressLabel: String = "projecting") throws -> ProjectionQueries {
+        if let db {
+            guard FileManager.default.fileExists(atPath: db) else {
+                throw CLIError(.notFound, "no projection database at \(db)", hint: "write one with `catledger replay --at T --out \(db)`")
+            }
+            return try ProjectionQueries.open(path: db)
+        }
+        let projector = try CatalogProjector(databasePath: layout.projectionsDatabase.string, reader: try reader(),
+                                             logger: try options.logger("catledger.projections"))
+        let bar = ProgressBar(progressLabel, total: nil, enabled: !options.json && Terminal.standardErrorIsTerminal)
+        _ = try projector.catchUp { progress in bar.advance(by: Int(progress.processed) - bar.done) }
+        if bar.done > 0 { bar.finish() }
+        return try ProjectionQueries.open(path: layout.projectionsDatabase.string)
+    }
+}
+
+struct SearchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "search",
+        abstract: "Fuzzy, ranked search over item and variation names, SKUs, UPCs, categories and descriptions.",
+        discussion: "Typos, partial words and accents are forgiven; an exact SKU or barcode comes first.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Argument(help: "What to look for, e.g. \"cofee mug\" or a scanned barcode.")
+    var text: String
+
+    @Option(help: "Only items in this category id.")
+    var category: String?
+
+    @Option(help: "At most this many results (1-500).")
+    var limit = 10
+
+    @Option(help: "Read this projection database (e.g. a replay) instead of the ledger's own.")
+    var db: String?
+
+    func validate() throws {
+        guard (1...500).contains(limit) else { throw ValidationError("--limit must be between 1 and 500") }
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("the search text is empty") }
+    }
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let hits = try LedgerAccess(options: global).projection(db: db).search(text, categoryID: category, limit: limit)
+            if global.json { try printJSON(hits); return }
+            print(SearchRendering.table(hits))
+        }
+    }
+}
+
+enum SearchRendering {
+    static func table(_ hits: [SearchResultRecord]) -> String {
+        if hits.isEmpty { return "No matches." }
+        var table = TextTable(["#", "item", "variation", "sku", "matched", "score", "variation id"],
+                              alignments: [.right, .left, .left, .left, .left, .right, .left])
+        for (rank, hit) in hits.enumerated() {
+            table.append(["\(rank + 1)", hit.itemName, hit.variationName ?? "-", hit.sku ?? "-", hit.matchedField,
+                          String(format: "%.1f", hit.score), hit.variationID ?? hit.itemID])
+        }
+        return table.render()
+    }
+}
+
+struct ReplayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Write the catalog as of a past moment to a database of the same schema as the live projection.",
+        discussion: "Every query command reads it with --db FILE, so the past can be queried like the present.")
+
+    @OptionGroup var global: GlobalOptions
+
+    @Option(help: "Square time: the catalog as it was then.")
+    var at: String
+
+    @Option(help: "Ledger time: only what the ledger had recorded by then.")
+    var asKnownAt: String?
+
+    @Option(help: "The SQLite file to write (replaced if it exists).")
+    var out: String
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let point = try global.asOf(at: at, asKnownAt: asKnownAt)
+            let reader = try LedgerAccess(options: global).reader()
+            let summary = try ProjectionReplay.replay(reader: reader, at: point.squareTimeMax, asKnownAt: point.ledgerTimeMax,
+                                                      to: out, logger: try global.logger("catledger.replay"))
+            if global.json { try printJSON(summary); return }
+            print("Wrote the catalog as of \(point) to \(out).")
+            print("Query it like the live one, e.g. `catledger search latte --db \(out)`.")
+        }
+    }
+}
+
+struct RebuildCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rebuild",
+        abstract: "Rebuild the projections from sequence 0 into a shadow database and swap it in atomically.")
+
+    @OptionGroup var global: GlobalOptions
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let access = LedgerAccess(options: global)
+            let projector = try CatalogProjector(databasePath: access.layout.projectionsDatabase.string, reader: try access.reader(),
+                                                 logger: try global.logger("catledger.projections"))
+            let bar = ProgressBar("rebuilding", total: nil, enabled: !global.json && Terminal.standardErrorIsTerminal)
+            let started = Date()
+            let checkpoint = try projector.rebuild { progress in bar.advance(by: Int(progress.processed) - bar.done) }
+            bar.finish()
+            let seconds = Date().timeIntervalSince(started)
+            if global.json {
+                try printJSON(["checkpoint": checkpoint.map { Int($0) } ?? -1, "milliseconds": Int(seconds * 1000)])
+                return
+            }
+            print("Rebuilt \(access.layout.projectionsDatabase.string) through sequence \(checkpoint.map(String.init) ?? "none") " +
+                  "in \(String(format: "%.2f", seconds)) s.")
+        }
+    }
+}

@@ -4,16 +4,18 @@
 SWIFT ?= swift
 DEMO_DIR ?= demo-ledger
 
-.PHONY: deps build demo test bench clean
+.PHONY: deps deps-test build demo test bench sample clean
 
-# System packages: liblz4 (headers + pkg-config file) and pkg-config itself; the official
-# Square Python SDK for the conformance test. Installed only when missing.
+# System packages: liblz4 (headers + pkg-config file) and pkg-config itself, installed only when missing.
 deps:
 	@if ! pkg-config --exists liblz4 2>/dev/null; then \
 		echo "installing liblz4-dev and pkg-config (apt-get)"; \
 		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq liblz4-dev pkg-config >/dev/null; \
 	fi
+
+# The official Square Python SDK: the conformance test drives the simulator with it.
+deps-test: deps
 	@if ! python3 -c 'import square' 2>/dev/null; then \
 		echo "installing the official Square Python SDK (pip install squareup)"; \
 		python3 -m pip install -q squareup; \
@@ -22,16 +24,22 @@ deps:
 build: deps
 	$(SWIFT) build
 
-demo: build
+demo: deps
+	$(SWIFT) build --product catledger
 	rm -rf $(DEMO_DIR)
 	$(SWIFT) run catledger demo --data-dir $(DEMO_DIR)
 
-test: deps
+test: deps-test
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build --parallel
 
 bench: deps
 	$(SWIFT) run -c release ledger-bench storage --quick
+	$(SWIFT) run -c release ledger-bench search --quick
+
+# Regenerates the bundled sample history byte for byte (see data-samples/README.md).
+sample: deps
+	$(SWIFT) run sample-gen --seed 20261001 --days 45 --out data-samples/cafe
 
 clean:
 	rm -rf .build $(DEMO_DIR)

@@ -183,7 +183,7 @@ let package = Package(
             name: "SampleDataTests",
             dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", "LedgerStorage"]
         ),
-        .testTarget(name: "CLITests", dependencies: []),
+        .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "LedgerStorage"]),
     ],
     swiftLanguageModes: [.v6]
 )

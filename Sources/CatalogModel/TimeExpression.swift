@@ -61,7 +61,10 @@ extension TimeExpression {
         if text.hasPrefix("today") || text.hasPrefix("yesterday") {
             return try dayRelative(text, now: now, timeZone: timeZone, fail: fail)
         }
-        if let instant = RFC3339Reader.nanoseconds(raw.trimmingCharacters(in: .whitespaces)) {
+        if let dot = text.firstIndex(of: "."), text[text.index(after: dot)...].prefix(while: \.isNumber).count > 9 {
+            throw fail("at most 9 fractional digits (nanoseconds)")
+        }
+        if let instant = RFC3339.nanoseconds(raw.trimmingCharacters(in: .whitespaces)) {
             return instant
         }
         if let local = try localDateTime(text, timeZone: timeZone, fail: fail) {

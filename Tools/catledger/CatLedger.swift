@@ -7,11 +7,11 @@ struct CatLedger: AsyncParsableCommand {
         commandName: "catledger",
         abstract: "Keep, audit and replay the complete history of a Square catalog.",
         discussion: """
-        Every catalog change Square reports, every local edit and every webhook delivery is an event in an
-        append-only, hash-chained log under --data-dir. Times accept RFC 3339, dates (2026-11-03 14:03, read
+        Every catalog change Square reports, every local edit and every webhook delivery is an event in an \
+        append-only, hash-chained log under --data-dir. Times accept RFC 3339, dates (2026-11-03 14:03, read \
         in --tz), relative forms (2h ago, yesterday 14:00) and @UNIX_MILLISECONDS.
 
-        Exit codes: 0 ok, 1 failure, 3 not found, 4 no ledger at --data-dir, 5 corrupt data, 6 ledger
+        Exit codes: 0 ok, 1 failure, 3 not found, 4 no ledger at --data-dir, 5 corrupt data, 6 ledger \
         locked by another writer, 7 Square error, 64 usage.
         """,
         subcommands: [

@@ -6,7 +6,7 @@ import LedgerStorage
 import SystemPackage
 
 enum StorageSeeds {
-    static func write(to corpusPath: String) throws {
+    static func write(to corpusPath: String) async throws {
         let segmentDirectory = corpusPath + "/" + FuzzTarget.segment.rawValue
         let batchDirectory = corpusPath + "/" + FuzzTarget.batch.rawValue
         for directory in [segmentDirectory, batchDirectory] {
@@ -28,16 +28,10 @@ enum StorageSeeds {
         options.batchRecordsMax = 2
         options.clock = { 1_700_000_000_000_000_000 }
         let writer = try LogWriter.open(directory: SegmentFuzz.directory, options: options, fileSystem: fileSystem)
-        let group = DispatchGroup()
-        group.enter()
-        Task {
-            for index in 0..<12 {
-                _ = try? await writer.append([LogRecord(ledgerTime: 1_700_000_000_000_000_000 + Int64(index),
-                                                        payload: Array(repeating: UInt8(65 + index), count: 40 + index))])
-            }
-            group.leave()
+        for index in 0..<12 {
+            _ = try await writer.append([LogRecord(ledgerTime: 1_700_000_000_000_000_000 + Int64(index),
+                                                   payload: Array(repeating: UInt8(65 + index), count: 40 + index))])
         }
-        group.wait()
         try writer.close()
         for name in try fileSystem.contentsOfDirectory(FilePath("/fuzz-ledger/segments")).sorted() where name.hasSuffix(".seg") {
             let bytes = fileSystem.contents(of: FilePath("/fuzz-ledger/segments/" + name)) ?? []

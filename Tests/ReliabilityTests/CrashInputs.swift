@@ -41,6 +41,10 @@ enum CrashInputs {
     /// An RFC 3339 instant one fraction past the largest Int64 nanosecond (2262-04-11T23:47:16.854775807Z).
     static let rfc3339PastInt64 = "2262-04-11T23:47:16.854775808Z"
 
+    /// Found by the time-expression fuzzer: a local date past 2262-04-11 converts a Double of
+    /// nanoseconds above Int64.max to Int64 (TimeExpression.localDateTime).
+    static let localDatePastInt64 = "2262-04-15T23:47"
+
     static func feedTimeText(_ text: String) {
         _ = RFC3339.nanoseconds(text)
         _ = try? TimeExpression(parsing: text, now: 1_763_000_000_000_000_000, timeZone: TimeZone(identifier: "UTC")!)

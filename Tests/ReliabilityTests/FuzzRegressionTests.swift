@@ -45,6 +45,29 @@ struct FuzzRegressionTests {
         }
     }
 
+    @Test("a local date past the ledger's time range is rejected, not a trap")
+    func localDatePastInt64() async {
+        await withKnownIssue("CatalogModel: TimeExpression.localDateTime converts with Int64(Double) without a range check") {
+            await #expect(processExitsWith: .success) {
+                CrashInputs.feedTimeText(CrashInputs.localDatePastInt64)
+            }
+        }
+    }
+
+    @Test("a local date past the ledger's time range throws a TimeExpressionError")
+    func localDatePastInt64Throws() async {
+        await withKnownIssue("CatalogModel: TimeExpression.localDateTime traps instead of throwing (see localDatePastInt64)") {
+            await #expect(processExitsWith: .success) {
+                do {
+                    _ = try TimeExpression(parsing: "9999-12-31", now: 0, timeZone: TimeZone(identifier: "UTC")!)
+                    exit(1)
+                } catch {
+                    exit(0)
+                }
+            }
+        }
+    }
+
     @Test("the largest representable RFC 3339 instant still parses")
     func rfc3339Largest() {
         #expect(RFC3339.nanoseconds("2262-04-11T23:47:16.854775807Z") == Int64.max)

@@ -5,7 +5,7 @@
 #
 # Usage: Tools/fuzz/run-fuzzers.sh [SECONDS_PER_TARGET] [TARGET...]
 #   FUZZ_WORK   scratch directory (default .build/fuzz-work)
-#   FUZZ_JOBS   forwarded to libFuzzer -jobs/-workers (default 1)
+#   FUZZ_JOBS   when above 1, forwarded to libFuzzer -jobs/-workers (worker logs go to $FUZZ_WORK)
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -18,6 +18,8 @@ if [ ${#targets[@]} -eq 0 ]; then
 fi
 work="${FUZZ_WORK:-$root/.build/fuzz-work}"
 jobs="${FUZZ_JOBS:-1}"
+parallel=()
+if [ "$jobs" -gt 1 ]; then parallel=(-jobs="$jobs" -workers="$jobs"); fi
 
 echo "building reliability-fuzz with -sanitize=fuzzer,address (release, .build/fuzz)"
 swift build -c release --product reliability-fuzz --build-path "$root/.build/fuzz" \
@@ -34,12 +36,12 @@ for target in "${targets[@]}"; do
     mkdir -p "$corpus" "$artifacts"
     cp -n "$root/Tools/fuzz/corpus/$target/"* "$corpus/" 2>/dev/null || true
     log="$work/$target.log"
+    rm -f "$log"
     echo "fuzzing $target for ${seconds}s (log $log)"
     set +e
-    FUZZ_TARGET="$target" ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1" "$binary" \
+    (cd "$work" && FUZZ_TARGET="$target" ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1" "$binary" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-        -jobs="$jobs" -workers="$jobs" -print_final_stats=1 \
-        -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1
+        -print_final_stats=1 -artifact_prefix="$artifacts/" "${parallel[@]}" "$corpus" >"$log" 2>&1)
     code=$?
     set -e
     executions="$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s+=$2} END {print s+0}')"

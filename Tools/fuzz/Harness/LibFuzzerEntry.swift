@@ -27,3 +27,21 @@ public func fuzzerTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     selectedTarget?.run(input)
     return 0
 }
+
+#if FUZZING
+// SwiftPM links an executable's entry point under the name `<module>_main` (so tests can link the
+// module); with no @main in a fuzzing build, that entry point hands over to libFuzzer's driver.
+@_silgen_name("LLVMFuzzerRunDriver")
+private func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ testOneInput: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
+
+@_cdecl("reliability_fuzz_main")
+public func fuzzingMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>) -> Int32 {
+    var argumentCount = argc
+    var arguments: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>? = argv
+    return runFuzzerDriver(&argumentCount, &arguments) { data, size in fuzzerTestOneInput(data, size) }
+}
+#endif

@@ -23,6 +23,20 @@ enum CrashInputs {
         return bytes
     }
 
+    /// Found by the batch fuzzer: a batch with a valid CRC whose base sequence is so close to
+    /// UInt64.max that numbering its records (base + index) overflows in BatchCodec.decodeRecords.
+    static func batchNearSequenceLimit() -> [UInt8] {
+        let records = (0..<3).map { LogRecord(ledgerTime: 1_700_000_000_000_000_000, payload: Array("{\"id\":\"ITEM-\($0)\"}".utf8)) }
+        return BatchCodec.encode(records: records[...], baseSequence: UInt64.max - 1, previousHash: LogFormat.zeroHash,
+                                 compression: .none).bytes
+    }
+
+    /// Decodes one batch as the `batch` fuzz target does.
+    static func feedBatch(_ bytes: [UInt8]) {
+        guard let header = try? BatchHeader.parse(Array(bytes.prefix(LogFormat.batchHeaderBytes))), header.totalBytes == bytes.count else { return }
+        _ = try? BatchCodec.decodeRecords(header, batchBytes: bytes)
+    }
+
     /// Runs a segment file through the verifier, the reader and writer recovery (the `segment` fuzz target).
     static func feedSegment(_ segment: [UInt8]) {
         let fileSystem = FaultInjectingFileSystem()

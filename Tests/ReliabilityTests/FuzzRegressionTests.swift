@@ -19,6 +19,25 @@ struct FuzzRegressionTests {
         }
     }
 
+    @Test("a CRC-valid batch numbered past UInt64.max is refused, not a trap")
+    func batchNearSequenceLimit() async {
+        await withKnownIssue("LedgerStorage: BatchCodec.decodeRecords computes baseSequence + index unchecked") {
+            await #expect(processExitsWith: .success) {
+                CrashInputs.feedBatch(CrashInputs.batchNearSequenceLimit())
+            }
+        }
+    }
+
+    @Test("a segment holding a CRC-valid batch numbered past UInt64.max is reported, not a trap")
+    func segmentWithBatchNearSequenceLimit() async {
+        await withKnownIssue("LedgerStorage: the verifier and reader compute lastSequence + 1 unchecked") {
+            await #expect(processExitsWith: .success) {
+                let segment = SegmentHeader(baseSequence: 0, createdAt: 1_700_000_000_000_000_000).encoded() + CrashInputs.batchNearSequenceLimit()
+                CrashInputs.feedSegment(segment)
+            }
+        }
+    }
+
     @Test("the verifier reports the overflowing batch with its segment and offset")
     func batchSequenceOverflowIsLocated() async {
         await withKnownIssue("LedgerStorage: BatchHeader.lastSequence overflows (see batchSequenceOverflow)") {

@@ -96,3 +96,24 @@ struct StorageFaultSimulationTests {
         }
     }
 }
+
+@Suite("Ledger fault simulation")
+struct LedgerFaultSimulationTests {
+    @Test("events survive crashes, the dedupe index is rebuilt, as-of equals the fold")
+    func ledgerLayerSeeds() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let seeds: [UInt64] = environment["RELIABILITY_SEED"].flatMap(UInt64.init).map { [$0] } ?? Array(1...60)
+        var total = SimulationTally()
+        var failures: [SimulationFailure] = []
+        for seed in seeds {
+            var simulation = LedgerFaultSimulation(seed: seed)
+            do { total.add(try await simulation.run()) } catch let failure as SimulationFailure {
+                failures.append(failure)
+                print("FAILED \(failure)")
+            }
+        }
+        print("ledger fault simulation: \(total)")
+        #expect(failures.isEmpty, "\(failures.prefix(5).map(\.description))")
+        #expect(total.crashesSurvived >= seeds.count * 2)
+    }
+}

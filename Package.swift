@@ -162,6 +162,13 @@ let package = Package(
             ],
             path: "Tools/sample-gen"
         ),
+        // libFuzzer harnesses (Tools/fuzz/run-fuzzers.sh builds this with -sanitize=fuzzer,address;
+        // a plain build is a replayer that feeds files to a harness).
+        .executableTarget(
+            name: "reliability-fuzz",
+            dependencies: ["LedgerStorage", "CatalogModel", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tools/fuzz/Harness"
+        ),
 
         // MARK: Tests.
         .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4"]),
@@ -184,6 +191,13 @@ let package = Package(
             dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", "LedgerStorage"]
         ),
         .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "LedgerStorage"]),
+        .testTarget(
+            name: "ReliabilityTests",
+            dependencies: [
+                "LedgerStorage", "CatalogModel", "CatalogLedger", "SquareAPI",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -188,12 +188,17 @@ extension SquareSimulator {
 
     /// Cursors pin the catalog version of the first page, so a paged read is one consistent snapshot.
     static func encodeCursor(kind: String, version: Int64, offset: Int) -> String {
+        // URL-safe base64 without padding: the cursor travels in a query string.
         Data("\(kind):\(version):\(offset)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
     }
 
     static func decodeCursor(_ cursor: String, kind: String) throws(SimulatedError) -> (Int64, Int) {
         let invalid = SimulatedError.invalidRequest(.invalidValue, "Invalid cursor.", field: "cursor")
-        guard let data = Data(base64Encoded: cursor) else { throw invalid }
+        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let data = Data(base64Encoded: base64) else { throw invalid }
         let parts = String(decoding: data, as: UTF8.self).split(separator: ":")
         guard parts.count == 3, parts[0] == kind, let version = Int64(parts[1]), let offset = Int(parts[2]), offset >= 0
         else { throw invalid }

@@ -12,7 +12,7 @@ import SquareAPI
 /// which is what lets a concurrent write observe 429 RATE_LIMITED.
 public actor SquareSimulator: SquareTransport {
     public let configuration: SimulatorConfiguration
-    public private(set) var engine: CatalogEngine
+    public internal(set) var engine: CatalogEngine
     let logger: Logger
 
     var clockNanoseconds: Int64
@@ -78,10 +78,8 @@ public actor SquareSimulator: SquareTransport {
         else { return Self.response(.unauthorized) }
         do {
             return try await route(request)
-        } catch let error as SimulatedError {
-            return Self.response(error)
         } catch {
-            preconditionFailure("SquareSimulator: unexpected error \(error)")
+            return Self.response(error)
         }
     }
 

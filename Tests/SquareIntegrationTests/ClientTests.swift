@@ -95,8 +95,12 @@ import Testing
 
     @Test func backoffIsExponentialJitteredAndCapped() {
         let policy = SquareRetryPolicy(attemptsMax: 8, initialDelay: .milliseconds(100), delayMax: .seconds(1))
-        #expect(policy.delay(beforeRetry: 0, unitRandom: 0.5) == .milliseconds(50))
-        #expect(policy.delay(beforeRetry: 2, unitRandom: 0.5) == .milliseconds(200))
+        func near(_ actual: Duration, _ expected: Duration) -> Bool {
+            actual > expected - .microseconds(1) && actual < expected + .microseconds(1)
+        }
+        #expect(near(policy.delay(beforeRetry: 0, unitRandom: 0.5), .milliseconds(50)))
+        #expect(near(policy.delay(beforeRetry: 2, unitRandom: 0.5), .milliseconds(200)))
+        #expect(near(policy.delay(beforeRetry: 3, unitRandom: 0.5), .milliseconds(400)))
         #expect(policy.delay(beforeRetry: 9, unitRandom: 0.999) <= .seconds(1))
         #expect(policy.delay(beforeRetry: 0, unitRandom: 0, retryAfterSeconds: 2) == .seconds(2))
     }

@@ -66,4 +66,8 @@ public struct WebhookConfiguration: Sendable {
 public enum SimulatedFault: Sendable, Hashable {
     case internalServerError
     case rateLimited
+    /// On a batch-upsert: the first batch is written (a new catalog version, webhooks), then the
+    /// request still fails with 429 RATE_LIMITED, as Square's partial successes do. Other requests
+    /// just get the 429.
+    case rateLimitedAfterFirstBatch
 }

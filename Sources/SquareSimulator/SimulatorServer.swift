@@ -11,11 +11,13 @@ public enum SimulatorServer {
     public static let requestBytesMax = 32 << 20
 
     /// Serves until the calling task is cancelled. Pending webhooks are delivered every
-    /// `webhookPumpInterval` when the simulator has a sink. `catledger simulator` calls this.
+    /// `webhookPumpInterval`: to the simulator's sink, or by HTTP POST to the configured
+    /// notification URL when none was set. `catledger simulator` calls this.
     public static func run(
         simulator: SquareSimulator, host: String, port: Int, webhookPumpInterval: Duration = .milliseconds(250),
         logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
+        await simulator.installHTTPWebhookSinkIfNeeded()
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
             try await respond(to: request, simulator: simulator)
         }

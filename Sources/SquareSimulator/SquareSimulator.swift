@@ -71,7 +71,15 @@ public actor SquareSimulator: SquareTransport {
         if !pendingFaults.isEmpty {
             let fault = pendingFaults.removeFirst()
             logger.debug("simulator injects a fault", metadata: ["fault": "\(fault)", "path": "\(request.path)"])
-            return Self.response(fault == .rateLimited ? .rateLimited : .internalServerError)
+            switch fault {
+            case .internalServerError:
+                return Self.response(.internalServerError)
+            case .rateLimited:
+                return Self.response(.rateLimited)
+            case .rateLimitedAfterFirstBatch:
+                await applyFirstBatchOnly(request)
+                return Self.response(.rateLimited)
+            }
         }
         guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
             configuration.requiredAccessToken.map({ authorization == "Bearer \($0)" }) ?? true
@@ -116,6 +124,21 @@ public actor SquareSimulator: SquareTransport {
             enqueueCatalogVersionUpdated(burst: 1 + Int(chaosRandom.next() % UInt64(configuration.webhook?.burstMax ?? 1)))
         }
         return response
+    }
+}
+
+extension SquareSimulator {
+    /// Writes the first batch of a batch-upsert outside idempotency (the key stays unrecorded,
+    /// so a retry writes everything again, duplicating objects created under temporary ids).
+    func applyFirstBatchOnly(_ request: SquareHTTPRequest) async {
+        guard request.method == .post, request.path == "/v2/catalog/batch-upsert",
+            let body = try? SquareJSON.decode(JSONValue.self, from: request.body),
+            let first = body["batches"]?.arrayValue?.first?["objects"]?.arrayValue
+        else { return }
+        _ = try? await write(request, body: nil, idempotencyKey: nil) { engine, now throws(SimulatedError) in
+            _ = try engine.upsert(batches: [first], nowMilliseconds: now).get()
+            return [:]
+        }
     }
 }
 

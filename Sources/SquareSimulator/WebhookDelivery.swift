@@ -96,6 +96,12 @@ extension SquareSimulator {
 
     public var pendingWebhookCount: Int { webhookOutbox.count }
 
+    /// Without an explicit sink, notifications are POSTed to the notification URL itself.
+    func installHTTPWebhookSinkIfNeeded() {
+        guard webhookSink == nil, let webhook = configuration.webhook else { return }
+        webhookSink = HTTPWebhookSink(url: webhook.notificationURL)
+    }
+
     /// Queues `burst` notifications (distinct event ids) for the current catalog version, plus
     /// seeded duplicates. Nothing is queued when webhooks are not configured.
     func enqueueCatalogVersionUpdated(burst: Int) {

@@ -148,3 +148,54 @@ actor ResponseLosingTransport: SquareTransport {
         return response
     }
 }
+
+/// Responses formatted as Square formats them (indented, escapes inside strings) still yield
+/// each object's exact bytes.
+@Suite struct ClientRawBytesTests {
+    struct CannedTransport: SquareTransport {
+        let body: String
+        func send(_ request: SquareHTTPRequest, timeout: Duration) async throws -> SquareHTTPResponse {
+            SquareHTTPResponse(status: 200, body: Array(body.utf8))
+        }
+    }
+
+    static let body = """
+        {
+          "objects": [
+            {
+              "type": "ITEM",
+              "id": "X5DZ5NWWAQ44CKBLKIFQGOWK",
+              "updated_at": "2017-10-26T15:27:31.626Z",
+              "version": 1509031651626,
+              "is_deleted": false,
+              "item_data": { "name": "Tea \\"Black\\" {hot} [mug]", "description_html": "<p>\\u00e9</p>" }
+            } ,
+            {"type":"CATEGORY","id":"E7CLE5RZZ744BHWVQQEAHI2C","version":2,"is_deleted":true,"category_data":{"name":"Beverages"}}
+          ],
+          "cursor": "abc",
+          "latest_time": "2017-10-26T15:27:31.626Z"
+        }
+        """
+
+    @Test func objectsAreSlicedExactlyFromPrettyPrintedResponses() async throws {
+        let client = SimulatorTestSupport.client(CannedTransport(body: Self.body))
+        let page = try await client.searchPage(SquareSearchRequest())
+        #expect(page.objects.map(\.id) == ["X5DZ5NWWAQ44CKBLKIFQGOWK", "E7CLE5RZZ744BHWVQQEAHI2C"])
+        #expect(page.objects.map(\.type) == ["ITEM", "CATEGORY"])
+        #expect(page.objects.map(\.version) == [1_509_031_651_626, 2])
+        #expect(page.objects.map(\.isDeleted) == [false, true])
+        #expect(page.cursor == "abc")
+        #expect(page.latestTime == "2017-10-26T15:27:31.626Z")
+        let first = String(decoding: page.objects[0].bytes, as: UTF8.self)
+        #expect(first.hasPrefix("{\n      \"type\": \"ITEM\""))
+        #expect(first.hasSuffix("}\n    }"))
+        #expect(first.contains(#"Tea \"Black\" {hot} [mug]"#))
+        #expect(String(decoding: page.objects[1].bytes, as: UTF8.self).hasPrefix(#"{"type":"CATEGORY""#))
+    }
+
+    @Test func aTwoHundredWithAnUnexpectedBodyIsAMalformedResponseError() async throws {
+        let client = SimulatorTestSupport.client(CannedTransport(body: "[1,2"))
+        let error = await #expect(throws: SquareAPIError.self) { _ = try await client.listPage() }
+        #expect(error?.kind == .malformedResponse)
+    }
+}

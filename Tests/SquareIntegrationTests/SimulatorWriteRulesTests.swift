@@ -76,3 +76,24 @@ import Testing
         #expect(errors.first?.code == .unauthorized)
     }
 }
+
+@Suite struct SimulatorPartialSuccessTests {
+    typealias Kit = SimulatorTestSupport
+
+    @Test func aRateLimitedBatchUpsertCanHaveWrittenItsFirstBatch() async throws {
+        let simulator = Kit.simulator()
+        await simulator.injectFaults(.rateLimitedAfterFirstBatch, count: 1)
+        let client = Kit.client(simulator, retry: .none)
+        let error = await #expect(throws: SquareAPIError.self) {
+            _ = try await client.batchUpsert(
+                batches: [[Kit.newItem("Bagel", price: 300)], [Kit.newItem("Toast", price: 250)]],
+                idempotencyKey: "partial")
+        }
+        #expect(error?.httpStatus == 429)
+        #expect(error?.code == .rateLimited)
+        let names = try await client.list(types: ["ITEM"]).allObjects().compactMap {
+            try Kit.json($0)["item_data"]?["name"]?.stringValue
+        }
+        #expect(names == ["Bagel"])
+    }
+}

@@ -7,7 +7,7 @@ struct LedgerBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ledger-bench",
         abstract: "Benchmarks of CatalogLedger, each measured against a baseline in the same run.",
-        subcommands: [StorageBench.self, SearchBench.self, WebhookBench.self, KillChild.self]
+        subcommands: [StorageBench.self, SearchBench.self, ProjectionsBench.self, WebhookBench.self, KillChild.self]
     )
 }
 

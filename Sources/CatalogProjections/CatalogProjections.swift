@@ -1,1 +1,0 @@
-// CatalogProjections: disposable SQLite views of the catalog rebuilt from the log.

@@ -1,0 +1,99 @@
+import CatalogLedger
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension CatalogProjector {
+    /// The shadow file a rebuild writes before it is swapped in.
+    public var shadowPath: String { databasePath + ".rebuild" }
+
+    /// Rebuilds the projection from sequence 0 into a shadow file, then swaps it in atomically
+    /// (rename over the old file, then a sync of the directory) and catches up on what the ledger
+    /// appended meanwhile. Readers of the old file keep reading it while the shadow is built; a
+    /// reader in another process that still holds the old file open keeps its own view of it and
+    /// sees the new file when it reopens. Returns the checkpoint.
+    ///
+    /// Search indexing is deferred to one pass at the end: the shadow is invisible until the swap,
+    /// and indexing each item once is cheaper than re-indexing it at every change.
+    @discardableResult
+    public func rebuild(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
+        let shadow = shadowPath
+        try Self.removeDatabaseFiles(shadow)
+        let queue = try Self.openShadow(path: shadow, cacheKiB: options.cacheKiB)
+        _ = try Self.catchUp(pool: queue, reader: reader, options: options, indexSearch: false, writer: writer,
+                             logger: logger, progress: progress)
+        try Self.write(queue, "search index of \(shadow)") { db in try writer.indexAllItems(in: db) }
+        try Self.finishShadow(queue, path: shadow)
+        try replacePool {
+            try Self.swap(shadow, into: databasePath)
+            return try Self.openPool(path: databasePath, cacheKiB: options.cacheKiB)
+        }
+        logger.info("projection rebuilt and swapped in", metadata: ["path": "\(databasePath)"])
+        return try catchUp()
+    }
+
+    /// A single-connection database for a file nobody else reads yet: WAL without syncs while it
+    /// is written (a crash leaves a shadow that the next rebuild deletes).
+    static func openShadow(path: String, cacheKiB: Int) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)")
+        }
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF")
+            }
+            try ProjectionSchema.migrator().migrate(queue)
+            return queue
+        } catch let error as DatabaseError {
+            throw ProjectionError(.database, "\(error)", location: path)
+        }
+    }
+
+    /// Folds the WAL into the file, leaves WAL mode (so no side file travels with the rename),
+    /// closes it and syncs it to disk.
+    static func finishShadow(_ queue: DatabaseQueue, path: String) throws {
+        do {
+            try queue.writeWithoutTransaction { db in
+                try db.checkpoint(.truncate)
+                try db.execute(sql: "PRAGMA journal_mode = DELETE")
+            }
+            try queue.close()
+        } catch let error as DatabaseError {
+            throw ProjectionError(.database, "\(error)", location: path)
+        }
+        try fsync(path: path, directory: false)
+    }
+
+    /// Renames `source` over `target`, syncs the directory, and removes the old file's WAL and
+    /// shared-memory files, which must never be read against the new file.
+    static func swap(_ source: String, into target: String) throws {
+        guard rename(source, target) == 0 else {
+            throw ProjectionError(.file, "rename failed: \(String(cString: strerror(errno)))", location: "\(source) -> \(target)")
+        }
+        for suffix in ["-wal", "-shm"] { unlink(target + suffix) }
+        try fsync(path: (target as NSString).deletingLastPathComponent, directory: true)
+    }
+
+    static func removeDatabaseFiles(_ path: String) throws {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            if unlink(path + suffix) != 0 && errno != ENOENT {
+                throw ProjectionError(.file, "unlink failed: \(String(cString: strerror(errno)))", location: path + suffix)
+            }
+        }
+    }
+
+    static func fsync(path: String, directory: Bool) throws {
+        let descriptor = open(path.isEmpty ? "." : path, directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY)
+        guard descriptor >= 0 else {
+            throw ProjectionError(.file, "open failed: \(String(cString: strerror(errno)))", location: path)
+        }
+        defer { close(descriptor) }
+        guard Glibc.fsync(descriptor) == 0 else {
+            throw ProjectionError(.file, "fsync failed: \(String(cString: strerror(errno)))", location: path)
+        }
+    }
+}

@@ -1,0 +1,187 @@
+import CatalogLedger
+import CatalogModel
+import Foundation
+import GRDB
+import Logging
+
+/// Tuning and test hooks of a projector.
+public struct ProjectorOptions: Sendable {
+    /// Events applied per transaction during catch-up (each transaction also stores the checkpoint).
+    public var batchEventsMax = 2_000
+    /// Test hook: after this many committed batches the next batch throws `injectedFailure`
+    /// before it starts, as a crash between two batches would leave things.
+    public var failAfterBatches: Int?
+    /// SQLite page cache per connection, in KiB.
+    public var cacheKiB = 65_536
+
+    public init() {}
+}
+
+/// How far a catch-up or rebuild has come: events processed of the total it set out to do.
+public struct ProjectionProgress: Sendable, Hashable {
+    public var processed: UInt64
+    public var total: UInt64
+}
+
+/// Keeps the projection database of one ledger up to date with its log.
+///
+/// Catch-up reads from the checkpoint + 1 with a `LedgerReader` (which sees only durable events,
+/// so the projection is never ahead of the log) and applies batches, each in one transaction with
+/// its checkpoint: a crash between batches neither skips nor applies twice. `follow` then applies
+/// each new durable event as it arrives. `rebuild` replays from sequence 0 into a shadow file and
+/// swaps it in.
+///
+/// Thread-safety: one task at a time drives a projector (catch-up, follow, rebuild); any number of
+/// tasks may read through `database` or `queries` concurrently (WAL mode).
+public final class CatalogProjector: @unchecked Sendable {
+    public let databasePath: String
+    public let reader: LedgerReader
+    let options: ProjectorOptions
+    let logger: Logger
+    let writer = ProjectionWriter()
+    private let lock = NSLock()
+    private var pool: DatabasePool
+    private var committedBatches = 0
+
+    /// Opens (creating and migrating when needed) the projection of the ledger at `layout`, in
+    /// `layout.projectionsDatabase`.
+    public convenience init(layout: LedgerLayout, options: ProjectorOptions = ProjectorOptions(),
+                            logger: Logger = Logger(label: "CatalogProjections")) throws {
+        let reader = try LedgerReader(layout: layout, logger: logger)
+        try self.init(databasePath: String(describing: layout.projectionsDatabase), reader: reader, options: options, logger: logger)
+    }
+
+    public init(databasePath: String, reader: LedgerReader, options: ProjectorOptions = ProjectorOptions(),
+                logger: Logger = Logger(label: "CatalogProjections")) throws {
+        self.databasePath = databasePath
+        self.reader = reader
+        self.options = options
+        self.logger = logger
+        self.pool = try Self.openPool(path: databasePath, cacheKiB: options.cacheKiB)
+    }
+
+    static func openPool(path: String, cacheKiB: Int) throws -> DatabasePool {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)")
+        }
+        do {
+            let pool = try DatabasePool(path: path, configuration: configuration)
+            try pool.writeWithoutTransaction { db in
+                // The projection is rebuilt from the log after a power loss, so commits need not
+                // be synced: the checkpoint commits atomically with its rows either way.
+                try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            }
+            try ProjectionSchema.migrator().migrate(pool)
+            return pool
+        } catch let error as DatabaseError {
+            throw ProjectionError(.database, "\(error)", location: path)
+        }
+    }
+
+    /// The database, for reads. After `rebuild` this is a new pool on the swapped-in file.
+    public var database: DatabasePool { lock.withLock { pool } }
+
+    public var queries: ProjectionQueries { ProjectionQueries(database: database) }
+
+    /// The last applied sequence, or nil when nothing is applied yet.
+    public func checkpoint() throws -> UInt64? {
+        try database.read { db in try ProjectionWriter.checkpoint(in: db) }
+    }
+
+    /// Applies every durable event after the checkpoint, in batches. Returns the new checkpoint.
+    @discardableResult
+    public func catchUp(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
+        try Self.catchUp(pool: database, reader: reader, options: options, indexSearch: true, writer: writer,
+                         logger: logger, progress: progress) { [self] in
+            try lock.withLock {
+                if let limit = options.failAfterBatches, committedBatches >= limit {
+                    throw ProjectionError(.injectedFailure, "failure injected after \(limit) batches",
+                                          location: databasePath)
+                }
+            }
+        } afterBatch: { [self] in
+            lock.withLock { committedBatches += 1 }
+        }
+    }
+
+    static func catchUp(pool: any DatabaseWriter, reader: LedgerReader, options: ProjectorOptions, indexSearch: Bool,
+                        writer: ProjectionWriter, logger: Logger, progress: ((ProjectionProgress) -> Void)?,
+                        beforeBatch: () throws -> Void = {}, afterBatch: () -> Void = {}) throws -> UInt64? {
+        let start = try pool.read { db in try ProjectionWriter.checkpoint(in: db) }.map { $0 + 1 } ?? 0
+        let last = try ledgerRead("last sequence") { try reader.lastSequence() }
+        guard let last, last >= start else { return start == 0 ? nil : start - 1 }
+        let total = last - start + 1
+        var processed: UInt64 = 0
+        progress?(ProjectionProgress(processed: 0, total: total))
+        var cursor = try ledgerRead("events from \(start)") { try reader.events(from: start) }
+        let batch = ProjectionBatch(writer: writer, reader: reader, indexSearch: indexSearch)
+        var events: [LedgerEvent] = []
+        events.reserveCapacity(options.batchEventsMax)
+        var done = false
+        while !done {
+            events.removeAll(keepingCapacity: true)
+            while events.count < options.batchEventsMax {
+                // Stop at the tail seen when catch-up began; `follow` takes it from there.
+                guard let event = try ledgerRead("events", { try cursor.next() }), event.sequence <= last else {
+                    done = true
+                    break
+                }
+                events.append(event)
+            }
+            if events.isEmpty { break }
+            try beforeBatch()
+            try write(pool, "batch \(events[0].sequence)...\(events.last!.sequence)") { db in
+                try batch.apply(events, in: db)
+            }
+            afterBatch()
+            processed += UInt64(events.count)
+            progress?(ProjectionProgress(processed: processed, total: total))
+        }
+        logger.debug("projection caught up", metadata: ["through": "\(last)", "events": "\(processed)"])
+        return last
+    }
+
+    /// Catches up, then applies each new durable event as the ledger makes it durable, until the
+    /// task is cancelled. `applied` is called after each commit with the event's sequence.
+    public func follow(applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
+        let checkpoint = try catchUp()
+        let start = checkpoint.map { $0 + 1 } ?? 0
+        let batch = ProjectionBatch(writer: writer, reader: reader, indexSearch: true)
+        for try await event in reader.follow(from: start) {
+            try Task.checkCancellation()
+            let pool = database
+            try Self.write(pool, "event \(event.sequence)") { db in try batch.apply([event], in: db) }
+            applied?(event.sequence)
+        }
+    }
+
+    // MARK: Errors
+
+    static func write(_ pool: any DatabaseWriter, _ location: @autoclosure () -> String,
+                      _ body: (Database) throws -> Void) throws {
+        do {
+            try pool.write { db in try body(db) }
+        } catch let error as DatabaseError {
+            throw ProjectionError(.database, "\(error)", location: location())
+        }
+    }
+
+    static func ledgerRead<T>(_ location: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as ProjectionError {
+            throw error
+        } catch {
+            throw ProjectionError(.ledger, "\(error)", location: location())
+        }
+    }
+
+    /// Replaces the pool (after a rebuild swapped the file).
+    func replacePool(_ make: () throws -> DatabasePool) throws {
+        try lock.withLock {
+            try pool.close()
+            pool = try make()
+        }
+    }
+}

@@ -1,0 +1,62 @@
+import CatalogModel
+import GRDB
+
+/// The typed catalog tables and the columns each adds to the fact columns every table carries.
+public enum CatalogTable: String, Sendable, CaseIterable, Codable {
+    case categories
+    case catalogItems = "catalog_items"
+    case itemVariations = "item_variations"
+    case taxes
+    case discounts
+    case modifierLists = "modifier_lists"
+    case modifiers
+    case images
+    case otherObjects = "other_objects"
+
+    /// The table an object of `type` lives in.
+    public static func table(for type: CatalogObjectType) -> CatalogTable {
+        switch type {
+        case .category: .categories
+        case .item: .catalogItems
+        case .itemVariation: .itemVariations
+        case .tax: .taxes
+        case .discount: .discounts
+        case .modifierList: .modifierLists
+        case .modifier: .modifiers
+        case .image: .images
+        default: .otherObjects
+        }
+    }
+
+    /// Columns after `id, version, updated_at, updated_at_nanos, is_deleted, raw_json`, in the
+    /// order `ObjectRow.values` holds them.
+    public var typedColumns: [String] {
+        switch self {
+        case .categories: ["name"]
+        case .catalogItems: ["name", "description", "reporting_category_id", "category_ids"]
+        case .itemVariations:
+            ["item_id", "name", "sku", "upc", "ordinal", "pricing_type", "price_amount", "price_currency",
+             "location_overrides"]
+        case .taxes: ["name", "percentage", "calculation_phase", "inclusion_type", "enabled"]
+        case .discounts: ["name", "discount_type", "percentage", "amount", "currency"]
+        case .modifierLists: ["name", "selection_type"]
+        case .modifiers: ["modifier_list_id", "name", "ordinal", "price_amount", "price_currency", "location_overrides"]
+        case .images: ["name", "url", "caption"]
+        case .otherObjects: ["object_type"]
+        }
+    }
+
+    static let factColumns = ["id", "version", "updated_at", "updated_at_nanos", "is_deleted", "raw_json"]
+
+    /// The upsert of one row. An item written for real also clears its placeholder flag.
+    var upsertSQL: String {
+        let columns = Self.factColumns + typedColumns
+        let placeholders = Array(repeating: "?", count: columns.count).joined(separator: ", ")
+        var updates = columns.dropFirst().map { "\($0) = excluded.\($0)" }
+        if self == .catalogItems { updates.append("is_placeholder = 0") }
+        return """
+            INSERT INTO \(rawValue) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))
+            ON CONFLICT (id) DO UPDATE SET \(updates.joined(separator: ", "))
+            """
+    }
+}

@@ -1,0 +1,60 @@
+import CatalogLedger
+import CatalogModel
+import GRDB
+
+/// Applies one batch of events to a projection inside one transaction, with the checkpoint.
+///
+/// Events are taken in sequence order. For a fact event the stored winner and the event are
+/// folded by `WinnerRule`; only a new winner changes anything, so a duplicate or a late old
+/// version is a no-op. Price rows are added per winner change, in order; object rows are written
+/// once per object at the end of the batch.
+struct ProjectionBatch {
+    let writer: ProjectionWriter
+    let reader: LedgerReader
+    let indexSearch: Bool
+
+    func apply(_ events: [LedgerEvent], in db: Database) throws {
+        guard let last = events.last else { return }
+        if let checkpoint = try ProjectionWriter.checkpoint(in: db) {
+            precondition(events[0].sequence == checkpoint + 1,
+                         "batch starts at \(events[0].sequence) but the projection is at \(checkpoint)")
+        } else {
+            precondition(events[0].sequence == 0, "an empty projection starts at sequence 0")
+        }
+        var winners: [CatalogObjectID: ObjectFact?] = [:]
+        var before: [CatalogObjectID: ObjectFact?] = [:]
+        var order: [CatalogObjectID] = []
+        var changed = Set<CatalogObjectID>()
+        for event in events {
+            switch event.body {
+            case .objectObserved, .objectDeleted:
+                let id = event.header!.objectID
+                let current: ObjectFact?
+                if let cached = winners[id] {
+                    current = cached
+                } else {
+                    current = try writer.fact(id, in: db)
+                    winners[id] = current
+                    before[id] = current
+                }
+                guard let winner = WinnerRule.newWinner(current: current, event: event) else { continue }
+                for row in PriceHistoryRule.rows(previous: current, next: winner, sequence: event.sequence,
+                                                 recordedAt: event.recordedAt) {
+                    try writer.insert(row, in: db)
+                }
+                if changed.insert(id).inserted { order.append(id) }
+                winners[id] = winner
+            case .upsertRejected:
+                try writer.insert(try ConflictDiagnosis.row(for: event, reader: reader), in: db)
+            default:
+                continue
+            }
+        }
+        let changes = order.compactMap { id -> ProjectionWriter.Change? in
+            guard let winner = winners[id] ?? nil else { return nil }
+            return ProjectionWriter.Change(previous: before[id] ?? nil, winner: winner)
+        }
+        try writer.write(changes, indexSearch: indexSearch, in: db)
+        try writer.storeCheckpoint(last.sequence, in: db)
+    }
+}

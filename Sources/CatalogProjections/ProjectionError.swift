@@ -1,0 +1,28 @@
+/// An operating error of the projections: a database failure, a damaged row, a ledger that cannot
+/// be read. Carries a code, a message and where it happened (table and key, sequence, file).
+public struct ProjectionError: Error, Sendable, CustomStringConvertible {
+    public enum Code: String, Sendable {
+        /// SQLite refused a statement (constraint, I/O, full disk).
+        case database
+        /// A stored row cannot be read back as the fact it should hold.
+        case corruptRow
+        /// The ledger could not be read (storage damage, undecodable event).
+        case ledger
+        /// A file operation of rebuild or replay failed.
+        case file
+        /// A failure injected by a test (see `ProjectorOptions.failAfterBatches`).
+        case injectedFailure
+    }
+
+    public var code: Code
+    public var message: String
+    public var location: String
+
+    public init(_ code: Code, _ message: String, location: String) {
+        self.code = code
+        self.message = message
+        self.location = location
+    }
+
+    public var description: String { "projection error \(code.rawValue) at \(location): \(message)" }
+}

@@ -1,0 +1,188 @@
+import CatalogSearch
+import Foundation
+import GRDB
+
+/// The read API over a projection (live, rebuilt or replayed: they share the schema). A value
+/// over a GRDB reader; each call is one read transaction, so it sees one consistent checkpoint.
+public struct ProjectionQueries: Sendable {
+    public let database: any DatabaseReader
+
+    public init(database: any DatabaseReader) { self.database = database }
+
+    /// Opens a projection or replay file read-only.
+    public static func open(path: String) throws -> ProjectionQueries {
+        var configuration = Configuration()
+        configuration.readonly = true
+        do {
+            return ProjectionQueries(database: try DatabaseQueue(path: path, configuration: configuration))
+        } catch let error as DatabaseError {
+            throw ProjectionError(.database, "\(error)", location: path)
+        }
+    }
+
+    public func checkpoint() throws -> UInt64? { try read("checkpoint") { db in try ProjectionWriter.checkpoint(in: db) } }
+
+    public func item(id: String, includeDeletedVariations: Bool = false) throws -> ItemRecord? {
+        try read("item \(id)") { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM catalog_items WHERE id = ?", arguments: [id]) else {
+                return nil
+            }
+            return try Self.item(row, includeDeletedVariations: includeDeletedVariations, db)
+        }
+    }
+
+    public func variation(id: String) throws -> VariationRecord? {
+        try read("variation \(id)") { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM item_variations WHERE id = ?", arguments: [id]).map(Self.variation)
+        }
+    }
+
+    /// Variations whose SKU is `sku` exactly (a barcode scan or a label lookup).
+    public func variations(sku: String) throws -> [VariationRecord] {
+        try read("variations with sku \(sku)") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM item_variations WHERE sku = ? ORDER BY id", arguments: [sku])
+                .map(Self.variation)
+        }
+    }
+
+    /// Live items (placeholders excluded), by name then id, optionally only those in a category.
+    public func items(categoryID: String? = nil, limit: Int = 100, offset: Int = 0) throws -> [ItemRecord] {
+        precondition(limit >= 1 && offset >= 0, "items(limit:offset:) needs limit >= 1 and offset >= 0")
+        return try read("items in \(categoryID ?? "all categories")") { db in
+            let rows: [Row]
+            if let categoryID {
+                rows = try Row.fetchAll(db, sql: """
+                    SELECT i.* FROM catalog_items i JOIN item_categories c ON c.item_id = i.id
+                    WHERE c.category_id = ? AND i.is_deleted = 0 AND i.is_placeholder = 0
+                    ORDER BY i.name, i.id LIMIT ? OFFSET ?
+                    """, arguments: [categoryID, limit, offset])
+            } else {
+                rows = try Row.fetchAll(db, sql: """
+                    SELECT * FROM catalog_items WHERE is_deleted = 0 AND is_placeholder = 0
+                    ORDER BY name, id LIMIT ? OFFSET ?
+                    """, arguments: [limit, offset])
+            }
+            return try rows.map { try Self.item($0, includeDeletedVariations: false, db) }
+        }
+    }
+
+    public func categories() throws -> [CategoryRecord] {
+        try read("categories") { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM categories WHERE is_deleted = 0 ORDER BY name, id").map { row in
+                CategoryRecord(id: row["id"], name: row["name"], version: row["version"], updatedAt: row["updated_at"],
+                               isDeleted: row["is_deleted"])
+            }
+        }
+    }
+
+    /// Ranked search; see `SearchIndex.search`.
+    public func search(_ text: String, categoryID: String? = nil, limit: Int = 20) throws -> [SearchResultRecord] {
+        let query = SearchQuery(text: text, categoryId: categoryID, limit: limit)
+        return try read("search \(text)") { db in
+            try SearchIndex().search(query, in: db).map { hit in
+                SearchResultRecord(itemID: hit.itemId, variationID: hit.variationId, itemName: hit.itemName,
+                                   variationName: hit.variationName, sku: hit.sku, score: hit.score,
+                                   matchedField: hit.matchedField.rawValue)
+            }
+        }
+    }
+
+    // MARK: Price history
+
+    /// Every price change of one variation or modifier, in Square time order.
+    public func priceHistory(objectID: String) throws -> [PriceHistoryRecord] {
+        try priceHistory(where: "object_id = ?", [objectID], "price history of \(objectID)")
+    }
+
+    /// Price changes of every variation of an item (current or former, as the table recorded
+    /// them through the variation rows that name the item).
+    public func priceHistory(itemID: String) throws -> [PriceHistoryRecord] {
+        try priceHistory(where: "object_id IN (SELECT id FROM item_variations WHERE item_id = ?)", [itemID],
+                         "price history of item \(itemID)")
+    }
+
+    /// Price changes of every variation that carried `sku` when its price changed.
+    public func priceHistory(sku: String) throws -> [PriceHistoryRecord] {
+        try priceHistory(where: "sku = ?", [sku], "price history of sku \(sku)")
+    }
+
+    private func priceHistory(where condition: String, _ arguments: StatementArguments,
+                              _ location: String) throws -> [PriceHistoryRecord] {
+        try read(location) { db in
+            try Row.fetchAll(db, sql: """
+                SELECT * FROM price_history WHERE \(condition)
+                ORDER BY updated_at_nanos, version, object_id, sequence, scope
+                """, arguments: arguments).map { row in
+                PriceHistoryRecord(
+                    objectID: row["object_id"], objectType: row["object_type"], sku: row["sku"], scope: row["scope"],
+                    oldValue: row["old_value"], newValue: row["new_value"], oldAmount: row["old_amount"],
+                    newAmount: row["new_amount"], currency: row["currency"], version: row["version"],
+                    updatedAt: row["updated_at"], recordedAt: row["recorded_at"],
+                    sequence: UInt64(row["sequence"] as Int64), source: row["source"])
+            }
+        }
+    }
+
+    // MARK: Conflicts
+
+    /// Rejected upserts, newest first, optionally only of one classification.
+    public func conflicts(classification: String? = nil, limit: Int = 100) throws -> [ConflictRecord] {
+        try read("conflicts") { db in
+            let rows = if let classification {
+                try Row.fetchAll(db, sql: """
+                    SELECT * FROM version_conflicts WHERE classification = ? ORDER BY sequence DESC LIMIT ?
+                    """, arguments: [classification, limit])
+            } else {
+                try Row.fetchAll(db, sql: "SELECT * FROM version_conflicts ORDER BY sequence DESC LIMIT ?", arguments: [limit])
+            }
+            return rows.map { row in
+                ConflictRecord(
+                    sequence: UInt64(row["sequence"] as Int64), recordedAt: row["recorded_at"],
+                    idempotencyKey: row["idempotency_key"], httpStatus: row["http_status"],
+                    classification: row["classification"], classifications: Self.strings(row["classifications"]),
+                    objectIDs: Self.strings(row["object_ids"]),
+                    editSequence: (row["edit_sequence"] as Int64?).map(UInt64.init), actor: row["actor"],
+                    device: row["device"], diagnosisJSON: row["diagnosis_json"])
+            }
+        }
+    }
+
+    // MARK: Rows
+
+    static func item(_ row: Row, includeDeletedVariations: Bool, _ db: Database) throws -> ItemRecord {
+        let id: String = row["id"]
+        let variations = try Row.fetchAll(db, sql: """
+            SELECT * FROM item_variations WHERE item_id = ? \(includeDeletedVariations ? "" : "AND is_deleted = 0")
+            ORDER BY ordinal, id
+            """, arguments: [id]).map(variation)
+        return ItemRecord(
+            id: id, name: row["name"], description: row["description"], reportingCategoryID: row["reporting_category_id"],
+            categoryIDs: strings(row["category_ids"]), isPlaceholder: row["is_placeholder"], version: row["version"],
+            updatedAt: row["updated_at"], isDeleted: row["is_deleted"], rawJSON: text(row["raw_json"]),
+            variations: variations)
+    }
+
+    static func variation(_ row: Row) -> VariationRecord {
+        let overrides = (try? JSONDecoder().decode([LocationPriceOverride].self,
+                                                   from: Data((row["location_overrides"] as String).utf8))) ?? []
+        return VariationRecord(
+            id: row["id"], itemID: row["item_id"], name: row["name"], sku: row["sku"], upc: row["upc"],
+            ordinal: row["ordinal"], pricingType: row["pricing_type"], priceAmount: row["price_amount"],
+            priceCurrency: row["price_currency"], locationOverrides: overrides, version: row["version"],
+            updatedAt: row["updated_at"], isDeleted: row["is_deleted"], rawJSON: text(row["raw_json"]))
+    }
+
+    static func text(_ data: Data?) -> String { String(decoding: data ?? Data(), as: UTF8.self) }
+
+    static func strings(_ json: String?) -> [String] {
+        (try? JSONDecoder().decode([String].self, from: Data((json ?? "[]").utf8))) ?? []
+    }
+
+    private func read<T>(_ location: String, _ body: (Database) throws -> T) throws -> T {
+        do {
+            return try database.read { db in try body(db) }
+        } catch let error as DatabaseError {
+            throw ProjectionError(.database, "\(error)", location: location)
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import CatalogLedger
+import CatalogModel
+import Foundation
+import GRDB
+import Logging
+
+/// What a replay wrote.
+public struct ReplaySummary: Sendable, Hashable, Codable {
+    public var path: String
+    /// The point replayed, in words ("square time ..., ledger time ...").
+    public var point: String
+    public var squareTimeMax: Int64?
+    public var ledgerTimeMax: Int64?
+    /// The last event the replay read, or nil when it read none.
+    public var throughSequence: UInt64?
+    public var liveObjects: Int
+    public var objects: Int
+    public var priceHistoryRows: Int
+    public var conflicts: Int
+}
+
+/// Writes the catalog as of a point in the two clocks to a database of the projection schema, so
+/// every query of the present works on the past.
+///
+/// One scan of the log (stopping at the first event after the ledger time K, which is monotone)
+/// folds the admitted events with `CatalogState`, exactly as `LedgerReader.state(asOf:)` does, and
+/// on the way records each winner change as the live projector would: price history needs the
+/// order of winners, not only the last one. The final state goes through the same row mapping
+/// and writer as the live projection.
+public enum ProjectionReplay {
+    /// Replays the catalog as of Square time `squareTime` as known at ledger time `knownAt` (nil:
+    /// no limit) into a new file at `path` (replaced atomically if it exists).
+    @discardableResult
+    public static func replay(reader: LedgerReader, at squareTime: Int64?, asKnownAt knownAt: Int64? = nil,
+                              to path: String, logger: Logger = Logger(label: "CatalogProjections")) throws -> ReplaySummary {
+        let point = AsOf(squareTimeMax: squareTime, ledgerTimeMax: knownAt)
+        let temporary = path + ".replay-tmp"
+        try CatalogProjector.removeDatabaseFiles(temporary)
+        let queue = try CatalogProjector.openShadow(path: temporary, cacheKiB: 65_536)
+        var summary = try build(into: queue, reader: reader, point: point, throughSequence: nil)
+        try CatalogProjector.finishShadow(queue, path: temporary)
+        try CatalogProjector.removeDatabaseFiles(path)
+        try CatalogProjector.swap(temporary, into: path)
+        summary.path = path
+        logger.info("replay written", metadata: ["path": "\(path)", "point": "\(point)"])
+        return summary
+    }
+
+    /// Fills an empty, migrated database with the projection of the events admitted by `point`
+    /// up to `throughSequence`. Used by `replay` and by the consistency check.
+    static func build(into database: any DatabaseWriter, reader: LedgerReader, point: AsOf,
+                      throughSequence: UInt64?) throws -> ReplaySummary {
+        let writer = ProjectionWriter()
+        var summary = ReplaySummary(path: "", point: "\(point)", squareTimeMax: point.squareTimeMax,
+                                    ledgerTimeMax: point.ledgerTimeMax, throughSequence: nil, liveObjects: 0,
+                                    objects: 0, priceHistoryRows: 0, conflicts: 0)
+        try CatalogProjector.write(database, "replay \(point)") { db in
+            var state = CatalogState(filter: point)
+            var cursor = try CatalogProjector.ledgerRead("events from 0") { try reader.events(from: 0) }
+            while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }) {
+                if let k = point.ledgerTimeMax, event.recordedAt > k { break }
+                if let last = throughSequence, event.sequence > last { break }
+                summary.throughSequence = event.sequence
+                switch event.body {
+                case .objectObserved, .objectDeleted:
+                    let id = event.header!.objectID
+                    let previous = state[id]
+                    state.apply(event)
+                    guard let winner = state[id], winner != previous else { continue }
+                    for row in PriceHistoryRule.rows(previous: previous, next: winner, sequence: event.sequence,
+                                                     recordedAt: event.recordedAt) {
+                        try writer.insert(row, in: db)
+                        summary.priceHistoryRows += 1
+                    }
+                case .upsertRejected:
+                    state.apply(event)
+                    guard point.admits(event) else { continue }
+                    try writer.insert(try ConflictDiagnosis.row(for: event, reader: reader), in: db)
+                    summary.conflicts += 1
+                default:
+                    state.apply(event)
+                }
+            }
+            try writeObjects(of: state, in: db)
+            if let last = summary.throughSequence { try writer.storeCheckpoint(last, in: db) }
+            summary.objects = state.objects.count
+            summary.liveObjects = state.liveCount
+            var info = ["kind": throughSequence == nil ? "replay" : "fold"]
+            if let t = point.squareTimeMax { info["square_time_max"] = RFC3339.format(nanoseconds: t) }
+            if let k = point.ledgerTimeMax { info["ledger_time_max"] = RFC3339.format(nanoseconds: k) }
+            try writer.setInfo(info, in: db)
+        }
+        return summary
+    }
+
+    /// Writes the catalog tables and search index of `state` (every winning fact, tombstones
+    /// included) into an empty, migrated projection, through the same row mapping and writer as
+    /// the live projector.
+    public static func writeObjects(of state: CatalogState, in db: Database) throws {
+        let writer = ProjectionWriter()
+        let changes = state.objects.values.sorted { $0.header.objectID < $1.header.objectID }
+            .map { ProjectionWriter.Change(previous: nil, winner: $0) }
+        try writer.write(changes, indexSearch: false, in: db)
+        try writer.indexAllItems(in: db)
+    }
+}

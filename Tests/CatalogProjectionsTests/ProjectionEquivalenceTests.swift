@@ -1,0 +1,128 @@
+import CatalogLedger
+import CatalogModel
+@testable import CatalogProjections
+import Foundation
+import GRDB
+import Testing
+
+/// The projection is a function of the log: incremental application, rebuild, replay and the
+/// fold of `CatalogState` all give the same tables.
+struct ProjectionEquivalenceTests {
+    @Test("a rebuild from sequence 0 equals the projection applied incrementally in small batches")
+    func rebuildEqualsIncremental() async throws {
+        let seed = SeededGenerator.seed()
+        print("ProjectionEquivalenceTests.rebuildEqualsIncremental seed \(seed) (set CATLEDGER_TEST_SEED to repeat)")
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        var history = GeneratedHistory(seed: seed)
+        var options = ProjectorOptions()
+        var random = SeededGenerator(seed: seed ^ 0x5EED)
+        options.batchEventsMax = Int.random(in: 1...40, using: &random)
+        let incremental = try directory.projector("incremental.sqlite", options: options)
+        for _ in 0..<8 {
+            try await history.append(steps: 40, to: ledger)
+            try incremental.catchUp()
+        }
+        let last = try #require(try ledger.reader.lastSequence())
+        #expect(try incremental.checkpoint() == last)
+
+        let rebuilt = try directory.projector("rebuilt.sqlite")
+        var reports: [ProjectionProgress] = []
+        try rebuilt.rebuild { reports.append($0) }
+        #expect(reports.last == ProjectionProgress(processed: last + 1, total: last + 1), "seed \(seed)")
+        #expect(try rebuilt.checkpoint() == last)
+
+        let a = try digests(incremental.database)
+        let b = try digests(rebuilt.database)
+        for table in ProjectionDigest.tableNames {
+            #expect(a[table] == b[table], "table \(table) differs, seed \(seed), batch \(options.batchEventsMax)")
+        }
+        let counts = try await incremental.database.read { db in
+            (try Int.fetchOne(db, sql: "SELECT count(*) FROM item_variations")!,
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM price_history")!,
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM version_conflicts")!,
+             try Int.fetchOne(db, sql: "SELECT count(*) FROM search_document")!)
+        }
+        #expect(counts.0 > 20 && counts.1 > 20 && counts.2 > 0 && counts.3 > 10, "history too thin: \(counts), seed \(seed)")
+
+        let report = try ProjectionConsistency.check(database: incremental.database, reader: ledger.reader)
+        #expect(report.isConsistent, "differences \(report.differences), seed \(seed)")
+        try await ledger.close()
+    }
+
+    @Test("replay to a file at T (and as known at K) equals a projection of CatalogState.fold(filter:)")
+    func replayEqualsFold() async throws {
+        let seed = SeededGenerator.seed()
+        print("ProjectionEquivalenceTests.replayEqualsFold seed \(seed) (set CATLEDGER_TEST_SEED to repeat)")
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        var history = GeneratedHistory(seed: seed)
+        try await history.append(steps: 250, to: ledger)
+        let all = try ledger.reader.allEvents()
+        let live = try directory.projector()
+        try live.catchUp()
+        var random = SeededGenerator(seed: seed ^ 0xA5A5)
+        for trial in 0..<6 {
+            let t: Int64? = trial % 3 == 2 ? nil : history.squareTimes.randomElement(using: &random)!
+            let k: Int64? = trial % 2 == 0 ? nil : all.randomElement(using: &random)!.recordedAt
+            let point = AsOf(squareTimeMax: t, ledgerTimeMax: k)
+            let path = directory.path("replay-\(trial).sqlite")
+            let summary = try ProjectionReplay.replay(reader: ledger.reader, at: t, asKnownAt: k, to: path)
+
+            // The expected projection: the fold as of the point, through the row mapping.
+            let state = CatalogState.fold(all, filter: point)
+            #expect(summary.liveObjects == state.liveCount, "seed \(seed), \(point)")
+            let expected = try DatabaseQueue()
+            try ProjectionSchema.migrator().migrate(expected)
+            try await expected.write { db in try ProjectionReplay.writeObjects(of: state, in: db) }
+            let replayed = try digests(path: path)
+            let folded = try digests(expected)
+            for table in ProjectionDigest.tableNames where !["price_history", "version_conflicts"].contains(table) {
+                #expect(replayed[table] == folded[table], "table \(table) differs at \(point), seed \(seed)")
+            }
+            // Known-at only: the history tables are the live projection's rows up to K.
+            if t == nil {
+                let queries = try ProjectionQueries.open(path: path)
+                let limit = k ?? .max
+                let expectedConflicts = try live.queries.conflicts(limit: 10_000).filter { $0.recordedAt <= limit }
+                #expect(try queries.conflicts(limit: 10_000) == expectedConflicts, "seed \(seed), \(point)")
+                let count = try await queries.database.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM price_history")! }
+                let liveCount = try await live.database.read { db in
+                    try Int.fetchOne(db, sql: "SELECT count(*) FROM price_history WHERE recorded_at <= ?", arguments: [limit])!
+                }
+                #expect(count == liveCount, "seed \(seed), \(point)")
+            }
+        }
+        try await ledger.close()
+    }
+
+    @Test("a failure between batches leaves a consistent checkpoint; reopening catches up to the same digests")
+    func crashBetweenBatches() async throws {
+        let seed = SeededGenerator.seed()
+        print("ProjectionEquivalenceTests.crashBetweenBatches seed \(seed) (set CATLEDGER_TEST_SEED to repeat)")
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        var history = GeneratedHistory(seed: seed)
+        try await history.append(steps: 200, to: ledger)
+        var options = ProjectorOptions()
+        options.batchEventsMax = 25
+        options.failAfterBatches = 3
+        let crashing = try directory.projector(options: options)
+        #expect(throws: ProjectionError.self) { try crashing.catchUp() }
+        #expect(try crashing.checkpoint() == 3 * 25 - 1)
+        let midway = try ProjectionConsistency.check(database: crashing.database, reader: ledger.reader)
+        #expect(midway.isConsistent, "after the failure: \(midway.differences), seed \(seed)")
+        try crashing.database.close()
+
+        let reopened = try directory.projector()
+        try reopened.catchUp()
+        #expect(try reopened.checkpoint() == ledger.reader.lastSequence())
+        let reference = try directory.projector("reference.sqlite")
+        try reference.rebuild()
+        #expect(try digests(reopened.database) == digests(reference.database), "seed \(seed)")
+        try await ledger.close()
+    }
+}

@@ -1,0 +1,327 @@
+import ArgumentParser
+import CatalogLedger
+import CatalogModel
+import CatalogProjections
+import Foundation
+import GRDB
+
+/// `ledger-bench projections`: rebuild of a generated ledger against the floor of bulk-inserting
+/// only the final-state rows into the same schema, in the same run; and the lag from a durable
+/// append to its visibility in a followed projection at a steady 1000 events/s.
+struct ProjectionsBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "projections",
+        abstract: "Projection rebuild time and peak RSS against a final-rows floor; append-to-visible lag."
+    )
+
+    @Flag(help: "1/20 of the full size (50k events, 5k items, 12.5k variations).")
+    var quick = false
+
+    @Flag(help: "Print the figures as one JSON object.")
+    var json = false
+
+    @Option(help: "Seed of the generated catalog history.")
+    var seed: UInt64 = 20_251_122
+
+    @Option(help: "Directory for the ledger and databases (default: a fresh temporary directory).")
+    var directory: String?
+
+    @Option(help: "Events appended during the lag measurement (default 5000, 2000 with --quick).")
+    var lagEvents: Int?
+
+    func run() async throws {
+        let scale = quick ? 20 : 1
+        let sizes = (events: 1_000_000 / scale, items: 100_000 / scale, variations: 250_000 / scale)
+        let root = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-projections-\(seed)").path
+        try? FileManager.default.removeItem(atPath: root)
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let layout = LedgerLayout(root: (root as NSString).appendingPathComponent("ledger"))
+        log("projections bench: seed \(seed), \(sizes.events) events, \(sizes.items) items, \(sizes.variations) variations")
+
+        // 1. The generated ledger (not timed).
+        let generateStart = ContinuousClock.now
+        var generated = ProjectionHistoryGenerator(seed: seed, items: sizes.items, variations: sizes.variations)
+        let eventCount = try await generated.write(events: sizes.events, layout: layout)
+        log("generated \(eventCount) events in \(String(format: "%.1f", seconds(ContinuousClock.now - generateStart))) s")
+
+        // 2. Rebuild from sequence 0, with the peak RSS of this phase alone.
+        resetPeakRSS()
+        let rssBefore = currentRSSKiB()
+        let projector = try CatalogProjector(layout: layout)
+        let rebuildStart = ContinuousClock.now
+        var lastPercent = -1
+        try projector.rebuild { progress in
+            let percent = Int(progress.processed * 100 / max(progress.total, 1))
+            if percent / 10 != lastPercent / 10 { lastPercent = percent; log("  rebuild \(percent)%") }
+        }
+        let rebuildSeconds = seconds(ContinuousClock.now - rebuildStart)
+        let rebuildPeakKiB = peakRSSKiB()
+        log("rebuild \(String(format: "%.1f", rebuildSeconds)) s, peak RSS \(rebuildPeakKiB / 1024) MiB")
+
+        // 3. The floor: the final state's rows bulk-inserted into the same schema.
+        let state = try projector.reader.state(asOf: .latest).state
+        let floorPath = (root as NSString).appendingPathComponent("floor.sqlite")
+        try? FileManager.default.removeItem(atPath: floorPath)
+        let floorStart = ContinuousClock.now
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA cache_size = -65536") }
+        let floor = try DatabaseQueue(path: floorPath, configuration: configuration)
+        try floor.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF") }
+        try ProjectionSchema.migrator().migrate(floor)
+        try floor.write { db in try ProjectionReplay.writeObjects(of: state, in: db) }
+        try floor.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        let floorSeconds = seconds(ContinuousClock.now - floorStart)
+        try floor.close()
+        log("floor (final rows only, \(state.objects.count) objects) \(String(format: "%.1f", floorSeconds)) s")
+
+        // 4. Lag at a steady 1000 events/s while the projection follows the tail.
+        let lag = try await measureLag(layout: layout, projector: projector, events: lagEvents ?? (quick ? 2_000 : 5_000))
+        log("lag over \(lag.count) events: p50 \(String(format: "%.2f", lag.p50Millis)) ms, p99 \(String(format: "%.2f", lag.p99Millis)) ms")
+
+        let report = ProjectionsBenchReport(
+            seed: seed, events: eventCount, items: sizes.items, variations: sizes.variations, objects: state.objects.count,
+            rebuildSeconds: rebuildSeconds, floorSeconds: floorSeconds, rebuildOverFloor: rebuildSeconds / floorSeconds,
+            rebuildPeakRSSMiB: Double(rebuildPeakKiB) / 1024, rssBeforeRebuildMiB: Double(rssBefore) / 1024,
+            lagEvents: lag.count, lagP50Millis: lag.p50Millis, lagP99Millis: lag.p99Millis, lagMaxMillis: lag.maxMillis)
+        report.print(asJSON: json)
+        if directory == nil { try? FileManager.default.removeItem(atPath: root) }
+    }
+
+    struct LagFigures {
+        var count: Int
+        var p50Millis: Double
+        var p99Millis: Double
+        var maxMillis: Double
+    }
+
+    /// Appends one standalone variation observation every millisecond (each append is durable
+    /// under the default policy before it returns) and measures when the followed projection
+    /// has committed it.
+    func measureLag(layout: LedgerLayout, projector: CatalogProjector, events: Int) async throws -> LagFigures {
+        let ledger = try Ledger.open(layout: layout)
+        let visible = TimesBySequence()
+        let following = Task { try await projector.follow { visible.record($0, at: ContinuousClock.now) } }
+        // Let the follower catch up and park on the tail.
+        while try projector.checkpoint() != ledger.nextSequence - 1 { try await Task.sleep(for: .milliseconds(5)) }
+        let durable = TimesBySequence()
+        let start = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for index in 0..<events {
+                let due = start + .milliseconds(index)
+                if due > ContinuousClock.now { try await Task.sleep(until: due, clock: .continuous) }
+                let event = try ProjectionHistoryGenerator.lagEvent(index: index, seed: seed)
+                group.addTask {
+                    let outcome = try await ledger.append(event)
+                    durable.record(outcome.sequence, at: ContinuousClock.now)
+                }
+            }
+            try await group.waitForAll()
+        }
+        let last = ledger.nextSequence - 1
+        let deadline = ContinuousClock.now + .seconds(30)
+        while (try projector.checkpoint() ?? 0) < last, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        following.cancel()
+        _ = await following.result
+        try await ledger.close()
+        var lags: [Double] = []
+        for (sequence, appended) in durable.all() {
+            guard let seen = visible.time(of: sequence) else { continue }
+            // The follower may commit before the appender's continuation runs: that is no lag.
+            lags.append(max(0, seconds(seen - appended) * 1000))
+        }
+        return LagFigures(count: lags.count, p50Millis: percentile(lags, 0.5), p99Millis: percentile(lags, 0.99),
+                          maxMillis: lags.max() ?? 0)
+    }
+
+    private func log(_ message: String) {
+        if !json { print(message) }
+    }
+}
+
+/// Times keyed by sequence, shared between the appenders and the follower.
+final class TimesBySequence: @unchecked Sendable {
+    private let lock = NSLock()
+    private var times: [UInt64: ContinuousClock.Instant] = [:]
+
+    func record(_ sequence: UInt64, at time: ContinuousClock.Instant) { lock.withLock { times[sequence] = time } }
+    func time(of sequence: UInt64) -> ContinuousClock.Instant? { lock.withLock { times[sequence] } }
+    func all() -> [(UInt64, ContinuousClock.Instant)] { lock.withLock { times.map { ($0.key, $0.value) } } }
+}
+
+/// Peak resident set size of this process, from /proc/self/status (VmHWM), in KiB.
+func peakRSSKiB() -> Int { procStatusKiB("VmHWM:") }
+func currentRSSKiB() -> Int { procStatusKiB("VmRSS:") }
+
+/// Resets VmHWM to the current RSS (Linux: writing 5 to /proc/self/clear_refs), so the peak of one
+/// phase can be read on its own.
+func resetPeakRSS() {
+    try? "5".write(toFile: "/proc/self/clear_refs", atomically: false, encoding: .utf8)
+}
+
+private func procStatusKiB(_ field: String) -> Int {
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return 0 }
+    for line in status.split(separator: "\n") where line.hasPrefix(field) {
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
+    }
+    return 0
+}
+
+struct ProjectionsBenchReport: Encodable {
+    var seed: UInt64
+    var events: Int
+    var items: Int
+    var variations: Int
+    var objects: Int
+    var rebuildSeconds: Double
+    var floorSeconds: Double
+    var rebuildOverFloor: Double
+    var rebuildPeakRSSMiB: Double
+    var rssBeforeRebuildMiB: Double
+    var lagEvents: Int
+    var lagP50Millis: Double
+    var lagP99Millis: Double
+    var lagMaxMillis: Double
+
+    var meetsTargets: Bool { rebuildOverFloor <= 3 && rebuildPeakRSSMiB < 1024 && lagP99Millis < 50 }
+
+    func print(asJSON: Bool) {
+        if asJSON {
+            struct Output: Encodable {
+                var report: ProjectionsBenchReport
+                var meetsTargets: Bool
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            let data = try! encoder.encode(Output(report: self, meetsTargets: meetsTargets))
+            Swift.print(String(decoding: data, as: UTF8.self))
+            return
+        }
+        Swift.print("events \(events), items \(items), variations \(variations), objects in final state \(objects)")
+        Swift.print(String(format: "rebuild %.1f s (%.0f events/s), floor %.1f s: %.2fx the floor (target <= 3x)",
+                           rebuildSeconds, Double(events) / rebuildSeconds, floorSeconds, rebuildOverFloor))
+        Swift.print(String(format: "rebuild peak RSS %.0f MiB (target < 1024), RSS before %.0f MiB", rebuildPeakRSSMiB, rssBeforeRebuildMiB))
+        Swift.print(String(format: "append-to-visible lag at 1000 events/s over %d events: p50 %.2f ms, p99 %.2f ms (target < 50), max %.2f ms",
+                           lagEvents, lagP50Millis, lagP99Millis, lagMaxMillis))
+        Swift.print("targets: \(meetsTargets ? "met" : "NOT met")")
+    }
+}
+
+/// A catalog history at benchmark scale: every item observed once with its variations, then edits
+/// (a price, a per-location price or a name) until the ledger holds the asked number of events.
+/// Each edit re-observes the whole item, as a sync would; the ledger drops the unchanged
+/// variations as duplicates, so an edit adds two events (the item and the changed variation).
+struct ProjectionHistoryGenerator {
+    var random: SeededGenerator
+    let itemCount: Int
+    let variationCount: Int
+    var catalogVersion: Int64 = 1_790_000_000_000
+    var itemVersion: [Int64]
+    var itemName: [String]
+    var itemCategory: [Int]
+    /// Per item: (version, price, override amount or nil) of each variation.
+    var variations: [[(version: Int64, price: Int64, override: Int64?)]]
+
+    init(seed: UInt64, items: Int, variations: Int) {
+        random = SeededGenerator(seed: seed)
+        itemCount = items
+        variationCount = variations
+        itemVersion = Array(repeating: 0, count: items)
+        itemName = (0..<items).map { ["Oolong Tea", "Green Tea", "Espresso", "Croissant", "Mug", "Scone"][$0 % 6] + " \($0)" }
+        itemCategory = (0..<items).map { $0 % 50 }
+        // Spread the variations evenly: 250k over 100k items gives 2 or 3 each.
+        self.variations = (0..<items).map { item in
+            let count = (item + 1) * variations / items - item * variations / items
+            return Array(repeating: (0, 0, nil), count: max(1, count))
+        }
+    }
+
+    mutating func write(events target: Int, layout: LedgerLayout) async throws -> Int {
+        var options = LedgerOptions()
+        options.storage.durability = .none
+        let ledger = try Ledger.open(layout: layout, options: options)
+        let version = tick()
+        let categories = (0..<50).map { #"{"type":"CATEGORY","id":"C\#($0)","updated_at":"\#(Self.time(version))","version":\#(version),"is_deleted":false,"category_data":{"name":"Category \#($0)"}}"# }
+        _ = try await ledger.append(try Self.events(categories, run: "categories"))
+        for start in stride(from: 0, to: itemCount, by: 500) {
+            let version = tick()
+            var objects: [String] = []
+            for item in start..<min(start + 500, itemCount) {
+                itemVersion[item] = version
+                for index in variations[item].indices {
+                    variations[item][index] = (version, Int64.random(in: 100...9_999, using: &random), nil)
+                }
+                objects.append(json(item: item))
+            }
+            _ = try await ledger.append(try Self.events(objects, run: "full-\(start)"))
+        }
+        var round = 0
+        while Int(ledger.nextSequence) < target {
+            var objects: [String] = []
+            let edits = min(500, max(1, (target - Int(ledger.nextSequence)) / 2))
+            for _ in 0..<edits {
+                let item = Int.random(in: 0..<itemCount, using: &random)
+                let version = tick()
+                itemVersion[item] = version
+                let roll = Int.random(in: 0..<10, using: &random)
+                if roll < 1 {
+                    itemName[item] += " Plus"
+                } else {
+                    let index = Int.random(in: 0..<variations[item].count, using: &random)
+                    if roll < 8 {
+                        variations[item][index].price = Int64.random(in: 100...9_999, using: &random)
+                    } else {
+                        variations[item][index].override = variations[item][index].override == nil
+                            ? Int64.random(in: 100...9_999, using: &random) : nil
+                    }
+                    variations[item][index].version = version
+                }
+                objects.append(json(item: item))
+            }
+            _ = try await ledger.append(try Self.events(objects, run: "edits-\(round)"))
+            round += 1
+        }
+        let count = Int(ledger.nextSequence)
+        try await ledger.close()
+        return count
+    }
+
+    mutating func tick() -> Int64 {
+        catalogVersion += Int64.random(in: 1...20, using: &random)
+        return catalogVersion
+    }
+
+    static func time(_ version: Int64) -> String { RFC3339.format(nanoseconds: version * 1_000_000) }
+
+    func json(item: Int) -> String {
+        let variationJSON = variations[item].enumerated().map { index, v in
+            Self.variation(id: "V\(item)-\(index)", item: item, index: index, version: v.version, price: v.price,
+                           override: v.override)
+        }
+        let version = itemVersion[item]
+        return #"{"type":"ITEM","id":"I\#(item)","updated_at":"\#(Self.time(version))","version":\#(version),"is_deleted":false,"present_at_all_locations":true,"item_data":{"name":"\#(itemName[item])","description":"House blend number \#(item)","categories":[{"id":"C\#(itemCategory[item])","ordinal":-2251731094208512}],"variations":[\#(variationJSON.joined(separator: ","))]}}"#
+    }
+
+    static func variation(id: String, item: Int, index: Int, version: Int64, price: Int64, override: Int64?) -> String {
+        let overrides = override.map { #","location_overrides":[{"location_id":"L1","price_money":{"amount":\#($0),"currency":"USD"}}]"# } ?? ""
+        let upc = String(format: "%012d", item * 10 + index)
+        return #"{"type":"ITEM_VARIATION","id":"\#(id)","updated_at":"\#(time(version))","version":\#(version),"is_deleted":false,"present_at_all_locations":true,"item_variation_data":{"item_id":"I\#(item)","name":"Size \#(index)","sku":"SKU\#(item)-\#(index)","upc":"\#(upc)","ordinal":\#(index),"pricing_type":"FIXED_PRICING","price_money":{"amount":\#(price),"currency":"USD"}\#(overrides)}}"#
+    }
+
+    static func events(_ objects: [String], run: String) throws -> [PendingEvent] {
+        let body = #"{"objects":[\#(objects.joined(separator: ","))]}"#
+        return try EventBuilder.eventsFromReadResponse(body: Array(body.utf8), merchantID: "BENCH", source: .incrementalSync,
+                                                       correlationID: run)
+    }
+
+    /// One standalone observation of a variation of one of the first 100 items, at a version
+    /// later than any the history holds (a price change a webhook-triggered sync would bring).
+    static func lagEvent(index: Int, seed: UInt64) throws -> PendingEvent {
+        let version: Int64 = 2_000_000_000_000 + Int64(index)
+        let item = index % 100
+        let json = variation(id: "V\(item)-0", item: item, index: 0, version: version, price: 100 + Int64(index % 900),
+                             override: nil)
+        return try events([json], run: "lag-\(index)")[0]
+    }
+}

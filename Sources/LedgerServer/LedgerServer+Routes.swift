@@ -80,6 +80,21 @@ extension LedgerServer {
                 try ReadAPI.conflict($0, incident: context.parameters.get("incident") ?? "")
             }
         }
+        router.get("merchants/:merchant/items/:object") { _, context in
+            try await withMerchant(service, context) { merchant in
+                try ProjectionAPI.item(merchant, id: context.parameters.get("object") ?? "")
+            }
+        }
+        router.get("merchants/:merchant/variations/:object") { _, context in
+            try await withMerchant(service, context) { merchant in
+                try ProjectionAPI.variation(merchant, id: context.parameters.get("object") ?? "")
+            }
+        }
+        router.get("merchants/:merchant/search") { request, context in
+            try await withMerchant(service, context) { merchant in
+                try ProjectionAPI.search(merchant, text: request.uri.queryParameters.get("q") ?? "")
+            }
+        }
         return router
     }
 

@@ -28,12 +28,14 @@ public struct LedgerServerConfiguration: Sendable {
     /// Objects per search page.
     public var syncPageLimit: Int
     public var ledgerOptions: LedgerOptions
+    /// Keep each merchant's SQLite projection (`projections.sqlite` in its ledger) caught up.
+    public var projections: Bool
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,
                 requestBodyBytesMax: Int = 4 << 20, square: SquareClientConfiguration? = nil,
                 squareTransport: (any SquareTransport)? = nil, syncDebounce: Duration = .milliseconds(200),
-                syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions()) {
+                syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions(), projections: Bool = true) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
         self.host = host
         self.port = port
@@ -48,5 +50,6 @@ public struct LedgerServerConfiguration: Sendable {
         self.syncDebounce = syncDebounce
         self.syncPageLimit = syncPageLimit
         self.ledgerOptions = ledgerOptions
+        self.projections = projections
     }
 }

@@ -1,6 +1,7 @@
 import CatalogIngest
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import Foundation
 import Logging
 import SquareAPI
@@ -37,11 +38,26 @@ public final class LedgerService: Sendable {
                 let root = URL(fileURLWithPath: configuration.dataRoot).appendingPathComponent(id).path
                 let ledger = try Ledger.open(layout: LedgerLayout(root: root), options: configuration.ledgerOptions,
                                              logger: logger)
-                var merchantLogger = logger
-                merchantLogger[metadataKey: "merchant"] = "\(id)"
+                let merchantLogger = {
+                    var scoped = logger
+                    scoped[metadataKey: "merchant"] = "\(id)"
+                    return scoped
+                }()
+                // The projection catches up after each durable append of a sync or an edit, one run at a
+                // time; a burst of appends becomes one catch-up.
+                let projector = configuration.projections
+                    ? try CatalogProjector(layout: ledger.layout, logger: merchantLogger) : nil
+                let projectionRunner = projector.map { projector in
+                    CoalescingRunner {
+                        do { try projector.catchUp() } catch {
+                            merchantLogger.warning("projection catch-up failed", metadata: ["error": "\(error)"])
+                        }
+                    }
+                }
+                let afterAppend: (@Sendable () async -> Void)? = projectionRunner.map { runner in { await runner.trigger() } }
                 let syncer = client.map {
                     CatalogSyncer(ledger: ledger, client: $0, merchantID: merchantID,
-                                  pageLimit: configuration.syncPageLimit, logger: merchantLogger)
+                                  pageLimit: configuration.syncPageLimit, logger: merchantLogger, afterAppend: afterAppend)
                 }
                 let runner = syncer.map { syncer in
                     CoalescingRunner(debounce: configuration.syncDebounce) { [metrics] in
@@ -57,9 +73,12 @@ public final class LedgerService: Sendable {
                         }
                     }
                 }
-                let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger)
+                let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger,
+                                        afterAppend: afterAppend)
                 merchants[merchantID] = MerchantLedger(merchantID: merchantID, ledger: ledger, syncer: syncer,
-                                                       syncRunner: runner, editor: editor)
+                                                       syncRunner: runner, editor: editor, projector: projector,
+                                                       projectionRunner: projectionRunner)
+                await projectionRunner?.trigger()  // catch up with what the ledger already holds
             }
         } catch {
             for merchant in merchants.values { try? await merchant.ledger.close() }
@@ -81,6 +100,7 @@ public final class LedgerService: Sendable {
     /// Lets the sync runners finish (a scheduled run still runs), then closes every ledger.
     public func close() async throws {
         for merchant in merchants.values { await merchant.syncRunner?.shutdown() }
+        for merchant in merchants.values { await merchant.projectionRunner?.shutdown() }
         var firstError: (any Error)?
         for merchant in merchants.values {
             do { try await merchant.ledger.close() } catch { firstError = firstError ?? error }

@@ -1,5 +1,6 @@
 import CatalogIngest
 import CatalogLedger
+import CatalogProjections
 import CatalogModel
 import Foundation
 import Logging
@@ -15,15 +16,21 @@ public final class MerchantLedger: Sendable {
     /// Runs incremental syncs; webhooks trigger it. Nil without a Square connection.
     public let syncRunner: CoalescingRunner?
     public let editor: SafeEditor
+    /// The SQLite read model, kept caught up after syncs and edits; nil when projections are off.
+    public let projector: CatalogProjector?
+    /// Drives `projector.catchUp()` one run at a time, coalescing bursts of appends.
+    public let projectionRunner: CoalescingRunner?
     let events: EventCache
 
     init(merchantID: MerchantID, ledger: Ledger, syncer: CatalogSyncer?, syncRunner: CoalescingRunner?,
-         editor: SafeEditor) {
+         editor: SafeEditor, projector: CatalogProjector?, projectionRunner: CoalescingRunner?) {
         self.merchantID = merchantID
         self.ledger = ledger
         self.syncer = syncer
         self.syncRunner = syncRunner
         self.editor = editor
+        self.projector = projector
+        self.projectionRunner = projectionRunner
         self.events = EventCache(reader: ledger.reader)
     }
 

@@ -1,6 +1,7 @@
 import CatalogIngest
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import Foundation
 import LedgerServer
 import SquareAPI
@@ -80,6 +81,13 @@ import Testing
                                           query: [("at", before.header.updatedAt)])
             let beforeJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: asOfBefore.body)
             #expect(beforeJSON["object"]?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice)
+
+            // The projection caught up after the sync's appends.
+            await merchant.projectionRunner?.waitUntilIdle()
+            let projected = try await Self.get(http, "/merchants/\(Kit.merchant)/variations/\(variation)")
+            #expect(projected.status == 200)
+            let record = try JSONDecoder().decode(VariationRecord.self, from: Data(projected.body))
+            #expect(record.priceAmount == oldPrice + 45)
 
             let pricesResponse = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(variation)/prices")
             let prices = try JSONDecoder().decode([PriceChange].self, from: Data(pricesResponse.body))

@@ -16,7 +16,7 @@ import Testing
 
     /// Runs `body` against a router over a fresh service (no Square connection), then closes it.
     static func withRouter(keys: [String] = [Kit.signatureKey], merchants: [String] = [Kit.merchant],
-                           _ body: (LedgerService, any TestClientProtocol) async throws -> Void) async throws {
+                           _ body: @Sendable (LedgerService, any TestClientProtocol) async throws -> Void) async throws {
         let root = try Kit.temporaryDirectory()
         defer { Kit.cleanUp(root) }
         let service = try await LedgerService.open(

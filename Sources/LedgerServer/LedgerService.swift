@@ -54,7 +54,10 @@ public final class LedgerService: Sendable {
                         }
                     }
                 }
-                let afterAppend: (@Sendable () async -> Void)? = projectionRunner.map { runner in { await runner.trigger() } }
+                var afterAppend: (@Sendable () async -> Void)?
+                if let projectionRunner {
+                    afterAppend = { await projectionRunner.trigger() }
+                }
                 let syncer = client.map {
                     CatalogSyncer(ledger: ledger, client: $0, merchantID: merchantID,
                                   pageLimit: configuration.syncPageLimit, logger: merchantLogger, afterAppend: afterAppend)

@@ -19,7 +19,7 @@ public struct JSONAnswer: Sendable, Equatable {
         do {
             return JSONAnswer(status: status, body: Array(try encoder.encode(value)))
         } catch {
-            return error(500, "internal", "cannot encode the answer: \(error)")
+            return JSONAnswer.error(500, "internal", "cannot encode the answer: \(error)")
         }
     }
 

@@ -8,7 +8,7 @@ import GRDB
 /// `ledger-bench projections`: rebuild of a generated ledger against the floor of bulk-inserting
 /// only the final-state rows into the same schema, in the same run; and the lag from a durable
 /// append to its visibility in a followed projection at a steady 1000 events/s.
-struct ProjectionsBench: AsyncParsableCommand {
+struct ProjectionsBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "projections",
         abstract: "Projection rebuild time and peak RSS against a final-rows floor; append-to-visible lag."
@@ -29,7 +29,20 @@ struct ProjectionsBench: AsyncParsableCommand {
     @Option(help: "Events appended during the lag measurement (default 5000, 2000 with --quick).")
     var lagEvents: Int?
 
-    func run() async throws {
+    /// Synchronous entry: with this toolchain the async `run()` of a subcommand started from
+    /// main.swift's top-level code is never called (the default synchronous `run()`, which prints
+    /// the help, is), so the measurement runs in a task while this thread waits for it.
+    func run() throws {
+        let outcome = BlockingOutcome()
+        let command = self
+        Task.detached {
+            do { try await command.measure() } catch { outcome.fail(error) }
+            outcome.finish()
+        }
+        try outcome.wait()
+    }
+
+    func measure() async throws {
         let scale = quick ? 20 : 1
         let sizes = (events: 1_000_000 / scale, items: 100_000 / scale, variations: 250_000 / scale)
         let root = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-projections-\(seed)").path
@@ -50,9 +63,10 @@ struct ProjectionsBench: AsyncParsableCommand {
         let projector = try CatalogProjector(layout: layout)
         let rebuildStart = ContinuousClock.now
         var lastPercent = -1
+        let quiet = json
         try projector.rebuild { progress in
             let percent = Int(progress.processed * 100 / max(progress.total, 1))
-            if percent / 10 != lastPercent / 10 { lastPercent = percent; log("  rebuild \(percent)%") }
+            if percent / 10 != lastPercent / 10, !quiet { lastPercent = percent; print("  rebuild \(percent)%") }
         }
         let rebuildSeconds = seconds(ContinuousClock.now - rebuildStart)
         let rebuildPeakKiB = peakRSSKiB()
@@ -62,16 +76,7 @@ struct ProjectionsBench: AsyncParsableCommand {
         let state = try projector.reader.state(asOf: .latest).state
         let floorPath = (root as NSString).appendingPathComponent("floor.sqlite")
         try? FileManager.default.removeItem(atPath: floorPath)
-        let floorStart = ContinuousClock.now
-        var configuration = Configuration()
-        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA cache_size = -65536") }
-        let floor = try DatabaseQueue(path: floorPath, configuration: configuration)
-        try floor.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF") }
-        try ProjectionSchema.migrator().migrate(floor)
-        try floor.write { db in try ProjectionReplay.writeObjects(of: state, in: db) }
-        try floor.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
-        let floorSeconds = seconds(ContinuousClock.now - floorStart)
-        try floor.close()
+        let floorSeconds = try Self.floor(state: state, path: floorPath)
         log("floor (final rows only, \(state.objects.count) objects) \(String(format: "%.1f", floorSeconds)) s")
 
         // 4. Lag at a steady 1000 events/s while the projection follows the tail.
@@ -87,6 +92,22 @@ struct ProjectionsBench: AsyncParsableCommand {
         if directory == nil { try? FileManager.default.removeItem(atPath: root) }
     }
 
+    /// Bulk-inserts the final state's rows (and search documents) into a fresh file of the same
+    /// schema, with the same pragmas as a rebuild's shadow, in one transaction. Returns seconds.
+    static func floor(state: CatalogState, path: String) throws -> Double {
+        let start = ContinuousClock.now
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in try db.execute(sql: "PRAGMA cache_size = -65536") }
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF") }
+        try ProjectionSchema.migrator().migrate(queue)
+        try queue.write { db in try ProjectionReplay.writeObjects(of: state, in: db) }
+        try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        let elapsed = seconds(ContinuousClock.now - start)
+        try queue.close()
+        return elapsed
+    }
+
     struct LagFigures {
         var count: Int
         var p50Millis: Double
@@ -100,9 +121,13 @@ struct ProjectionsBench: AsyncParsableCommand {
     func measureLag(layout: LedgerLayout, projector: CatalogProjector, events: Int) async throws -> LagFigures {
         let ledger = try Ledger.open(layout: layout)
         let visible = TimesBySequence()
-        let following = Task { try await projector.follow { visible.record($0, at: ContinuousClock.now) } }
+        // `applied` reports the checkpoint after each commit: every sequence up to it is visible.
+        let following = Task {
+            try await projector.follow { checkpoint in visible.recordThrough(checkpoint, at: ContinuousClock.now) }
+        }
         // Let the follower catch up and park on the tail.
         while try projector.checkpoint() != ledger.nextSequence - 1 { try await Task.sleep(for: .milliseconds(5)) }
+        visible.startAfter(ledger.nextSequence - 1)
         let durable = TimesBySequence()
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -140,12 +165,40 @@ struct ProjectionsBench: AsyncParsableCommand {
     }
 }
 
+/// The end of a task that a synchronous caller waits for.
+final class BlockingOutcome: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var error: (any Error)?
+
+    func fail(_ error: any Error) { lock.withLock { self.error = error } }
+    func finish() { done.signal() }
+
+    func wait() throws {
+        done.wait()
+        if let error = lock.withLock({ error }) { throw error }
+    }
+}
+
 /// Times keyed by sequence, shared between the appenders and the follower.
 final class TimesBySequence: @unchecked Sendable {
     private let lock = NSLock()
     private var times: [UInt64: ContinuousClock.Instant] = [:]
 
+    private var recordedThrough: UInt64?
+
     func record(_ sequence: UInt64, at time: ContinuousClock.Instant) { lock.withLock { times[sequence] = time } }
+
+    func startAfter(_ sequence: UInt64) { lock.withLock { recordedThrough = sequence } }
+
+    /// Records `time` for every sequence after the last one recorded this way, through `sequence`.
+    func recordThrough(_ sequence: UInt64, at time: ContinuousClock.Instant) {
+        lock.withLock {
+            let first = recordedThrough.map { $0 + 1 } ?? sequence
+            if first <= sequence { for s in first...sequence { times[s] = time } }
+            recordedThrough = sequence
+        }
+    }
     func time(of sequence: UInt64) -> ContinuousClock.Instant? { lock.withLock { times[sequence] } }
     func all() -> [(UInt64, ContinuousClock.Instant)] { lock.withLock { times.map { ($0.key, $0.value) } } }
 }

@@ -10,7 +10,7 @@ import SquareAPI
 /// append per delivery with group commit, acknowledgement) against a Hummingbird route that only
 /// reads the body and answers 200, in the same run. Throughput at saturation, then latency at a paced
 /// 1000 requests/s.
-struct WebhookBench: AsyncParsableCommand {
+struct WebhookBench: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "webhooks",
         abstract: "Signed webhook ingest (durable append per delivery) against an empty route: requests/s and p99.")
@@ -66,7 +66,24 @@ struct WebhookBench: AsyncParsableCommand {
         }
     }
 
-    func run() async throws {
+    /// Synchronous entry point: the root command is started from top-level code, where ArgumentParser
+    /// takes its synchronous path, so the asynchronous body runs in a task and this thread waits for it.
+    func run() throws {
+        final class Outcome: @unchecked Sendable {
+            var error: (any Error)?
+        }
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let bench = self
+        Task {
+            do { try await bench.measure() } catch { outcome.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw error }
+    }
+
+    func measure() async throws {
         let phase: Duration = quick ? .seconds(2) : .seconds(10)
         let logger = Logger(label: "ledger-bench.webhooks", factory: { _ in SwiftLogNoOpLogHandler() })
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-webhooks-\(UUID().uuidString)")

@@ -12,4 +12,16 @@ struct LedgerBench: AsyncParsableCommand {
 }
 
 // main.swift holds top-level code, so the root command is started here instead of with @main.
-await LedgerBench.main()
+// Dispatched by hand: from top-level code `await LedgerBench.main()` takes ArgumentParser's
+// synchronous path, which refuses an asynchronous root command. Synchronous subcommands run
+// directly; asynchronous ones are called on their concrete types.
+do {
+    var command = try LedgerBench.parseAsRoot()
+    switch command {
+    case var bench as StorageBench: try await bench.run()
+    case var child as KillChild: try await child.run()
+    default: try command.run()
+    }
+} catch {
+    LedgerBench.exit(withError: error)
+}

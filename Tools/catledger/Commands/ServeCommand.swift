@@ -69,6 +69,7 @@ struct ServeCommand: AsyncParsableCommand {
                 } else {
                     print("Serving \(merchantIDs.count) merchant(s) on http://\(configuration.host):\(boundPort) " +
                           "(webhooks at /webhooks/square). Ctrl-C stops.")
+                    fflush(nil)
                 }
             }
         }

@@ -58,6 +58,7 @@ struct SimulatorCommand: AsyncParsableCommand {
                 group.addTask {
                     try await SimulatorServer.run(simulator: simulator, host: host, port: port, logger: logger) { boundPort in
                         print("Square simulator for \(merchant) on http://\(host):\(boundPort). Ctrl-C stops.")
+                        fflush(nil)
                     }
                 }
                 if interval > 0 {

@@ -1,0 +1,157 @@
+import CatalogLedger
+import CatalogModel
+import Foundation
+import Logging
+import SquareAPI
+
+/// What one sync run did.
+public struct SyncReport: Sendable, Codable, Equatable {
+    public var runID: String
+    public var mode: String
+    /// The exclusive `begin_time` sent to search (nil for a full sync).
+    public var beginTime: String?
+    /// The watermark stored by this run's `syncCompleted`.
+    public var latestTime: String?
+    public var pages = 0
+    /// Objects Square returned (nested ones flattened), new or not.
+    public var objectsReceived = 0
+    /// Events newly appended (sync bookkeeping included).
+    public var eventsAppended = 0
+    /// Observations the ledger already held (re-observed versions).
+    public var duplicates = 0
+
+    public init(runID: String, mode: String, beginTime: String?) {
+        self.runID = runID
+        self.mode = mode
+        self.beginTime = beginTime
+    }
+}
+
+/// Full and incremental sync of one merchant's catalog into its ledger.
+///
+/// A run records `syncStarted`, then per search page a `syncPageReceived` followed by one
+/// observation per object (nested variations and modifiers flattened), then `syncCompleted` with
+/// Square's `latest_time`. The watermark for the next incremental run is read back from the
+/// ledger (the newest `syncCompleted`), so it only advances after every page of its run is durable:
+/// a crash or a Square outage mid-run makes the next run fetch the same changes again, and the
+/// ledger's dedupe keys turn the re-observed versions into duplicates instead of new events.
+///
+/// Runs must not overlap for one ledger (use `CoalescingRunner`); the mapping of responses to
+/// events is `ExchangeMapper`'s, shared with recording import. Thread-safety: an actor.
+public actor CatalogSyncer {
+    /// Every catalog object type, named explicitly: search without `object_types` would leave some out.
+    public static let allObjectTypes = [
+        "ITEM", "ITEM_VARIATION", "CATEGORY", "TAX", "DISCOUNT", "MODIFIER_LIST", "MODIFIER", "IMAGE",
+        "PRICING_RULE", "PRODUCT_SET", "TIME_PERIOD", "MEASUREMENT_UNIT", "ITEM_OPTION", "ITEM_OPTION_VAL",
+        "CUSTOM_ATTRIBUTE_DEFINITION", "SUBSCRIPTION_PLAN", "SUBSCRIPTION_PLAN_VARIATION", "QUICK_AMOUNTS_SETTINGS",
+        "AVAILABILITY_PERIOD",
+    ]
+
+    public let ledger: Ledger
+    public let client: SquareCatalogClient
+    public let merchantID: MerchantID
+    /// Objects per search page (Square allows up to 1000).
+    public let pageLimit: Int
+    let logger: Logger
+    /// Called after each durable append of a run (projections catch up here).
+    let afterAppend: (@Sendable () async -> Void)?
+    private var cachedWatermark: String??
+
+    public init(ledger: Ledger, client: SquareCatalogClient, merchantID: MerchantID, pageLimit: Int = 1000,
+                logger: Logger, afterAppend: (@Sendable () async -> Void)? = nil) {
+        precondition((1...1000).contains(pageLimit), "search limit must be 1...1000")
+        self.ledger = ledger
+        self.client = client
+        self.merchantID = merchantID
+        self.pageLimit = pageLimit
+        self.logger = logger
+        self.afterAppend = afterAppend
+    }
+
+    /// The stored watermark: `latest_time` of the newest `syncCompleted` in the ledger, nil when no
+    /// sync ever completed. Read from the ledger once, then kept in step with this syncer's runs.
+    public func watermark() throws -> String? {
+        if let cachedWatermark { return cachedWatermark }
+        let found = try Self.latestWatermark(in: ledger.reader)
+        cachedWatermark = .some(found)
+        return found
+    }
+
+    /// Scans a ledger for the newest completed sync's `latest_time`.
+    public static func latestWatermark(in reader: LedgerReader) throws -> String? {
+        var cursor = try reader.events()
+        var latest: String?
+        while let event = try cursor.next() {
+            if case .syncCompleted(let completion) = event.body, let time = completion.latestTime { latest = time }
+        }
+        return latest
+    }
+
+    /// An incremental run from the stored watermark, or a full run when there is none yet.
+    @discardableResult
+    public func syncIncremental() async throws -> SyncReport {
+        let since = try watermark()
+        return try await run(full: since == nil, beginTime: since)
+    }
+
+    /// A full run: every object of every type, deleted ones included.
+    @discardableResult
+    public func syncFull() async throws -> SyncReport {
+        try await run(full: true, beginTime: nil)
+    }
+
+    private func run(full: Bool, beginTime: String?) async throws -> SyncReport {
+        let runID = "sync-" + UUID().uuidString.lowercased()
+        var mapper = ExchangeMapper(defaultMerchant: merchantID)
+        var report = SyncReport(runID: runID, mode: full ? "full" : "incremental", beginTime: beginTime)
+        let location = "sync \(runID) of \(merchantID)"
+        logger.info("sync started", metadata: ["run": "\(runID)", "mode": "\(report.mode)", "begin_time": "\(beginTime ?? "-")"])
+
+        var start = RecordedExchange(type: .syncStarted, at: "")
+        start.runID = runID
+        start.mode = report.mode
+        start.beginTime = beginTime
+        try await append(try mapper.events(for: start, state: CatalogState(), where: location), into: &report)
+
+        var cursor: String?
+        var latestTime: String?
+        repeat {
+            let page = try await client.searchPage(SquareSearchRequest(
+                objectTypes: Self.allObjectTypes, includeDeletedObjects: true, beginTime: beginTime, cursor: cursor,
+                limit: pageLimit))
+            var exchange = RecordedExchange(type: .squareResponse, at: "")
+            exchange.endpoint = "search"
+            exchange.status = 200
+            exchange.correlationID = runID
+            exchange.body = String(decoding: page.rawBody, as: UTF8.self)
+            let events = try mapper.events(for: exchange, state: CatalogState(), where: location)
+            report.pages += 1
+            report.objectsReceived += events.count - 1
+            try await append(events, into: &report)
+            latestTime = page.latestTime ?? latestTime
+            cursor = page.cursor
+        } while cursor != nil
+
+        var done = RecordedExchange(type: .syncCompleted, at: "")
+        done.runID = runID
+        done.mode = report.mode
+        // An empty catalog has no latest_time: keep the old watermark rather than lose it.
+        done.latestTime = latestTime ?? beginTime
+        report.latestTime = done.latestTime
+        try await append(try mapper.events(for: done, state: CatalogState(), where: location), into: &report)
+        if let time = done.latestTime { cachedWatermark = .some(time) }
+        logger.info("sync completed", metadata: [
+            "run": "\(runID)", "pages": "\(report.pages)", "objects": "\(report.objectsReceived)",
+            "new_events": "\(report.eventsAppended)", "latest_time": "\(report.latestTime ?? "-")",
+        ])
+        return report
+    }
+
+    private func append(_ events: [PendingEvent], into report: inout SyncReport) async throws {
+        let outcomes = try await ledger.append(events)
+        for outcome in outcomes {
+            if outcome.isDuplicate { report.duplicates += 1 } else { report.eventsAppended += 1 }
+        }
+        await afterAppend?()
+    }
+}

@@ -1,0 +1,91 @@
+import Logging
+
+/// Runs one operation at a time and folds bursts of triggers into as few runs as possible.
+///
+/// Webhooks arrive in bursts (one dashboard edit can send several notifications, and Square
+/// redelivers), but each only says "the catalog moved": one incremental sync covers them all. A
+/// trigger while idle schedules a run after `debounce`; triggers before that run starts join it;
+/// a trigger while a run is in progress schedules exactly one more run after it, so a change that
+/// landed mid-run is never missed.
+///
+/// Thread-safety: an actor; `trigger()` never waits for the operation.
+public actor CoalescingRunner {
+    enum Phase: Equatable {
+        case idle
+        case scheduled
+        case running(again: Bool)
+    }
+
+    private let debounce: Duration
+    private let operation: @Sendable () async -> Void
+    private var phase = Phase.idle
+    private var current: Task<Void, Never>?
+    private var closed = false
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs started so far.
+    public private(set) var runsStarted = 0
+    /// Triggers received so far (accepted or folded into a run).
+    public private(set) var triggersReceived = 0
+
+    public init(debounce: Duration = .zero, operation: @escaping @Sendable () async -> Void) {
+        self.debounce = debounce
+        self.operation = operation
+    }
+
+    /// Asks for a run. Returns at once.
+    public func trigger() {
+        guard !closed else { return }
+        triggersReceived += 1
+        switch phase {
+        case .idle: schedule()
+        case .scheduled: break
+        case .running: phase = .running(again: true)
+        }
+    }
+
+    private func schedule() {
+        phase = .scheduled
+        let debounce = debounce
+        current = Task {
+            if debounce > .zero { try? await Task.sleep(for: debounce) }
+            await self.runNow()
+        }
+    }
+
+    private func runNow() async {
+        guard phase == .scheduled else { return }
+        phase = .running(again: false)
+        runsStarted += 1
+        await operation()
+        finishRun()
+    }
+
+    private func finishRun() {
+        if case .running(let again) = phase, again, !closed {
+            schedule()
+            return
+        }
+        phase = .idle
+        current = nil
+        let waiters = idleWaiters
+        idleWaiters = []
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// True while a run is scheduled or in progress.
+    public var isBusy: Bool { phase != .idle }
+
+    /// Returns once no run is scheduled or in progress.
+    public func waitUntilIdle() async {
+        guard phase != .idle else { return }
+        await withCheckedContinuation { idleWaiters.append($0) }
+    }
+
+    /// Stops accepting triggers and waits for the run in progress (a scheduled one still runs, so
+    /// an acknowledged webhook is still followed by its sync).
+    public func shutdown() async {
+        closed = true
+        await waitUntilIdle()
+    }
+}

@@ -1,0 +1,127 @@
+import CatalogModel
+
+/// A change a person (or program) asks the ledger to make at Square, as JSON:
+/// `{"object_id":"V1","price":{"amount":450,"currency":"USD","location_id":null},"name":null,
+///   "actor":"ana","device":"ipad-2","base_version":1700000000000,"idempotency_key":"…"}`.
+public struct EditRequest: Sendable, Codable, Equatable {
+    public struct Price: Sendable, Codable, Equatable {
+        /// Minor units (cents).
+        public var amount: Int64
+        /// Defaults to the variation's current currency.
+        public var currency: String?
+        /// When set, the price at this location (a location override); else the base price.
+        public var locationID: String?
+
+        public init(amount: Int64, currency: String? = nil, locationID: String? = nil) {
+            self.amount = amount
+            self.currency = currency
+            self.locationID = locationID
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case amount, currency
+            case locationID = "location_id"
+        }
+    }
+
+    /// The object to change: an item (name) or a variation (price or name).
+    public var objectID: String
+    public var price: Price?
+    public var name: String?
+    public var actor: String
+    public var device: String
+    /// The version the editor's change is based on. When given, the target object is sent with this
+    /// version, so a change made on a copy that someone else has since moved on is refused by Square
+    /// (VERSION_MISMATCH, then diagnosed) instead of silently overwriting their change. The rest of the
+    /// hierarchy always carries the versions just fetched.
+    public var baseVersion: Int64?
+    /// Reuse to retry the same edit safely; generated when absent.
+    public var idempotencyKey: String?
+
+    public init(objectID: String, price: Price? = nil, name: String? = nil, actor: String, device: String,
+                baseVersion: Int64? = nil, idempotencyKey: String? = nil) {
+        self.objectID = objectID
+        self.price = price
+        self.name = name
+        self.actor = actor
+        self.device = device
+        self.baseVersion = baseVersion
+        self.idempotencyKey = idempotencyKey
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case price, name, actor, device
+        case objectID = "object_id"
+        case baseVersion = "base_version"
+        case idempotencyKey = "idempotency_key"
+    }
+}
+
+/// An app that talks to Square itself reports one write: what it sent and what Square answered.
+/// `{"actor":"pos-sync","device":"backoffice","endpoint":"batch-upsert","idempotency_key":"k",
+///   "request_body":"{…}","status":400,"response_body":"{…}","follow_up_body":"{…}"}`
+public struct AppReport: Sendable, Codable, Equatable {
+    public var actor: String
+    public var device: String
+    /// `upsert` or `batch-upsert`.
+    public var endpoint: String
+    public var idempotencyKey: String
+    /// The request body exactly as sent.
+    public var requestBody: String
+    /// Square's HTTP status.
+    public var status: Int
+    public var responseBody: String
+    /// After a rejection: the body of the app's read of the current objects, if it made one.
+    public var followUpBody: String?
+
+    public init(actor: String, device: String, endpoint: String, idempotencyKey: String, requestBody: String,
+                status: Int, responseBody: String, followUpBody: String? = nil) {
+        self.actor = actor
+        self.device = device
+        self.endpoint = endpoint
+        self.idempotencyKey = idempotencyKey
+        self.requestBody = requestBody
+        self.status = status
+        self.responseBody = responseBody
+        self.followUpBody = followUpBody
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case actor, device, endpoint, status
+        case idempotencyKey = "idempotency_key"
+        case requestBody = "request_body"
+        case responseBody = "response_body"
+        case followUpBody = "follow_up_body"
+    }
+}
+
+/// What became of an edit or an app report, as the ledger recorded it.
+public struct EditResult: Sendable, Encodable {
+    public enum Status: String, Sendable, Encodable {
+        case accepted
+        case rejected
+    }
+
+    public var status: Status
+    public var idempotencyKey: String
+    /// Sequence of the `localEditProposed` event.
+    public var editSequence: UInt64
+    /// Sequence of the `upsertAccepted` or `upsertRejected` event.
+    public var outcomeSequence: UInt64
+    /// Versions Square assigned (accepted only), by object id.
+    public var newVersions: [String: Int64]
+    public var httpStatus: Int
+    public var errorCodes: [String]
+    /// Why Square refused, for VERSION_MISMATCH.
+    public var diagnosis: VersionMismatchDiagnosis?
+
+    enum CodingKeys: String, CodingKey {
+        case status, diagnosis
+        case idempotencyKey = "idempotency_key"
+        case editSequence = "edit_sequence"
+        case outcomeSequence = "outcome_sequence"
+        case newVersions = "new_versions"
+        case httpStatus = "http_status"
+        case errorCodes = "error_codes"
+    }
+}

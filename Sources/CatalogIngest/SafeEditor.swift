@@ -1,0 +1,200 @@
+import CatalogLedger
+import CatalogModel
+import Foundation
+import Logging
+import SquareAPI
+
+/// Local edits done the safe way (fetch-before-update), and writes reported by apps, recorded in
+/// the ledger as `localEditProposed` then `upsertAccepted` (with observations of the returned
+/// objects) or `upsertRejected` (with the follow-up read of the current objects).
+///
+/// An edit reads the target's whole hierarchy (an item and all its variations) from Square, applies
+/// the change, and sends the full item with every version, which avoids the missing-version and
+/// partial-update traps. The proposal is durable before the request leaves, so a crash between the
+/// two still shows what was attempted. Events come from `ExchangeMapper`, as for recording import.
+///
+/// Thread-safety: a value holding Sendable references; edits for one merchant may run concurrently
+/// (Square itself serialises writes and answers 429, which the client retries).
+public struct SafeEditor: Sendable {
+    public let ledger: Ledger
+    public let client: SquareCatalogClient?
+    public let merchantID: MerchantID
+    let logger: Logger
+    let afterAppend: (@Sendable () async -> Void)?
+
+    /// `client` may be nil for a ledger that only takes app reports.
+    public init(ledger: Ledger, client: SquareCatalogClient?, merchantID: MerchantID, logger: Logger,
+                afterAppend: (@Sendable () async -> Void)? = nil) {
+        self.ledger = ledger
+        self.client = client
+        self.merchantID = merchantID
+        self.logger = logger
+        self.afterAppend = afterAppend
+    }
+
+    /// Performs `request` at Square and records it. A refusal by Square is a result (`.rejected`,
+    /// diagnosed for VERSION_MISMATCH), not an error; errors are bad requests, unknown objects and
+    /// Square being unreachable.
+    public func edit(_ request: EditRequest) async throws -> EditResult {
+        guard let client else {
+            throw EditError(.invalidRequest, "this ledger has no Square connection for edits", location: request.objectID)
+        }
+        guard request.price != nil || request.name != nil else {
+            throw EditError(.invalidRequest, "the edit changes nothing: give a price or a name", location: request.objectID)
+        }
+        let key = request.idempotencyKey ?? SquareCatalogClient.makeIdempotencyKey()
+        guard (1...128).contains(key.utf8.count) else {
+            throw EditError(.invalidRequest, "idempotency key must be 1 to 128 bytes", location: request.objectID)
+        }
+        // Fetch: the target, then its top-level object (a variation's item) with every child.
+        let target = try await read([request.objectID], client: client, correlation: key, record: false).objects.first
+        guard let target else {
+            throw EditError(.notFound, "no live object \(request.objectID) at Square", location: request.objectID)
+        }
+        var topID = target.id
+        if target.type == "ITEM_VARIATION", let parent = try itemID(ofVariation: target) { topID = parent }
+        let top = try await read([topID], client: client, correlation: key, record: true).objects.first
+        guard let top else { throw EditError(.notFound, "no live parent \(topID) at Square", location: request.objectID) }
+
+        var object = try SquareJSON.decode(SquareAPI.JSONValue.self, from: top.bytes)
+        try CatalogEditing.apply(request, to: &object)
+        let objectJSON = SquareJSON.encodeOrTrap(object)
+        let requestBody = Array(#"{"idempotency_key":"#.utf8) + SquareJSON.encodeOrTrap(key)
+            + Array(#","object":"#.utf8) + objectJSON + [UInt8(ascii: "}")]
+        let sent = CatalogEditing.versions(inRequestBody: requestBody)
+
+        var proposal = RecordedExchange(type: .editProposed, at: "")
+        proposal.actor = request.actor
+        proposal.device = request.device
+        proposal.idempotencyKey = key
+        proposal.targetIDs = [request.objectID]
+        proposal.baseVersions = sent.versions
+        proposal.requestBody = String(decoding: requestBody, as: UTF8.self)
+        proposal.correlationID = key
+        let editSequence = try await append(proposal, location: "edit \(key)")[0].sequence
+
+        var response = RecordedExchange(type: .squareResponse, at: "")
+        response.endpoint = "upsert"
+        response.idempotencyKey = key
+        response.correlationID = key
+        do {
+            let result = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
+            response.status = 200
+            response.body = String(decoding: result.rawBody, as: UTF8.self)
+        } catch let error as SquareAPIError {
+            guard let status = error.httpStatus, status < 500, status != 429 else {
+                throw EditError(.squareUnavailable, "Square did not accept or refuse the edit: \(error.message)",
+                                location: error.location)
+            }
+            response.status = status
+            response.body = String(decoding: SquareJSON.encodeOrTrap(SquareErrorBody(errors: error.errors)), as: UTF8.self)
+            // The follow-up read: what Square holds now, so the diagnosis compares against facts.
+            let ids = sent.allIDs
+            if let followUp = try? await client.batchRetrieve(objectIDs: ids, includeDeletedObjects: true) {
+                response.followUpBody = String(decoding: followUp.rawBody, as: UTF8.self)
+            }
+        }
+        return try await record(response, editSequence: editSequence, key: key)
+    }
+
+    /// Records a write an app made itself: its request, Square's response and any follow-up read.
+    public func report(_ report: AppReport) async throws -> EditResult {
+        guard report.endpoint == "upsert" || report.endpoint == "batch-upsert" else {
+            throw EditError(.invalidRequest, "endpoint must be upsert or batch-upsert", location: report.idempotencyKey)
+        }
+        guard (1...128).contains(report.idempotencyKey.utf8.count) else {
+            throw EditError(.invalidRequest, "idempotency key must be 1 to 128 bytes", location: "app report")
+        }
+        let sent = CatalogEditing.versions(inRequestBody: Array(report.requestBody.utf8))
+        guard !sent.topLevelIDs.isEmpty else {
+            throw EditError(.invalidRequest, "the request body names no catalog objects", location: report.idempotencyKey)
+        }
+        var proposal = RecordedExchange(type: .editProposed, at: "")
+        proposal.actor = report.actor
+        proposal.device = report.device
+        proposal.idempotencyKey = report.idempotencyKey
+        proposal.targetIDs = sent.topLevelIDs
+        proposal.baseVersions = sent.versions
+        proposal.requestBody = report.requestBody
+        proposal.correlationID = report.idempotencyKey
+        let editSequence = try await append(proposal, location: "app report \(report.idempotencyKey)")[0].sequence
+
+        var response = RecordedExchange(type: .squareResponse, at: "")
+        response.endpoint = report.endpoint
+        response.idempotencyKey = report.idempotencyKey
+        response.correlationID = report.idempotencyKey
+        response.status = report.status
+        response.body = report.responseBody
+        response.followUpBody = report.followUpBody
+        return try await record(response, editSequence: editSequence, key: report.idempotencyKey)
+    }
+
+    // MARK: Shared
+
+    private func record(_ response: RecordedExchange, editSequence: UInt64, key: String) async throws -> EditResult {
+        let status = response.status ?? 200
+        let outcomes = try await append(response, location: "response to \(key)")
+        guard let first = outcomes.first else {
+            throw EditError(.invalidRequest, "Square's response produced no event", location: key)
+        }
+        var result = EditResult(status: (200..<300).contains(status) ? .accepted : .rejected, idempotencyKey: key,
+                                editSequence: editSequence, outcomeSequence: first.sequence, newVersions: [:],
+                                httpStatus: status, errorCodes: [], diagnosis: nil)
+        let outcomeEvent = try ledger.reader.event(at: first.sequence)
+        switch outcomeEvent.body {
+        case .upsertAccepted(let accepted):
+            for version in accepted.newVersions { result.newVersions[version.objectID.rawValue] = version.version }
+        case .upsertRejected(let rejected):
+            let codes = (try? CatalogResponse(body: rejected.errorBody))?.errors.map(\.code) ?? []
+            result.errorCodes = codes
+            if codes.contains("VERSION_MISMATCH") {
+                let diagnoser = VersionMismatchDiagnoser(events: try ledger.reader.allEvents())
+                result.diagnosis = try diagnoser.diagnose(rejectionSequence: first.sequence)
+            }
+        default:
+            break
+        }
+        logger.info("edit recorded", metadata: [
+            "key": "\(key)", "status": "\(result.status.rawValue)", "codes": "\(result.errorCodes)",
+        ])
+        return result
+    }
+
+    private func append(_ exchange: RecordedExchange, location: String) async throws -> [AppendOutcome] {
+        var mapper = ExchangeMapper(defaultMerchant: merchantID)
+        let events: [PendingEvent]
+        do {
+            events = try mapper.events(for: exchange, state: CatalogState(), where: location)
+        } catch let error as IngestError {
+            throw EditError(.invalidRequest, error.description, location: location)
+        }
+        let outcomes = try await ledger.append(events)
+        await afterAppend?()
+        return outcomes
+    }
+
+    /// Batch-retrieves `ids` and, when `record` is set, records what came back as observations.
+    private func read(_ ids: [String], client: SquareCatalogClient, correlation: String,
+                      record: Bool) async throws -> SquareCatalogPage {
+        let page: SquareCatalogPage
+        do {
+            page = try await client.batchRetrieve(objectIDs: ids)
+        } catch let error as SquareAPIError {
+            throw EditError(.squareUnavailable, "cannot read \(ids.joined(separator: ",")) from Square: \(error.message)",
+                            location: error.location)
+        }
+        guard record else { return page }
+        var exchange = RecordedExchange(type: .squareResponse, at: "")
+        exchange.endpoint = "batch-retrieve"
+        exchange.status = 200
+        exchange.correlationID = correlation
+        exchange.body = String(decoding: page.rawBody, as: UTF8.self)
+        _ = try await append(exchange, location: "read for \(correlation)")
+        return page
+    }
+
+    private func itemID(ofVariation variation: RawCatalogObject) throws -> String? {
+        let json = try SquareJSON.decode(SquareAPI.JSONValue.self, from: variation.bytes)
+        return json["item_variation_data"]?["item_id"]?.stringValue
+    }
+}

@@ -1,0 +1,152 @@
+import CatalogIngest
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+extension LedgerServer {
+    /// Every route of the server over `service`. Tests may drive it with HummingbirdTesting.
+    public static func router(service: LedgerService, logger: Logger) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        let webhooks = WebhookReceiver(service: service, logger: logger)
+        let configuration = service.configuration
+
+        router.get("healthz") { _, _ in
+            answer(.encoded(["status": "ok", "merchants": "\(service.merchants.count)"]))
+        }
+        router.get("metrics") { _, _ in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: service.renderMetrics())))
+        }
+        router.post("webhooks/square") { request, _ in
+            let body: ByteBuffer
+            do {
+                body = try await request.body.collect(upTo: configuration.webhookBodyBytesMax)
+            } catch is NIOTooManyBytesError {
+                service.metrics.webhook(.tooLarge)
+                return answer(.error(413, "too_large", "webhook bodies are limited to \(configuration.webhookBodyBytesMax) bytes"))
+            }
+            var headers: [String: String] = [:]
+            for field in request.headers { headers[field.name.canonicalName] = field.value }
+            return answer(await webhooks.receive(body: Array(buffer: body), headers: headers))
+        }
+        router.post("merchants/:merchant/edits") { request, context in
+            try await withMerchant(service, context) { merchant in
+                let edit: EditRequest
+                switch try await decode(EditRequest.self, request, limit: configuration.requestBodyBytesMax) {
+                case .success(let value): edit = value
+                case .failure(let failure): return failure.answer
+                }
+                return try await editing { try await merchant.editor.edit(edit) }
+            }
+        }
+        router.post("merchants/:merchant/reports") { request, context in
+            try await withMerchant(service, context) { merchant in
+                let report: AppReport
+                switch try await decode(AppReport.self, request, limit: configuration.requestBodyBytesMax) {
+                case .success(let value): report = value
+                case .failure(let failure): return failure.answer
+                }
+                return try await editing { try await merchant.editor.report(report) }
+            }
+        }
+        router.post("merchants/:merchant/sync") { _, context in
+            try await withMerchant(service, context) { merchant in
+                guard let runner = merchant.syncRunner else {
+                    return .error(409, "no_square", "this server has no Square connection to sync from")
+                }
+                await runner.trigger()
+                return .encoded(["status": "scheduled"], status: 202)
+            }
+        }
+        router.get("merchants/:merchant/objects/:object") { request, context in
+            try await withMerchant(service, context) { merchant in
+                try ReadAPI.object(merchant, id: context.parameters.get("object") ?? "",
+                                   at: request.uri.queryParameters.get("at"),
+                                   asKnownAt: request.uri.queryParameters.get("as_known_at"))
+            }
+        }
+        router.get("merchants/:merchant/objects/:object/history") { _, context in
+            try await withMerchant(service, context) { try ReadAPI.history($0, id: context.parameters.get("object") ?? "") }
+        }
+        router.get("merchants/:merchant/objects/:object/prices") { _, context in
+            try await withMerchant(service, context) { try ReadAPI.prices($0, id: context.parameters.get("object") ?? "") }
+        }
+        router.get("merchants/:merchant/conflicts") { _, context in
+            try await withMerchant(service, context) { try ReadAPI.conflicts($0) }
+        }
+        router.get("merchants/:merchant/conflicts/:incident") { _, context in
+            try await withMerchant(service, context) {
+                try ReadAPI.conflict($0, incident: context.parameters.get("incident") ?? "")
+            }
+        }
+        router.get("merchants/:merchant/items/:object") { _, context in
+            try await withMerchant(service, context) { merchant in
+                try ProjectionAPI.item(merchant, id: context.parameters.get("object") ?? "")
+            }
+        }
+        router.get("merchants/:merchant/variations/:object") { _, context in
+            try await withMerchant(service, context) { merchant in
+                try ProjectionAPI.variation(merchant, id: context.parameters.get("object") ?? "")
+            }
+        }
+        router.get("merchants/:merchant/search") { request, context in
+            try await withMerchant(service, context) { merchant in
+                try ProjectionAPI.search(merchant, text: request.uri.queryParameters.get("q") ?? "")
+            }
+        }
+        return router
+    }
+
+    static func answer(_ answer: JSONAnswer) -> Response {
+        Response(status: .init(code: answer.status), headers: [.contentType: "application/json"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    private static func withMerchant(_ service: LedgerService, _ context: BasicRequestContext,
+                                     _ body: (MerchantLedger) async throws -> JSONAnswer) async throws -> Response {
+        let id = context.parameters.get("merchant") ?? ""
+        guard let merchant = service.merchant(id) else {
+            return answer(.error(404, "unknown_merchant", "this server keeps no ledger for merchant \"\(id)\""))
+        }
+        do {
+            return answer(try await body(merchant))
+        } catch {
+            return answer(.error(500, "internal", "\(error)"))
+        }
+    }
+
+    private struct DecodeFailure: Error {
+        var answer: JSONAnswer
+    }
+
+    private static func decode<T: Decodable>(_ type: T.Type, _ request: Request, limit: Int) async throws
+        -> Result<T, DecodeFailure>
+    {
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            return .failure(DecodeFailure(answer: .error(413, "too_large", "request bodies are limited to \(limit) bytes")))
+        }
+        do {
+            return .success(try JSONDecoder().decode(T.self, from: Data(buffer: body)))
+        } catch {
+            return .failure(DecodeFailure(answer: .error(400, "malformed", "the body is not a valid \(T.self): \(error)")))
+        }
+    }
+
+    /// Maps edit errors to HTTP: unknown objects 404, bad requests 400, Square unreachable 502.
+    private static func editing(_ body: () async throws -> EditResult) async throws -> JSONAnswer {
+        do {
+            return .encoded(try await body())
+        } catch let error as EditError {
+            let status = switch error.code {
+            case .notFound: 404
+            case .invalidRequest: 400
+            case .squareUnavailable: 502
+            }
+            return .error(status, error.code.rawValue, "\(error.message) (\(error.location))")
+        }
+    }
+}

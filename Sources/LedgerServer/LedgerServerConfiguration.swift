@@ -1,0 +1,55 @@
+import CatalogLedger
+import SquareAPI
+
+/// Everything `catledger serve` (or a test) decides about a ledger server.
+public struct LedgerServerConfiguration: Sendable {
+    public var host: String
+    /// 0 picks an ephemeral port.
+    public var port: Int
+    /// Each merchant's ledger lives in `dataRoot/<merchant_id>`.
+    public var dataRoot: String
+    /// Merchants this server keeps ledgers for; anything addressed to another one is refused.
+    public var merchantIDs: [String]
+    /// Webhook signature keys; two during a key rotation. Empty keys are ignored.
+    public var signatureKeys: [String]
+    /// The subscription's notification URL exactly as registered with Square (part of the signed message).
+    public var notificationURL: String
+    /// Largest webhook body accepted (Square's notifications are a few hundred bytes).
+    public var webhookBodyBytesMax: Int
+    /// Largest edit or app report body accepted.
+    public var requestBodyBytesMax: Int
+    /// How Square is reached for syncs and edits; nil serves webhooks, reports and reads only
+    /// (webhooks are then recorded but trigger no sync).
+    public var square: SquareClientConfiguration?
+    /// A transport to use instead of HTTP (the in-process simulator in tests and benchmarks).
+    public var squareTransport: (any SquareTransport)?
+    /// How long a webhook waits for companions before its sync starts (bursts share one run).
+    public var syncDebounce: Duration
+    /// Objects per search page.
+    public var syncPageLimit: Int
+    public var ledgerOptions: LedgerOptions
+    /// Keep each merchant's SQLite projection (`projections.sqlite` in its ledger) caught up.
+    public var projections: Bool
+
+    public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
+                signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,
+                requestBodyBytesMax: Int = 4 << 20, square: SquareClientConfiguration? = nil,
+                squareTransport: (any SquareTransport)? = nil, syncDebounce: Duration = .milliseconds(200),
+                syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions(), projections: Bool = true) {
+        precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
+        self.host = host
+        self.port = port
+        self.dataRoot = dataRoot
+        self.merchantIDs = merchantIDs
+        self.signatureKeys = signatureKeys
+        self.notificationURL = notificationURL
+        self.webhookBodyBytesMax = webhookBodyBytesMax
+        self.requestBodyBytesMax = requestBodyBytesMax
+        self.square = square
+        self.squareTransport = squareTransport
+        self.syncDebounce = syncDebounce
+        self.syncPageLimit = syncPageLimit
+        self.ledgerOptions = ledgerOptions
+        self.projections = projections
+    }
+}

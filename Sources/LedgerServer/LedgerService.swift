@@ -1,0 +1,127 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import CatalogProjections
+import Foundation
+import Logging
+import SquareAPI
+
+/// The server's state without its sockets: every configured merchant's ledger, opened under
+/// `dataRoot/<merchant_id>`, plus metrics. Routes and tests work against this.
+///
+/// Thread-safety: immutable after `open`; the merchants' parts are thread-safe.
+public final class LedgerService: Sendable {
+    public let configuration: LedgerServerConfiguration
+    public let metrics: ServerMetrics
+    public let merchants: [MerchantID: MerchantLedger]
+    let logger: Logger
+
+    /// Opens (creating when needed) one ledger per configured merchant. Throws when one cannot be
+    /// opened (for example, locked by another writer); those already opened are closed again.
+    public static func open(configuration: LedgerServerConfiguration, logger: Logger) async throws -> LedgerService {
+        precondition(!configuration.merchantIDs.isEmpty, "a ledger server needs at least one merchant")
+        let metrics = ServerMetrics()
+        let client: SquareCatalogClient? = configuration.square.map { square in
+            if let transport = configuration.squareTransport {
+                return SquareCatalogClient(configuration: square, transport: transport, logger: logger)
+            }
+            return SquareCatalogClient(configuration: square, logger: logger)
+        }
+        var merchants: [MerchantID: MerchantLedger] = [:]
+        do {
+            try FileManager.default.createDirectory(atPath: configuration.dataRoot, withIntermediateDirectories: true)
+            for id in configuration.merchantIDs {
+                guard Self.isSafeDirectoryName(id) else {
+                    throw EditError(.invalidRequest, "merchant id \"\(id)\" cannot name a directory", location: "merchants")
+                }
+                let merchantID = MerchantID(id)
+                let root = URL(fileURLWithPath: configuration.dataRoot).appendingPathComponent(id).path
+                let ledger = try Ledger.open(layout: LedgerLayout(root: root), options: configuration.ledgerOptions,
+                                             logger: logger)
+                let merchantLogger = {
+                    var scoped = logger
+                    scoped[metadataKey: "merchant"] = "\(id)"
+                    return scoped
+                }()
+                // The projection catches up after each durable append of a sync or an edit, one run at a
+                // time; a burst of appends becomes one catch-up.
+                let projector = configuration.projections
+                    ? try CatalogProjector(layout: ledger.layout, logger: merchantLogger) : nil
+                let projectionRunner = projector.map { projector in
+                    CoalescingRunner {
+                        do { try projector.catchUp() } catch {
+                            merchantLogger.warning("projection catch-up failed", metadata: ["error": "\(error)"])
+                        }
+                    }
+                }
+                var afterAppend: (@Sendable () async -> Void)?
+                if let projectionRunner {
+                    afterAppend = { await projectionRunner.trigger() }
+                }
+                let syncer = client.map {
+                    CatalogSyncer(ledger: ledger, client: $0, merchantID: merchantID,
+                                  pageLimit: configuration.syncPageLimit, logger: merchantLogger, afterAppend: afterAppend)
+                }
+                let runner = syncer.map { syncer in
+                    CoalescingRunner(debounce: configuration.syncDebounce) { [metrics] in
+                        let started = ContinuousClock.now
+                        do {
+                            let report = try await syncer.syncIncremental()
+                            metrics.appended(report.eventsAppended, path: "sync")
+                            metrics.syncRun(succeeded: true, duration: ContinuousClock.now - started)
+                        } catch {
+                            // The watermark did not move: the next trigger fetches the same changes again.
+                            merchantLogger.warning("sync failed", metadata: ["error": "\(error)"])
+                            metrics.syncRun(succeeded: false, duration: ContinuousClock.now - started)
+                        }
+                    }
+                }
+                let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger,
+                                        afterAppend: afterAppend)
+                merchants[merchantID] = MerchantLedger(merchantID: merchantID, ledger: ledger, syncer: syncer,
+                                                       syncRunner: runner, editor: editor, projector: projector,
+                                                       projectionRunner: projectionRunner)
+                await projectionRunner?.trigger()  // catch up with what the ledger already holds
+            }
+        } catch {
+            for merchant in merchants.values { try? await merchant.ledger.close() }
+            throw error
+        }
+        return LedgerService(configuration: configuration, metrics: metrics, merchants: merchants, logger: logger)
+    }
+
+    private init(configuration: LedgerServerConfiguration, metrics: ServerMetrics,
+                 merchants: [MerchantID: MerchantLedger], logger: Logger) {
+        self.configuration = configuration
+        self.metrics = metrics
+        self.merchants = merchants
+        self.logger = logger
+    }
+
+    public func merchant(_ id: String) -> MerchantLedger? { merchants[MerchantID(id)] }
+
+    /// Lets the sync runners finish (a scheduled run still runs), then closes every ledger.
+    public func close() async throws {
+        for merchant in merchants.values { await merchant.syncRunner?.shutdown() }
+        for merchant in merchants.values { await merchant.projectionRunner?.shutdown() }
+        var firstError: (any Error)?
+        for merchant in merchants.values {
+            do { try await merchant.ledger.close() } catch { firstError = firstError ?? error }
+        }
+        if let firstError { throw firstError }
+    }
+
+    /// Metrics in the Prometheus text format, with each ledger's event count.
+    public func renderMetrics() -> [UInt8] {
+        for (id, merchant) in merchants {
+            metrics.registry.makeGauge(name: "catledger_ledger_events", labels: [("merchant", id.rawValue)],
+                                       help: "Events in the merchant's ledger").set(Int64(merchant.ledger.nextSequence))
+        }
+        return metrics.render()
+    }
+
+    static func isSafeDirectoryName(_ id: String) -> Bool {
+        !id.isEmpty && id != "." && id != ".."
+            && id.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
+    }
+}

@@ -1,0 +1,120 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import Foundation
+
+/// The JSON read API over one merchant's ledger. Each function answers one route.
+enum ReadAPI {
+    /// `GET /merchants/{id}/objects/{object_id}[?at=RFC3339][&as_known_at=RFC3339]`
+    static func object(_ merchant: MerchantLedger, id: String, at: String?, asKnownAt: String?) throws -> JSONAnswer {
+        var point = AsOf.latest
+        if let at {
+            guard let nanos = RFC3339.nanoseconds(at) else { return .error(400, "bad_time", "at=\(at) is not RFC 3339") }
+            point.squareTimeMax = nanos
+        }
+        if let asKnownAt {
+            guard let nanos = RFC3339.nanoseconds(asKnownAt) else {
+                return .error(400, "bad_time", "as_known_at=\(asKnownAt) is not RFC 3339")
+            }
+            point.ledgerTimeMax = nanos
+        }
+        let state = try merchant.ledger.reader.state(asOf: point).state
+        guard let fact = state[CatalogObjectID(id)] else {
+            return .error(404, "not_found", "no object \(id) as of \(point)")
+        }
+        // The object's JSON is spliced in byte for byte, as Square sent it.
+        let header = JSONAnswer.encoded(ObjectHeader(fact: fact)).body
+        let payload = fact.payload.isEmpty ? Array("null".utf8) : fact.payload
+        return JSONAnswer(status: 200, body: Array(header.dropLast()) + Array(#","object":"#.utf8) + payload + [UInt8(ascii: "}")])
+    }
+
+    struct ObjectHeader: Encodable {
+        var id: String
+        var type: String
+        var version: Int64
+        var updatedAt: String
+        var isDeleted: Bool
+        var sequence: UInt64
+        var recordedAt: String
+        var source: String
+
+        init(fact: ObjectFact) {
+            id = fact.header.objectID.rawValue
+            type = fact.header.objectType.rawValue
+            version = fact.header.version
+            updatedAt = fact.header.updatedAt
+            isDeleted = fact.header.isDeleted
+            sequence = fact.firstSequence
+            recordedAt = RFC3339.format(nanoseconds: fact.firstRecordedAt)
+            source = fact.source.description
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, type, version, sequence, source
+            case updatedAt = "updated_at"
+            case isDeleted = "is_deleted"
+            case recordedAt = "recorded_at"
+        }
+    }
+
+    /// `GET /merchants/{id}/objects/{object_id}/history`
+    static func history(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
+        let versions = try merchant.history().entityHistory(of: CatalogObjectID(id))
+        guard !versions.isEmpty else { return .error(404, "not_found", "the ledger never learned object \(id)") }
+        return .encoded(versions)
+    }
+
+    /// `GET /merchants/{id}/objects/{object_id}/prices`: a variation's (or modifier's) price history,
+    /// or every variation's for an item. Each change carries Square time and ledger time.
+    static func prices(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
+        let history = try merchant.history()
+        let objectID = CatalogObjectID(id)
+        guard let last = history.facts(of: objectID).last else {
+            return .error(404, "not_found", "the ledger never learned object \(id)")
+        }
+        let changes = last.header.objectType.rawValue == "ITEM"
+            ? history.priceHistory(ofItem: objectID) : history.priceHistory(of: objectID)
+        return .encoded(changes)
+    }
+
+    struct Conflict: Encodable {
+        var sequence: UInt64
+        var idempotencyKey: String
+        var httpStatus: UInt16
+        var errorCodes: [String]
+        var classification: String
+        var diagnosis: VersionMismatchDiagnosis
+
+        enum CodingKeys: String, CodingKey {
+            case sequence, classification, diagnosis
+            case idempotencyKey = "idempotency_key"
+            case httpStatus = "http_status"
+            case errorCodes = "error_codes"
+        }
+    }
+
+    /// `GET /merchants/{id}/conflicts`: every rejected upsert with its diagnosis.
+    static func conflicts(_ merchant: MerchantLedger) throws -> JSONAnswer {
+        let diagnoser = VersionMismatchDiagnoser(history: try merchant.history())
+        var conflicts: [Conflict] = []
+        for event in diagnoser.history.events {
+            guard case .upsertRejected = event.body else { continue }
+            let diagnosis = try diagnoser.diagnose(rejectionSequence: event.sequence)
+            conflicts.append(Conflict(sequence: event.sequence, idempotencyKey: diagnosis.idempotencyKey,
+                                      httpStatus: diagnosis.httpStatus, errorCodes: diagnosis.errorCodes,
+                                      classification: diagnosis.primaryClassification.rawValue, diagnosis: diagnosis))
+        }
+        return .encoded(conflicts)
+    }
+
+    /// `GET /merchants/{id}/conflicts/{sequence or idempotency key}`: one diagnosis.
+    static func conflict(_ merchant: MerchantLedger, incident: String) throws -> JSONAnswer {
+        let diagnoser = VersionMismatchDiagnoser(history: try merchant.history())
+        let rejection = diagnoser.history.events.first { event in
+            guard case .upsertRejected(let rejected) = event.body else { return false }
+            return "\(event.sequence)" == incident || rejected.idempotencyKey == incident
+        }
+        guard let rejection else { return .error(404, "not_found", "no rejected upsert \"\(incident)\"") }
+        return .encoded(try diagnoser.diagnose(rejectionSequence: rejection.sequence))
+    }
+}

@@ -1,0 +1,152 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import CatalogProjections
+import Foundation
+import LedgerServer
+import SquareAPI
+import SquareSimulator
+import Testing
+
+/// The simulator and the ledger server, each on a loopback socket: webhooks, syncs, edits and reads
+/// over real HTTP.
+@Suite struct EndToEndTests {
+    typealias Kit = IngestKit
+
+    struct EditAnswer: Decodable {
+        var status: String
+        var errorCodes: [String]
+        var diagnosis: VersionMismatchDiagnosis?
+
+        enum CodingKeys: String, CodingKey {
+            case status, diagnosis
+            case errorCodes = "error_codes"
+        }
+    }
+
+    static func get(_ http: HTTPClientTransport, _ path: String, query: [(name: String, value: String)] = [])
+        async throws -> SquareHTTPResponse
+    {
+        try await http.send(SquareHTTPRequest(method: .get, path: path, query: query), timeout: .seconds(10))
+    }
+
+    @Test func anotherDevicesPriceChangeReachesTheLedgerAndAStaleEditIsDiagnosed() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        // Every notification is delivered twice (same event_id), as Square's at-least-once delivery may.
+        let simulator = SimulatorTestSupport.simulator(seed: 21, webhook: WebhookConfiguration(
+            notificationURL: Kit.notificationURL, signatureKey: Kit.signatureKey, duplicateProbability: 1, burstMax: 1))
+        let ids = await simulator.seedCafeCatalog()
+        let square = try await SimulatorServer.start(simulator: simulator, logger: Kit.logger)
+        let service = try await LedgerService.open(
+            configuration: ServerKit.configuration(root: root, squareBaseURL: square.baseURL), logger: Kit.logger)
+        let server = try await LedgerServer.start(service: service, logger: Kit.logger)
+        let merchant = try #require(service.merchant(Kit.merchant))
+        let http = HTTPClientTransport(baseURL: server.baseURL)
+        do {
+            let variation = try #require(ids["#Latte_Small"])
+            try await #require(merchant.syncer).syncFull()
+            let before = try #require(try merchant.ledger.reader.state(asOf: .latest).state[CatalogObjectID(variation)])
+            let oldPrice = try #require(try CatalogObject(bytes: before.payload).priceMoney?.amount)
+
+            // The POS changes the price; Square notifies the ledger server (twice).
+            await simulator.setWebhookSink(HTTPWebhookSink(url: server.baseURL + "/webhooks/square"))
+            await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: oldPrice + 45), by: .pointOfSale)
+            let pump = await simulator.deliverPendingWebhooks()
+            #expect(pump.failed.isEmpty)
+            let runner = try #require(merchant.syncRunner)
+            #expect(await ServerKit.eventually { await runner.runsStarted >= 1 })
+            await runner.waitUntilIdle()
+            try await Task.sleep(for: .milliseconds(400))  // longer than the debounce: no late second run
+            await runner.waitUntilIdle()
+
+            let events = try merchant.ledger.reader.allEvents()
+            let webhooks = events.filter { $0.kind == .webhookReceived }
+            #expect(webhooks.count == 1)
+            #expect(await runner.runsStarted == 1)
+            let incremental = events.filter {
+                if case .syncStarted(let start) = $0.body { return start.mode == .incremental } else { return false }
+            }
+            #expect(incremental.count == 1)
+            let metrics = String(decoding: try await Self.get(http, "/metrics").body, as: UTF8.self)
+            #expect(metrics.contains(#"catledger_webhooks_total{outcome="duplicate"} 1"#))
+            #expect(metrics.contains(#"catledger_sync_runs_total{outcome="completed"} 1"#))
+
+            // The read API shows the new price, and the price history both prices with both clocks.
+            let object = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(variation)")
+            #expect(object.status == 200)
+            let objectJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: object.body)
+            #expect(objectJSON["object"]?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice + 45)
+            let asOfBefore = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(variation)",
+                                          query: [("at", before.header.updatedAt)])
+            let beforeJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: asOfBefore.body)
+            #expect(beforeJSON["object"]?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice)
+
+            // The projection caught up after the sync's appends.
+            await merchant.projectionRunner?.waitUntilIdle()
+            let projected = try await Self.get(http, "/merchants/\(Kit.merchant)/variations/\(variation)")
+            #expect(projected.status == 200)
+            let record = try JSONDecoder().decode(VariationRecord.self, from: Data(projected.body))
+            #expect(record.priceAmount == oldPrice + 45)
+
+            let pricesResponse = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(variation)/prices")
+            let prices = try JSONDecoder().decode([PriceChange].self, from: Data(pricesResponse.body))
+                .filter { $0.scope == .base }
+            #expect(prices.compactMap(\.afterMoney?.amount) == [oldPrice, oldPrice + 45])
+            #expect(prices.allSatisfy { !$0.updatedAt.isEmpty && $0.firstRecordedAt > 0 })
+            #expect(Set(prices.map(\.updatedAt)).count == 2)
+            #expect(prices.last?.source == .incrementalSync)
+
+            // An edit based on the version seen before the POS change is refused and diagnosed.
+            let edit = EditRequest(objectID: variation, price: .init(amount: oldPrice + 90), actor: "ana", device: "ipad-2",
+                                   baseVersion: before.header.version)
+            let editResponse = try await http.send(SquareHTTPRequest(
+                method: .post, path: "/merchants/\(Kit.merchant)/edits", headers: ["content-type": "application/json"],
+                body: Array(try JSONEncoder().encode(edit))), timeout: .seconds(10))
+            #expect(editResponse.status == 200)
+            let answer = try JSONDecoder().decode(EditAnswer.self, from: Data(editResponse.body))
+            #expect(answer.status == "rejected")
+            #expect(answer.errorCodes == ["VERSION_MISMATCH"])
+            let diagnosis = try #require(answer.diagnosis)
+            #expect(diagnosis.primaryClassification == .staleMovedOnByOtherWriter)
+            let finding = try #require(diagnosis.findings.first { $0.objectID.rawValue == variation })
+            #expect(finding.sentVersion == before.header.version)
+            #expect(finding.movedBy.contains { $0.source == .incrementalSync && $0.version == finding.actualVersion })
+            #expect(finding.changedFields.contains { $0.path.contains("price_money") })
+            #expect(finding.explanation.contains(variation))
+
+            let conflicts = try await Self.get(http, "/merchants/\(Kit.merchant)/conflicts")
+            let list = try SquareJSON.decode(SquareAPI.JSONValue.self, from: conflicts.body)
+            #expect(list.arrayValue?.count == 1)
+            #expect(list.arrayValue?.first?["classification"]?.stringValue == "staleMovedOnByOtherWriter")
+            let history = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(variation)/history")
+            #expect(try SquareJSON.decode(SquareAPI.JSONValue.self, from: history.body).arrayValue?.count ?? 0 >= 2)
+        } catch {
+            try? await server.stop()
+            await square.stop()
+            throw error
+        }
+        try await server.stop()
+        await square.stop()
+    }
+
+    @Test func gracefulStopClosesTheLedgersSoTheyCanBeReopened() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root), logger: Kit.logger)
+        let server = try await LedgerServer.start(service: service, logger: Kit.logger)
+        let http = HTTPClientTransport(baseURL: server.baseURL)
+        let body = ServerKit.notification(eventID: "evt-stop")
+        let response = try await http.send(SquareHTTPRequest(
+            method: .post, path: "/webhooks/square",
+            headers: [WebhookSignature.headerName: ServerKit.signature(body), "content-type": "application/json"],
+            body: body), timeout: .seconds(10))
+        #expect(response.status == 200)
+        try await server.stop()
+        // The writer's lock is released: the ledger opens again and holds the delivery.
+        let reopened = try Ledger.open(layout: LedgerLayout(root: root.appendingPathComponent(Kit.merchant).path),
+                                       logger: Kit.logger)
+        #expect(try reopened.reader.allEvents().map(\.kind) == [.webhookReceived])
+        try await reopened.close()
+    }
+}

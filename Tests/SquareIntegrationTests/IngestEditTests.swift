@@ -1,0 +1,147 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import Foundation
+import SquareAPI
+import SquareSimulator
+import Testing
+
+/// Safe local edits (fetch-before-update) and app reports, recorded and diagnosed.
+@Suite struct IngestEditTests {
+    typealias Kit = IngestKit
+
+    static func editor(_ ledger: Ledger, _ simulator: SquareSimulator) -> SafeEditor {
+        SafeEditor(ledger: ledger, client: Kit.client(simulator), merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
+    }
+
+    @Test func aPriceEditSendsTheWholeItemWithEveryVersionAndIsRecorded() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let variation = try #require(ids["#Latte_Large"])
+        let item = try #require(ids["#Latte"])
+
+        let result = try await Self.editor(ledger, simulator).edit(
+            EditRequest(objectID: variation, price: .init(amount: 575), actor: "ana", device: "ipad-2"))
+        #expect(result.status == .accepted)
+        #expect(result.newVersions[variation] != nil)
+
+        // The upsert carried the full item with the version of the item and of every variation.
+        let upsert = try #require(await simulator.receivedRequests.last { $0.path == "/v2/catalog/object" })
+        let sent = try SquareJSON.decode(SquareAPI.JSONValue.self, from: upsert.body)["object"]
+        #expect(sent?["id"]?.stringValue == item)
+        #expect(sent?["version"]?.int64Value != nil)
+        let variations = try #require(sent?["item_data"]?["variations"]?.arrayValue)
+        #expect(variations.count == 2)
+        #expect(variations.allSatisfy { $0["version"]?.int64Value != nil })
+
+        // Proposal, then acceptance, then the observations; the state has the new price.
+        let kinds = try ledger.reader.allEvents().map(\.kind)
+        let proposed = try #require(kinds.firstIndex(of: .localEditProposed))
+        let accepted = try #require(kinds.firstIndex(of: .upsertAccepted))
+        #expect(proposed < accepted)
+        #expect(kinds[accepted...].contains(.objectObserved))
+        let state = try ledger.reader.state(asOf: .latest).state
+        #expect(state.object(CatalogObjectID(variation))?.priceMoney?.amount == 575)
+        guard case .localEditProposed(let edit) = try ledger.reader.event(at: result.editSequence).body else {
+            Issue.record("no proposal at the edit sequence"); return
+        }
+        #expect(edit.actor == "ana" && edit.device == "ipad-2")
+        #expect(edit.baseVersions.count == 3)
+        try await ledger.close()
+    }
+
+    @Test func anEditOnAStaleBaseVersionIsRefusedRecordedAndDiagnosed() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let variation = try #require(ids["#Espresso_Double"])
+        try await Kit.syncer(ledger, simulator).syncFull()
+        let seen = try #require(try ledger.reader.state(asOf: .latest).state[CatalogObjectID(variation)]?.header.version)
+        // The POS moves the variation on; the ledger learns it through a sync.
+        await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 390), by: .pointOfSale)
+        try await Kit.syncer(ledger, simulator).syncIncremental()
+
+        let result = try await Self.editor(ledger, simulator).edit(EditRequest(
+            objectID: variation, price: .init(amount: 410), actor: "ana", device: "ipad-2", baseVersion: seen))
+        #expect(result.status == .rejected)
+        #expect(result.httpStatus == 400)
+        #expect(result.errorCodes == ["VERSION_MISMATCH"])
+        guard case .upsertRejected(let rejection) = try ledger.reader.event(at: result.outcomeSequence).body else {
+            Issue.record("no rejection recorded"); return
+        }
+        #expect(!rejection.followUpObjects.isEmpty)
+        let diagnosis = try #require(result.diagnosis)
+        #expect(diagnosis.primaryClassification == .staleMovedOnByOtherWriter)
+        let finding = try #require(diagnosis.findings.first { $0.objectID.rawValue == variation })
+        #expect(finding.sentVersion == seen)
+        #expect(finding.movedBy.contains { $0.source == .incrementalSync })
+        #expect(finding.changedFields.contains { $0.path.contains("price_money") })
+        // Square still has the POS price.
+        let state = try ledger.reader.state(asOf: .latest).state
+        #expect(state.object(CatalogObjectID(variation))?.priceMoney?.amount == 390)
+        try await ledger.close()
+    }
+
+    @Test func aNameEditOnAnItemAndBadRequests() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let editor = Self.editor(ledger, simulator)
+        let item = try #require(ids["#Muffin"])
+        let renamed = try await editor.edit(EditRequest(objectID: item, name: "Blueberry Muffin", actor: "ana", device: "web"))
+        #expect(renamed.status == .accepted)
+        #expect(try ledger.reader.state(asOf: .latest).state.object(CatalogObjectID(item))?.name == "Blueberry Muffin")
+
+        await #expect(throws: EditError.self) {
+            try await editor.edit(EditRequest(objectID: item, price: .init(amount: 100), actor: "ana", device: "web"))
+        }
+        await #expect(throws: EditError.self) {
+            try await editor.edit(EditRequest(objectID: "NO_SUCH_OBJECT", name: "x", actor: "ana", device: "web"))
+        }
+        await #expect(throws: EditError.self) {
+            try await editor.edit(EditRequest(objectID: item, actor: "ana", device: "web"))
+        }
+        try await ledger.close()
+    }
+
+    @Test func anAppReportEntersTheLedgerLikeAnEdit() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        try await Kit.syncer(ledger, simulator).syncFull()
+        let item = try #require(ids["#Cappuccino"])
+        // The app sends a stale copy of the item itself (its cache predates a dashboard rename).
+        let client = Kit.client(simulator)
+        let stale = try #require(try await client.batchRetrieve(objectIDs: [item]).objects.first)
+        await simulator.applyDeviceEdit(.renameItem(itemID: item, name: "Cappuccino (house)"), by: .dashboard)
+        var object = try SquareJSON.decode(SquareAPI.JSONValue.self, from: stale.bytes)
+        object["item_data"]?["name"] = "Cappuccino Grande"
+        let key = "app-report-1"
+        let requestBody = Array(#"{"idempotency_key":"app-report-1","object":"#.utf8) + SquareJSON.encodeOrTrap(object) + Array("}".utf8)
+        let response = await simulator.handle(SquareHTTPRequest(
+            method: .post, path: "/v2/catalog/object",
+            headers: ["authorization": "Bearer \(SimulatorTestSupport.accessToken)"], body: requestBody))
+        #expect(response.status == 400)
+        let followUp = try await client.batchRetrieve(objectIDs: [item], includeDeletedObjects: true)
+
+        let report = AppReport(actor: "pos-sync", device: "backoffice", endpoint: "upsert", idempotencyKey: key,
+                               requestBody: String(decoding: requestBody, as: UTF8.self), status: response.status,
+                               responseBody: String(decoding: response.body, as: UTF8.self),
+                               followUpBody: String(decoding: followUp.rawBody, as: UTF8.self))
+        let editor = SafeEditor(ledger: ledger, client: nil, merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
+        let result = try await editor.report(report)
+        #expect(result.status == .rejected)
+        #expect(result.diagnosis?.primaryClassification == .staleMovedOnByOtherWriter)
+        #expect(result.diagnosis?.actor == "pos-sync")
+        // Reporting the same write again adds nothing.
+        let count = ledger.nextSequence
+        _ = try await editor.report(report)
+        #expect(ledger.nextSequence == count)
+        try await ledger.close()
+    }
+}

@@ -1,0 +1,141 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import Foundation
+import SquareAPI
+import SquareSimulator
+import Testing
+
+/// Full and incremental sync into a ledger, the watermark, and resuming after Square faults.
+@Suite struct IngestSyncTests {
+    typealias Kit = IngestKit
+
+    /// Dedupe keys of every observation in a ledger (the facts it holds), with their multiplicity.
+    static func observationKeys(_ ledger: Ledger) throws -> [String: Int] {
+        var keys: [String: Int] = [:]
+        for event in try ledger.reader.allEvents() where event.kind == .objectObserved || event.kind == .objectDeleted {
+            keys[event.dedupeKey, default: 0] += 1
+        }
+        return keys
+    }
+
+    @Test func fullSyncRecordsRunEventsAndEveryVersionFlattened() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let report = try await Kit.syncer(ledger, simulator, pageLimit: 7).syncFull()
+
+        #expect(report.mode == "full")
+        #expect(report.pages > 1)
+        #expect(report.latestTime != nil)
+        #expect(try Kit.events(ledger, kind: .syncStarted).count == 1)
+        #expect(try Kit.events(ledger, kind: .syncPageReceived).count == report.pages)
+        let completed = try #require(try Kit.events(ledger, kind: .syncCompleted).first)
+        guard case .syncCompleted(let completion) = completed.body else { Issue.record("not a completion"); return }
+        #expect(completion.latestTime == report.latestTime)
+
+        // Every (id, version) Square holds is in the ledger, nested variations included.
+        let square = try await Kit.squareVersions(simulator)
+        let observed = Set(try Kit.ledgerObservations(ledger).keys)
+        #expect(square.isSubset(of: observed))
+        let latte = try #require(ids["#Latte_Small"])
+        #expect(observed.contains { $0.hasPrefix(latte + "@") })
+
+        // The search named every type and asked for deleted objects.
+        let searches = await simulator.receivedRequests.filter { $0.path == "/v2/catalog/search" }
+        let body = try SquareJSON.decode(SquareAPI.JSONValue.self, from: try #require(searches.first).body)
+        #expect(body["include_deleted_objects"] == .bool(true))
+        #expect(body["object_types"]?.arrayValue?.count == CatalogSyncer.allObjectTypes.count)
+        try await ledger.close()
+    }
+
+    @Test func incrementalSyncStartsAtTheStoredWatermarkAndSeesOnlyChanges() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let first = try await Kit.syncer(ledger, simulator).syncIncremental()
+        #expect(first.mode == "full")  // no watermark yet
+
+        let variation = try #require(ids["#Latte_Small"])
+        await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 515), by: .pointOfSale)
+        // A fresh syncer reads the watermark back from the ledger.
+        let syncer = Kit.syncer(ledger, simulator)
+        #expect(try await syncer.watermark() == first.latestTime)
+        let second = try await syncer.syncIncremental()
+        #expect(second.mode == "incremental")
+        #expect(second.beginTime == first.latestTime)
+        #expect(second.objectsReceived == 1)
+        #expect(second.latestTime != first.latestTime)
+        let searches = await simulator.receivedRequests.filter { $0.path == "/v2/catalog/search" }
+        let body = try SquareJSON.decode(SquareAPI.JSONValue.self, from: try #require(searches.last).body)
+        #expect(body["begin_time"]?.stringValue == first.latestTime)
+
+        // Nothing changed since: the next run returns nothing and keeps the watermark.
+        let third = try await syncer.syncIncremental()
+        #expect(third.objectsReceived == 0)
+        #expect(third.latestTime == second.latestTime)
+        let state = try ledger.reader.state(asOf: .latest).state
+        #expect(state.object(CatalogObjectID(variation))?.priceMoney?.amount == 515)
+        try await ledger.close()
+    }
+
+    @Test func faultsWithinTheRetryBudgetDoNotStopTheRun() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, _) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        await simulator.injectFaults(.internalServerError, count: 2)
+        let report = try await Kit.syncer(ledger, simulator, pageLimit: 10, attempts: 4).syncFull()
+        #expect(await simulator.remainingFaults == 0)
+        #expect(report.latestTime != nil)
+        #expect(Set(try Kit.ledgerObservations(ledger).keys).isSuperset(of: try await Kit.squareVersions(simulator)))
+        try await ledger.close()
+    }
+
+    @Test func aRunBrokenByAnOutageResumesWithoutLossOrDuplicates() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        // Ledger A suffers the outage; ledger B, synced the same way without faults, is the reference.
+        let ledger = try Kit.ledger(in: directory.appendingPathComponent("a"))
+        let reference = try Kit.ledger(in: directory.appendingPathComponent("b"))
+        try await Kit.syncer(ledger, simulator, pageLimit: 5).syncFull()
+        try await Kit.syncer(reference, simulator, pageLimit: 5).syncFull()
+        // Changes after the watermark, spread over several incremental pages.
+        for (index, key) in ["#Latte_Small", "#Latte_Large", "#Espresso_Single", "#Muffin_Regular"].enumerated() {
+            await simulator.applyDeviceEdit(.setVariationPrice(variationID: ids[key]!, amount: 600 + Int64(index)))
+        }
+        await simulator.applyDeviceEdit(.renameItem(itemID: ids["#Croissant"]!, name: "Croissant (house)"))
+        let watermarkBefore = try await Kit.syncer(ledger, simulator).watermark()
+        try await Kit.syncer(reference, simulator, pageLimit: 2).syncIncremental()
+
+        // The second search page fails more often than the client retries: the run stops part-way.
+        let flaky = FaultOnNthSearch(simulator: simulator, failingSearch: 2, faults: 3)
+        await #expect(throws: SquareAPIError.self) {
+            try await Kit.syncer(ledger, flaky, pageLimit: 2, attempts: 2).syncIncremental()
+        }
+        #expect(try Kit.events(ledger, kind: .syncCompleted).count == 1)
+        #expect(try await Kit.syncer(ledger, simulator).watermark() == watermarkBefore)
+        let pagesBefore = try Kit.events(ledger, kind: .syncPageReceived).count
+        let factsBefore = try Self.observationKeys(ledger).count
+
+        // The next run starts from the same watermark and finishes the job (one injected fault is
+        // still pending; the client's retries absorb it).
+        let resumed = try await Kit.syncer(ledger, simulator, pageLimit: 2).syncIncremental()
+        #expect(resumed.beginTime == watermarkBefore)
+        #expect(resumed.duplicates > 0)  // the first page's objects were already recorded
+        #expect(try Kit.events(ledger, kind: .syncPageReceived).count > pagesBefore)
+        #expect(try Self.observationKeys(ledger).count > factsBefore)
+
+        // Exactly the facts of the undisturbed reference: nothing lost, nothing twice.
+        #expect(try Self.observationKeys(ledger) == Self.observationKeys(reference))
+        #expect(try Kit.ledgerObservations(ledger) == Kit.ledgerObservations(reference))
+        let state = try ledger.reader.state(asOf: .latest).state
+        #expect(state.object(CatalogObjectID(ids["#Muffin_Regular"]!))?.priceMoney?.amount == 603)
+        #expect(state.object(CatalogObjectID(ids["#Croissant"]!))?.name == "Croissant (house)")
+        try await reference.close()
+        try await ledger.close()
+    }
+}

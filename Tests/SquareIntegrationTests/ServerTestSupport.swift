@@ -1,0 +1,48 @@
+import CatalogIngest
+import CatalogLedger
+import Foundation
+import LedgerServer
+import SquareAPI
+import SquareSimulator
+
+/// Servers and signed deliveries for the server and end-to-end tests.
+enum ServerKit {
+    typealias Kit = IngestKit
+
+    static func configuration(root: URL, merchants: [String] = [Kit.merchant], keys: [String] = [Kit.signatureKey],
+                              webhookBodyBytesMax: Int = 4096, square: (any SquareTransport)? = nil,
+                              squareBaseURL: String? = nil, debounce: Duration = .milliseconds(300))
+        -> LedgerServerConfiguration
+    {
+        let squareConfiguration = (square != nil || squareBaseURL != nil) ? SquareClientConfiguration(
+            environment: .custom(baseURL: squareBaseURL ?? "http://simulator.invalid"),
+            accessToken: SquareAccessToken(SimulatorTestSupport.accessToken),
+            retryPolicy: SquareRetryPolicy(attemptsMax: 4, initialDelay: .milliseconds(1), delayMax: .milliseconds(5)))
+            : nil
+        return LedgerServerConfiguration(
+            host: "127.0.0.1", port: 0, dataRoot: root.path, merchantIDs: merchants, signatureKeys: keys,
+            notificationURL: Kit.notificationURL, webhookBodyBytesMax: webhookBodyBytesMax, square: squareConfiguration,
+            squareTransport: square, syncDebounce: debounce)
+    }
+
+    /// A `catalog.version.updated` body as Square sends it.
+    static func notification(eventID: String, merchant: String = Kit.merchant) -> [UInt8] {
+        SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
+            merchantID: merchant, eventID: eventID, createdAt: "2026-01-05T09:00:01.123456789Z",
+            catalogUpdatedAt: "2026-01-05T09:00:01.000Z"))
+    }
+
+    static func signature(_ body: [UInt8], key: String = Kit.signatureKey, url: String = Kit.notificationURL) -> String {
+        WebhookSignature.sign(body: body, notificationURL: url, signatureKey: key)
+    }
+
+    /// Polls `condition` every 20 ms until it holds or `timeout` passes; returns whether it held.
+    static func eventually(timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async rethrows -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return try await condition()
+    }
+}

@@ -1,0 +1,113 @@
+import ArgumentParser
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import Foundation
+import SquareAPI
+
+/// `catledger edit`: a safe local edit (fetch-before-update) recorded in the ledger.
+struct EditCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "edit",
+        abstract: "Change a variation's price or an item's name at Square, safely, and record it in the ledger.",
+        discussion: """
+        The current item and all its variations are read from Square, the change is applied, and the whole
+        item is sent with every version. With --base-version the target is sent with that version instead, so
+        a change based on an outdated copy is refused rather than overwriting someone else's; the refusal is
+        recorded and diagnosed. Exit code 7 when Square refuses the edit.
+        """)
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var square: SquareOptions
+
+    @Argument(help: "The variation (for --price) or item / variation (for --name) id.")
+    var id: String
+
+    @Option(help: "New price in major units with up to two decimals, e.g. 4.50.")
+    var price: String?
+
+    @Option(help: "Currency of --price (default: the variation's).")
+    var currency: String?
+
+    @Option(help: "Set the price at this location only (a location override).")
+    var location: String?
+
+    @Option(help: "New name.")
+    var name: String?
+
+    @Option(help: "The version the change is based on (refused by Square if the object has moved on).")
+    var baseVersion: Int64?
+
+    @Option(help: "Who makes the edit.")
+    var actor = ProcessInfo.processInfo.environment["USER"] ?? "unknown"
+
+    @Option(help: "From which device.")
+    var device = "catledger"
+
+    @Option(help: "The merchant id recorded on the events.")
+    var merchant = ProcessInfo.processInfo.environment["SQUARE_MERCHANT_ID"] ?? "UNKNOWN_MERCHANT"
+
+    @Option(help: "Idempotency key (reuse it to retry the same edit safely).")
+    var idempotencyKey: String?
+
+    func validate() throws {
+        guard price != nil || name != nil else { throw ValidationError("give --price or --name") }
+        if let price, Self.minorUnits(price) == nil {
+            throw ValidationError("--price must be a non-negative amount with up to two decimals, e.g. 4.50")
+        }
+    }
+
+    /// "4.5" -> 450, "4.50" -> 450, "4" -> 400.
+    static func minorUnits(_ text: String) -> Int64? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...2).contains(parts.count), let whole = Int64(parts[0]), whole >= 0, !parts[0].hasPrefix("-") else { return nil }
+        var cents: Int64 = 0
+        if parts.count == 2 {
+            let fraction = parts[1]
+            guard (1...2).contains(fraction.count), fraction.allSatisfy(\.isNumber), let value = Int64(fraction) else { return nil }
+            cents = fraction.count == 1 ? value * 10 : value
+        }
+        let (product, overflow) = whole.multipliedReportingOverflow(by: 100)
+        return overflow ? nil : product + cents
+    }
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let logger = try global.logger("catledger.edit")
+            let client = SquareCatalogClient(configuration: try square.configuration(), logger: logger)
+            let request = EditRequest(
+                objectID: id, price: price.flatMap(Self.minorUnits).map { .init(amount: $0, currency: currency, locationID: location) },
+                name: name, actor: actor, device: device, baseVersion: baseVersion, idempotencyKey: idempotencyKey)
+            let ledger = try LedgerAccess(options: global).writer()
+            let result: EditResult
+            do {
+                result = try await SafeEditor(ledger: ledger, client: client, merchantID: MerchantID(merchant), logger: logger)
+                    .edit(request)
+            } catch let error as EditError {
+                try? await ledger.close()
+                let kind: CLIError.Kind = switch error.code {
+                case .notFound: .notFound
+                case .invalidRequest: .usage
+                case .squareUnavailable: .squareError
+                }
+                throw CLIError(kind, error.message, hint: error.code == .squareUnavailable
+                               ? "the proposal is recorded; retry with --idempotency-key to complete it safely" : nil)
+            } catch {
+                try? await ledger.close()
+                throw error
+            }
+            try await ledger.close()
+            if global.json {
+                try printJSON(result)
+            } else if result.status == .accepted {
+                let versions = result.newVersions.sorted { $0.key < $1.key }.map { "\($0.key) v\($0.value)" }
+                print("Accepted (seq \(result.outcomeSequence)): \(versions.joined(separator: ", "))")
+            } else {
+                print("Square refused the edit: HTTP \(result.httpStatus) \(result.errorCodes.joined(separator: ","))" +
+                      " (recorded at seq \(result.outcomeSequence))")
+                if let diagnosis = result.diagnosis { print("\n" + diagnosis.renderedText) }
+            }
+            if result.status == .rejected { throw ExitCode(CLIError.Kind.squareError.rawValue) }
+        }
+    }
+}

@@ -1,0 +1,81 @@
+import ArgumentParser
+import CatalogLedger
+import Foundation
+import LedgerServer
+import SquareAPI
+
+/// `catledger serve`: the ledger server for one or more merchants.
+struct ServeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Serve Square webhooks, the edit and report API, the read API and /metrics.",
+        discussion: """
+        Each merchant's ledger lives in DATA_DIR/<merchant_id>. Options fall back to the environment:
+        CATLEDGER_HOST, CATLEDGER_PORT, CATLEDGER_MERCHANTS (comma-separated), SQUARE_SIGNATURE_KEYS
+        (comma-separated; two during a key rotation), SQUARE_NOTIFICATION_URL, SQUARE_BASE_URL and the token in
+        $SQUARE_ACCESS_TOKEN (see --square-token-env). With --offline no Square connection is made: webhooks
+        are recorded but trigger no sync, and edits are refused. SIGTERM or SIGINT shut down gracefully.
+        """)
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var square: SquareOptions
+
+    @Option(help: "Address to listen on.")
+    var host = ProcessInfo.processInfo.environment["CATLEDGER_HOST"] ?? "127.0.0.1"
+
+    @Option(help: "Port to listen on (0: any free port).")
+    var port = Int(ProcessInfo.processInfo.environment["CATLEDGER_PORT"] ?? "") ?? 8080
+
+    @Option(name: .customLong("merchant"), help: "A merchant id to keep a ledger for (repeatable).")
+    var merchants: [String] = []
+
+    @Option(name: .customLong("signature-key"), help: "A webhook signature key (repeatable: old and new during rotation).")
+    var signatureKeys: [String] = []
+
+    @Option(help: "The webhook subscription's notification URL, exactly as registered with Square.")
+    var notificationURL = ProcessInfo.processInfo.environment["SQUARE_NOTIFICATION_URL"]
+
+    @Flag(help: "Do not connect to Square (no syncs, no edits).")
+    var offline = false
+
+    @Option(help: "Milliseconds a webhook waits for the rest of its burst before the sync starts.")
+    var syncDebounceMilliseconds = 200
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let environment = ProcessInfo.processInfo.environment
+            let merchantIDs = merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants
+            let keys = signatureKeys.isEmpty ? Self.list(environment["SQUARE_SIGNATURE_KEYS"]) : signatureKeys
+            guard !merchantIDs.isEmpty else {
+                throw CLIError(.usage, "no merchant to serve", hint: "pass --merchant ID (repeatable) or set CATLEDGER_MERCHANTS")
+            }
+            guard !keys.isEmpty else {
+                throw CLIError(.usage, "no webhook signature key",
+                               hint: "pass --signature-key KEY (twice during a rotation) or set SQUARE_SIGNATURE_KEYS")
+            }
+            guard let notificationURL, !notificationURL.isEmpty else {
+                throw CLIError(.usage, "no notification URL",
+                               hint: "pass --notification-url with the URL registered with Square (signatures cover it byte for byte)")
+            }
+            let logger = try global.logger("catledger.serve")
+            let configuration = LedgerServerConfiguration(
+                host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: merchantIDs, signatureKeys: keys,
+                notificationURL: notificationURL, square: offline ? nil : try square.configuration(),
+                syncDebounce: .milliseconds(max(0, syncDebounceMilliseconds)))
+            let json = global.json
+            try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
+                if json {
+                    print(#"{"listening":"http://\#(configuration.host):\#(boundPort)"}"#)
+                } else {
+                    print("Serving \(merchantIDs.count) merchant(s) on http://\(configuration.host):\(boundPort) " +
+                          "(webhooks at /webhooks/square). Ctrl-C stops.")
+                    fflush(nil)
+                }
+            }
+        }
+    }
+
+    static func list(_ text: String?) -> [String] {
+        (text ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+}

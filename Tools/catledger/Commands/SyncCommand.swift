@@ -1,0 +1,83 @@
+import ArgumentParser
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import Foundation
+import SquareAPI
+
+/// Where Square is and how to authenticate, shared by `sync`, `edit` and `serve`.
+struct SquareOptions: ParsableArguments {
+    @Option(name: .customLong("square-base-url"),
+            help: "Square's base URL (default: $SQUARE_BASE_URL, else https://connect.squareup.com; the simulator: http://127.0.0.1:8081).")
+    var baseURL: String?
+
+    @Option(name: .customLong("square-token-env"), help: "The environment variable holding the access token.")
+    var tokenEnvironmentVariable = "SQUARE_ACCESS_TOKEN"
+
+    func configuration() throws -> SquareClientConfiguration {
+        let environment = ProcessInfo.processInfo.environment
+        let base = baseURL ?? environment["SQUARE_BASE_URL"] ?? SquareEnvironment.production.baseURL
+        guard let token = environment[tokenEnvironmentVariable]?.trimmingCharacters(in: .whitespacesAndNewlines),
+              !token.isEmpty else {
+            throw CLIError(.usage, "no Square access token in $\(tokenEnvironmentVariable)",
+                           hint: "export \(tokenEnvironmentVariable)=… (any token works against `catledger simulator`)")
+        }
+        guard base.hasPrefix("http://") || base.hasPrefix("https://") else {
+            throw CLIError(.usage, "the Square base URL must start with http:// or https://, not \"\(base)\"")
+        }
+        return SquareClientConfiguration(environment: .custom(baseURL: base), accessToken: SquareAccessToken(token))
+    }
+}
+
+/// `catledger sync`: one incremental (or full) sync of the catalog into the ledger.
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Fetch catalog changes from Square into the ledger (incremental from the stored watermark, or --full).",
+        discussion: """
+        An incremental sync searches from the latest_time stored by the last completed sync (begin_time is
+        exclusive). The watermark moves only when every page is in the ledger, so an interrupted sync is
+        simply run again: versions already recorded are recognised and not stored twice.
+        """)
+
+    @OptionGroup var global: GlobalOptions
+    @OptionGroup var square: SquareOptions
+
+    @Flag(help: "Fetch every object of every type, deleted ones included.")
+    var full = false
+
+    @Option(help: "The merchant id recorded on the events.")
+    var merchant = ProcessInfo.processInfo.environment["SQUARE_MERCHANT_ID"] ?? "UNKNOWN_MERCHANT"
+
+    @Option(help: "Objects per search page (1...1000).")
+    var pageLimit = 1000
+
+    func validate() throws {
+        guard (1...1000).contains(pageLimit) else { throw ValidationError("--page-limit must be 1...1000") }
+    }
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let logger = try global.logger("catledger.sync")
+            let client = SquareCatalogClient(configuration: try square.configuration(), logger: logger)
+            let ledger = try LedgerAccess(options: global).writer()
+            let report: SyncReport
+            do {
+                let syncer = CatalogSyncer(ledger: ledger, client: client, merchantID: MerchantID(merchant),
+                                           pageLimit: pageLimit, logger: logger)
+                report = full ? try await syncer.syncFull() : try await syncer.syncIncremental()
+            } catch let error as SquareAPIError {
+                try? await ledger.close()
+                throw CLIError(.squareError, "the sync stopped: \(error.message) at \(error.location)",
+                               hint: "run it again: what was recorded stays, and the watermark did not move")
+            } catch {
+                try? await ledger.close()
+                throw error
+            }
+            try await ledger.close()
+            if global.json { try printJSON(report); return }
+            print("\(report.mode.capitalized) sync \(report.runID): \(report.pages) page(s), \(report.objectsReceived) object(s), " +
+                  "\(report.eventsAppended) new event(s), \(report.duplicates) already known. Watermark \(report.latestTime ?? "none").")
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import ArgumentParser
+import CatalogLedger
+import Foundation
+import Hummingbird
+import LedgerServer
+import Logging
+import SquareAPI
+
+/// `ledger-bench webhooks`: sustained signed-webhook ingest on loopback (signature check, durable
+/// append per delivery with group commit, acknowledgement) against a Hummingbird route that only
+/// reads the body and answers 200, in the same run. Throughput at saturation, then latency at a paced
+/// 1000 requests/s.
+struct WebhookBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "webhooks",
+        abstract: "Signed webhook ingest (durable append per delivery) against an empty route: requests/s and p99.")
+
+    @Flag(help: "Short phases (2 s each); finishes in well under 30 s.")
+    var quick = false
+
+    @Flag(help: "Print the figures as one JSON object.")
+    var json = false
+
+    @Option(help: "Concurrent senders for the throughput phase.")
+    var concurrency = 8
+
+    @Option(help: "Request rate of the latency phase (requests/s).")
+    var rate = 1000
+
+    struct Figures: Encodable {
+        var phaseSeconds: Double
+        var concurrency: Int
+        var emptyRequestsPerSecond: Double
+        var ledgerRequestsPerSecond: Double
+        var throughputRatio: Double
+        var pacedRate: Int
+        var emptyP50Milliseconds: Double
+        var emptyP99Milliseconds: Double
+        var ledgerP50Milliseconds: Double
+        var ledgerP99Milliseconds: Double
+        var deliveriesAccepted: Int
+        var eventsInLedger: UInt64
+        var targetsMet: Bool
+    }
+
+    static let notificationURL = "https://bench.example.com/webhooks/square"
+    static let signatureKey = "bench-signature-key"
+    static let merchant = "MBENCH000001"
+
+    /// Signed bodies with distinct event ids, so every delivery is a new event.
+    final class Deliveries: @unchecked Sendable {
+        private let lock = NSLock()
+        private var next = 0
+        let prefix = UUID().uuidString.lowercased()
+
+        func make() -> (body: [UInt8], signature: String) {
+            let number = lock.withLock { () -> Int in
+                next += 1
+                return next
+            }
+            let body = SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
+                merchantID: WebhookBench.merchant, eventID: "\(prefix)-\(number)",
+                createdAt: "2026-01-05T09:00:00.000000001Z", catalogUpdatedAt: "2026-01-05T09:00:00.000Z"))
+            return (body, WebhookSignature.sign(body: body, notificationURL: WebhookBench.notificationURL,
+                                                signatureKey: WebhookBench.signatureKey))
+        }
+    }
+
+    /// Synchronous entry point: the root command is started from top-level code, where ArgumentParser
+    /// takes its synchronous path, so the asynchronous body runs in a task and this thread waits for it.
+    func run() throws {
+        final class Outcome: @unchecked Sendable {
+            var error: (any Error)?
+        }
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let bench = self
+        Task {
+            do { try await bench.measure() } catch { outcome.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw error }
+    }
+
+    func measure() async throws {
+        let phase: Duration = quick ? .seconds(2) : .seconds(10)
+        let logger = Logger(label: "ledger-bench.webhooks", factory: { _ in SwiftLogNoOpLogHandler() })
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-webhooks-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let deliveries = Deliveries()
+
+        // The baseline: the same HTTP stack, a route that reads the body and answers 200.
+        let router = Router(context: BasicRequestContext.self)
+        router.post("webhooks/square") { request, _ -> HTTPResponse.Status in
+            _ = try await request.body.collect(upTo: 64 << 10)
+            return .ok
+        }
+        let (emptyPort, emptyTask) = try await Self.serve(router: router, logger: logger)
+        let emptyURL = "http://127.0.0.1:\(emptyPort)/webhooks/square"
+        _ = try await Self.saturate(url: emptyURL, deliveries: deliveries, concurrency: concurrency, for: .milliseconds(300))
+        let emptyThroughput = try await Self.saturate(url: emptyURL, deliveries: deliveries, concurrency: concurrency, for: phase)
+        let emptyLatencies = try await Self.paced(url: emptyURL, deliveries: deliveries, rate: rate, for: phase)
+        emptyTask.cancel()
+        _ = try? await emptyTask.value
+
+        // The ledger server: signature check, durable append (group commit), acknowledgement.
+        let service = try await LedgerService.open(configuration: LedgerServerConfiguration(
+            port: 0, dataRoot: root.path, merchantIDs: [Self.merchant], signatureKeys: [Self.signatureKey],
+            notificationURL: Self.notificationURL), logger: logger)
+        let server = try await LedgerServer.start(service: service, logger: logger)
+        let ledgerURL = server.baseURL + "/webhooks/square"
+        let warm = try await Self.saturate(url: ledgerURL, deliveries: deliveries, concurrency: concurrency, for: .milliseconds(300))
+        let ledgerThroughput = try await Self.saturate(url: ledgerURL, deliveries: deliveries, concurrency: concurrency, for: phase)
+        let ledgerLatencies = try await Self.paced(url: ledgerURL, deliveries: deliveries, rate: rate, for: phase)
+        let events = service.merchant(Self.merchant)!.ledger.nextSequence
+        try await server.stop()
+
+        let accepted = warm.accepted + ledgerThroughput.accepted + ledgerLatencies.count
+        let figures = Figures(
+            phaseSeconds: seconds(phase), concurrency: concurrency,
+            emptyRequestsPerSecond: emptyThroughput.requestsPerSecond,
+            ledgerRequestsPerSecond: ledgerThroughput.requestsPerSecond,
+            throughputRatio: ledgerThroughput.requestsPerSecond / max(emptyThroughput.requestsPerSecond, 1),
+            pacedRate: rate,
+            emptyP50Milliseconds: percentile(emptyLatencies, 0.50), emptyP99Milliseconds: percentile(emptyLatencies, 0.99),
+            ledgerP50Milliseconds: percentile(ledgerLatencies, 0.50), ledgerP99Milliseconds: percentile(ledgerLatencies, 0.99),
+            deliveriesAccepted: accepted, eventsInLedger: events, targetsMet: false)
+        var result = figures
+        result.targetsMet = figures.throughputRatio >= 0.5 && figures.ledgerP99Milliseconds < 10
+            && UInt64(accepted) == events
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(result), as: UTF8.self))
+            return
+        }
+        print(String(format: "webhook ingest, %d senders, %.0f s phases", concurrency, seconds(phase)))
+        print(String(format: "  empty route   %8.0f req/s   at %d req/s: p50 %.2f ms, p99 %.2f ms", result.emptyRequestsPerSecond,
+                     rate, result.emptyP50Milliseconds, result.emptyP99Milliseconds))
+        print(String(format: "  ledger server %8.0f req/s   at %d req/s: p50 %.2f ms, p99 %.2f ms", result.ledgerRequestsPerSecond,
+                     rate, result.ledgerP50Milliseconds, result.ledgerP99Milliseconds))
+        print(String(format: "  ratio %.2f; %d deliveries accepted, %llu events in the ledger", result.throughputRatio, accepted, events))
+        print("  targets (ratio >= 0.5, p99 < 10 ms at \(rate) req/s, one event per delivery): \(result.targetsMet ? "met" : "NOT met")")
+    }
+
+    static func serve(router: Router<BasicRequestContext>, logger: Logger) async throws -> (Int, Task<Void, any Error>) {
+        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
+        let app = Application(
+            router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in continuation.yield(channel.localAddress?.port ?? 0) }, logger: logger)
+        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
+        var iterator = ports.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw CleanExit.message("the empty route did not start") }
+        return (port, task)
+    }
+
+    static func send(_ transport: HTTPClientTransport, _ deliveries: Deliveries) async throws -> Int {
+        let (body, signature) = deliveries.make()
+        let response = try await transport.send(SquareHTTPRequest(
+            method: .post, path: "/webhooks/square",
+            headers: [WebhookSignature.headerName: signature, "content-type": "application/json"], body: body),
+            timeout: .seconds(10))
+        return response.status
+    }
+
+    /// Closed loop: `concurrency` senders as fast as answers come back.
+    static func saturate(url: String, deliveries: Deliveries, concurrency: Int, for duration: Duration) async throws
+        -> (requestsPerSecond: Double, accepted: Int)
+    {
+        let transport = HTTPClientTransport(baseURL: String(url.dropLast("/webhooks/square".count)))
+        let start = ContinuousClock.now
+        let deadline = start + duration
+        let counts = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<concurrency {
+                group.addTask {
+                    var ok = 0
+                    while ContinuousClock.now < deadline {
+                        if try await send(transport, deliveries) == 200 { ok += 1 }
+                    }
+                    return ok
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        return (Double(counts) / seconds(ContinuousClock.now - start), counts)
+    }
+
+    /// Open loop: requests start on a fixed schedule; latency counts from the scheduled start, so a
+    /// stall shows up in every request queued behind it. Returns latencies in milliseconds.
+    static func paced(url: String, deliveries: Deliveries, rate: Int, for duration: Duration) async throws -> [Double] {
+        let transport = HTTPClientTransport(baseURL: String(url.dropLast("/webhooks/square".count)))
+        let total = Int(seconds(duration) * Double(rate))
+        let interval = Duration.nanoseconds(1_000_000_000 / Int64(rate))
+        let start = ContinuousClock.now
+        return try await withThrowingTaskGroup(of: Double?.self) { group in
+            for index in 0..<total {
+                let scheduled = start + interval * index
+                if scheduled > ContinuousClock.now { try await Task.sleep(until: scheduled) }
+                group.addTask {
+                    let status = try await send(transport, deliveries)
+                    return status == 200 ? seconds(ContinuousClock.now - scheduled) * 1000 : nil
+                }
+            }
+            var latencies: [Double] = []
+            for try await latency in group { if let latency { latencies.append(latency) } }
+            return latencies
+        }
+    }
+}

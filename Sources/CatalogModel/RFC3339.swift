@@ -54,7 +54,8 @@ public enum RFC3339 {
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !overflow else { return nil }
-        return product + fraction
+        let (sum, sumOverflow) = product.addingReportingOverflow(fraction)
+        return sumOverflow ? nil : sum
     }
 
     /// `2023-11-30T19:24:35.4Z`-style text for nanoseconds since the epoch (UTC, 9 digits

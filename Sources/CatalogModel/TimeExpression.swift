@@ -124,7 +124,15 @@ extension TimeExpression {
             (components.hour, components.minute, components.second) = (0, 0, 0)
         }
         guard let date = calendar.date(from: components) else { throw fail("that day does not exist") }
-        return Int64((date.timeIntervalSince1970 * 1e9).rounded())
+        return try nanoseconds(date, fail: fail)
+    }
+
+    /// A date as ledger nanoseconds; ledger time is an Int64, so it ends in April 2262.
+    private static func nanoseconds(_ date: Date, fail: (String) -> TimeExpressionError) throws(TimeExpressionError) -> Int64 {
+        guard let value = Int64(exactly: (date.timeIntervalSince1970 * 1e9).rounded()) else {
+            throw fail("the date is outside the ledger's time range (1677 to 2262)")
+        }
+        return value
     }
 
     private static func clockTime(_ text: String) -> (Int, Int, Int)? {
@@ -157,6 +165,6 @@ extension TimeExpression {
         guard let date = calendar.date(from: components),
               calendar.component(.day, from: date) == day
         else { throw fail("that day does not exist") }
-        return Int64((date.timeIntervalSince1970 * 1e9).rounded())
+        return try nanoseconds(date, fail: fail)
     }
 }

@@ -44,6 +44,10 @@ public struct BatchHeader: Sendable, Equatable {
             storedLength: bytes.loadLittleEndian(UInt32.self, at: 44),
             previousHash: Array(bytes[48..<80]))
         guard header.count >= 1 else { throw LedgerStorageError(.corruptBatch, "batch with zero records") }
+        // lastSequence + 1 must exist: every reader computes it (found by fuzzing).
+        guard header.baseSequence <= UInt64.max - UInt64(header.count) else {
+            throw LedgerStorageError(.corruptBatch, "batch sequences \(header.baseSequence) + \(header.count) overflow")
+        }
         guard header.firstLedgerTime <= header.lastLedgerTime else {
             throw LedgerStorageError(.corruptBatch, "batch first ledger time after its last")
         }

@@ -190,8 +190,16 @@ struct Recovery {
         scan: while true {
             let step: SegmentScanner.Step
             do { step = try scanner.next() } catch let error as LedgerStorageError {
-                damage = (error.location.byteOffset ?? scanner.offset, error.message, error.code)
-                break scan
+                // A failed read says nothing about the bytes: cutting there would drop durable,
+                // acknowledged records (found by the fault simulation). Fail the open instead.
+                switch error.code {
+                case .io, .noSpace:
+                    try? file.close()
+                    throw error
+                default:
+                    damage = (error.location.byteOffset ?? scanner.offset, error.message, error.code)
+                    break scan
+                }
             }
             switch step {
             case .batch(let batch, let bytes, let offset):

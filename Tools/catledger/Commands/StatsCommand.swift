@@ -46,7 +46,8 @@ struct StatsCommand: AsyncParsableCommand {
             }
             stats.firstRecordedAt = first.map { formatTime($0, in: zone) }
             stats.lastRecordedAt = last.map { formatTime($0, in: zone) }
-            stats.logBytes = directoryBytes(access.layout.logDirectory.string)
+            // Segments only: the lock file holds the last writer's pid, whose length varies.
+            stats.logBytes = directoryBytes(access.layout.logDirectory.appending("segments").string)
             stats.snapshots = reader.snapshotInfos().count
             if global.json { try printJSON(stats); return }
             print("Ledger \(global.dataDirectory): \(stats.events) events, \(stats.logBytes / 1024) KiB of log, " +

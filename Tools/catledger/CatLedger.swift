@@ -17,6 +17,7 @@ struct CatLedger: AsyncParsableCommand {
         subcommands: [
             InitCommand.self, ImportCommand.self, StatsCommand.self, ShowCommand.self, HistoryCommand.self,
             PricesCommand.self, DiffCommand.self, ConflictsCommand.self, DiagnoseCommand.self, VerifyCommand.self,
+            CompactCommand.self,
         ]
     )
 }

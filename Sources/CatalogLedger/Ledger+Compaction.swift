@@ -31,6 +31,9 @@ extension Ledger {
         precondition(segmentsPerRun >= 1)
         let started = DispatchTime.now().uptimeNanoseconds
         var report = LedgerCompactionReport(dryRun: dryRun)
+        if !dryRun, let journal = writer.pendingCompaction() {
+            report.markerSequences.append(try await recordInterruptedRun(journal))
+        }
         var policy = CompactionPolicy()
         var noted: UInt64 = 0
         var sealed = try await writer.sealedSegments()
@@ -93,26 +96,40 @@ extension Ledger {
             guard !sequences.isEmpty else { continue }
             text += "dropped \(reason.rawValue) count=\(sequences.count) sequences=\(sequences.map(String.init).joined(separator: ","))\n"
         }
-        let bytes = Array(text.utf8)
+        return try await appendMarker(summary: Array(text.utf8), newFileHash: run.newFileHash, covered: run.coveredSequences)
+    }
+
+    private func appendMarker(summary bytes: [UInt8], newFileHash: [UInt8], covered: ClosedRange<UInt64>) async throws -> UInt64 {
         let digest = Array(SHA256.hash(data: bytes))
         try FileManager.default.createDirectory(atPath: compactionSummariesDirectory.string, withIntermediateDirectories: true)
-        let summaryPath = compactionSummariesDirectory.appending("\(Self.hex(run.newFileHash)).txt")
+        let summaryPath = compactionSummariesDirectory.appending("\(Self.hex(newFileHash)).txt")
         try Data(bytes).write(to: URL(fileURLWithPath: summaryPath.string), options: .atomic)
-        let merchant = try reader.event(at: run.compactedSegmentSequenceHint(reader: reader)).merchantID
-        let marker = PendingEvent(merchantID: merchant, source: .appReport, dedupeKey: "compaction:\(Self.hex(run.newFileHash))",
-                                  correlationID: "compaction-\(run.coveredSequences.lowerBound)-\(run.coveredSequences.upperBound)",
-                                  body: .compactionMarker(CompactionMarker(throughSequence: run.coveredSequences.upperBound, stateDigest: digest)))
-        let outcome = try await append(marker)
-        return outcome.sequence
+        var cursor = try reader.events(from: covered.lowerBound)
+        let merchant = try cursor.next()?.merchantID ?? MerchantID(rawValue: "")
+        let marker = PendingEvent(merchantID: merchant, source: .appReport, dedupeKey: "compaction:\(Self.hex(newFileHash))",
+                                  correlationID: "compaction-\(covered.lowerBound)-\(covered.upperBound)",
+                                  body: .compactionMarker(CompactionMarker(throughSequence: covered.upperBound, stateDigest: digest)))
+        return try await append(marker).sequence
+    }
+
+    /// A run switched in before a crash but never recorded: its journal names the files; the rule
+    /// that dropped each sequence is no longer known, so the summary says so.
+    private func recordInterruptedRun(_ journal: CompactionJournal) async throws -> UInt64 {
+        let sealed = try await writer.sealedSegments()
+        guard let entry = sealed.first(where: { $0.segmentName == journal.newSegmentName }), let extent = entry.compaction else {
+            throw LedgerStorageError(.manifestMismatch, "compaction journal names \(journal.newSegmentName), which is not a compacted segment")
+        }
+        let base = SegmentFileName.parseSegment(entry.segmentName)!
+        var text = "catalog-ledger-compaction-summary 1\n"
+        text += "segment \(journal.newSegmentName) covers=\(base)...\(extent.coveredLastSequence) kept=\(entry.recordCount)"
+        text += " new-sha256=\(Self.hex(journal.newFileHash)) new-last-hash=\(Self.hex(entry.lastBatchHash)) chain-out=\(Self.hex(extent.chainOutHash))\n"
+        for old in journal.oldSegments { text += "old \(old.name) bytes=\(old.byteCount) sha256=\(Self.hex(old.fileHash))\n" }
+        text += "dropped unrecorded count=\(extent.coveredLastSequence - base + 1 - entry.recordCount) (the run was interrupted before its record)\n"
+        let sequence = try await appendMarker(summary: Array(text.utf8), newFileHash: journal.newFileHash,
+                                              covered: base...extent.coveredLastSequence)
+        try writer.finishCompaction()
+        return sequence
     }
 
     static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-}
-
-extension CompactionRunReport {
-    /// A sequence the compacted segment still holds (the first kept one), to read its merchant from.
-    func compactedSegmentSequenceHint(reader: LedgerReader) throws -> UInt64 {
-        var cursor = try reader.events(from: coveredSequences.lowerBound)
-        return try cursor.next()?.sequence ?? coveredSequences.lowerBound
-    }
 }

@@ -64,6 +64,7 @@ import Testing
         #expect(try ledger.reader.allEvents() == before, "a dry run changes nothing")
         let report = try await ledger.compact(segmentsPerRun: 3)
         let dropped = report.droppedByReason[.duplicateObservation] ?? 0
+        print("CompactionTests: \(report.runs.count) runs, \(report.bytesBefore) -> \(report.bytesAfter) bytes, \(dropped) duplicate observations dropped of \(before.count) events in \(Double(report.durationNanoseconds) / 1e6) ms")
         #expect(dropped > 0)
         #expect(dry.droppedByReason == report.droppedByReason)
         #expect(report.bytesAfter < report.bytesBefore, "\(report.bytesBefore) -> \(report.bytesAfter)")
@@ -101,5 +102,32 @@ import Testing
         let again = try await reopened.compact(segmentsPerRun: 3)
         #expect(again.droppedByReason.isEmpty, "a second run finds nothing more to drop")
         try await reopened.close()
+    }
+
+    @Test("a run switched in but not recorded before a crash gets its marker on the next compaction")
+    func interruptedRunIsRecorded() async throws {
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        var options = LedgerOptions()
+        options.storage.durability = .none
+        options.storage.segmentBytesMax = 8_192
+        _ = try await Self.writeRawHistory(seed: 11, layout: directory.layout, storage: options.storage)
+        // The storage step completes, the process dies before the marker: the journal stays.
+        let writer = try LogWriter.open(directory: directory.layout.logDirectory, options: options.storage)
+        let run = try await writer.compact(firstBase: 0, segmentCount: 2) { $0.sequence % 2 == 0 }
+        try writer.close()
+        let ledger = try Ledger.open(layout: directory.layout, options: options)
+        let report = try await ledger.compact(segmentsPerRun: 3)
+        let first = try #require(report.markerSequences.first)
+        guard case .compactionMarker(let marker) = try ledger.reader.event(at: first).body else {
+            Issue.record("the first marker is not a compaction marker")
+            return
+        }
+        #expect(marker.throughSequence == run.coveredSequences.upperBound)
+        let summary = try String(contentsOfFile: ledger.compactionSummariesDirectory.string + "/" + run.newFileHash.map { String(format: "%02x", $0) }.joined() + ".txt", encoding: .utf8)
+        #expect(summary.contains("dropped unrecorded count=\(run.droppedRecordCount)"))
+        #expect(!FileManager.default.fileExists(atPath: directory.layout.logDirectory.string + "/COMPACTION"))
+        #expect(LogVerifier.verify(directory: directory.layout.logDirectory).isClean)
+        try await ledger.close()
     }
 }

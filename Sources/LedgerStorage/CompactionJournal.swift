@@ -47,13 +47,17 @@ public struct CompactionJournal: Sendable, Equatable {
     /// Step 4 of the protocol, idempotent: renames the compacted files into place, removes the other
     /// segments of the run and their indexes, and writes `manifest` when given (recovery rebuilds it
     /// from the footers instead). Throws `manifestMismatch` when the new file is not the journaled one.
-    static func finishSwitch(directory: LogDirectory, journal: CompactionJournal, manifest: Manifest?) throws {
+    /// `checkNewFile` re-hashes the new file; the live switch skips it (the file was verified just
+    /// before the journal was written) so appends do not wait for a whole-file read.
+    static func finishSwitch(directory: LogDirectory, journal: CompactionJournal, manifest: Manifest?, checkNewFile: Bool = true) throws {
         let fileSystem = directory.fileSystem
         let finalPath = directory.segmentsPath.appending(journal.newSegmentName)
         let compactingPath = LogWriter.compactingPath(finalPath)
         let candidate = fileSystem.exists(compactingPath) ? compactingPath : finalPath
-        let bytes = fileSystem.exists(candidate) ? try directory.readWholeFile(candidate) : []
-        guard Array(SHA256.hash(data: bytes)) == journal.newFileHash else {
+        let matches = checkNewFile
+            ? Array(SHA256.hash(data: fileSystem.exists(candidate) ? try directory.readWholeFile(candidate) : [])) == journal.newFileHash
+            : fileSystem.exists(candidate)
+        guard matches else {
             throw LedgerStorageError(.manifestMismatch,
                                      "the compacted segment \(journal.newSegmentName) is missing or differs from the one journaled; only an explicit repair may proceed",
                                      location: LogLocation(file: LogFormat.compactionJournalFileName))

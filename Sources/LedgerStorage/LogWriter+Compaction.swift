@@ -113,7 +113,7 @@ extension LogWriter {
                 throw LedgerStorageError(.manifestMismatch, "the run to compact left the manifest")
             }
             manifest.sealed.replaceSubrange(start..<(start + run.count), with: [compactedEntry])
-            try CompactionJournal.finishSwitch(directory: self.directory, journal: journal, manifest: manifest)
+            try CompactionJournal.finishSwitch(directory: self.directory, journal: journal, manifest: manifest, checkNewFile: false)
             self.manifest = manifest
         }
         report.durationNanoseconds = DispatchTime.now().uptimeNanoseconds - started

@@ -74,7 +74,8 @@ public struct EncodedBatch: Sendable {
 public enum BatchCodec {
     /// Encodes records whose ledger times are already final (non-decreasing).
     public static func encode(
-        records: ArraySlice<LogRecord>, baseSequence: UInt64, previousHash: [UInt8], compression: CompressionKind
+        records: ArraySlice<LogRecord>, baseSequence: UInt64, previousHash: [UInt8], compression: CompressionKind,
+        highCompression: Bool = false
     ) -> EncodedBatch {
         precondition(!records.isEmpty, "a batch holds at least one record")
         precondition(previousHash.count == LogFormat.hashBytes)
@@ -93,7 +94,9 @@ public enum BatchCodec {
 
         var body = section
         var kind = CompressionKind.none
-        if compression == .lz4, let compressed = LZ4Block.compress(section), compressed.count < section.count {
+        // High compression (used by compaction) writes the same LZ4 block format, read identically.
+        if compression == .lz4, let compressed = highCompression ? LZ4Block.compressHighCompression(section) : LZ4Block.compress(section),
+           compressed.count < section.count {
             body = compressed
             kind = .lz4
         }

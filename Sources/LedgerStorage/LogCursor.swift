@@ -49,14 +49,7 @@ public struct LogCursor {
         let name = LogDirectory.displayName(base: base)
         let file = try directory.fileSystem.open(directory.segmentPath(base: base), mode: .readOnly)
         defer { try? file.close() }
-        let size = try file.size()
-        let offset = size >= UInt64(LogFormat.footerBytes) ? size - UInt64(LogFormat.footerBytes) : 0
-        guard let bytes = try file.readExactly(at: offset, count: LogFormat.footerBytes) else {
-            throw LedgerStorageError(.corruptFooter, "sealed segment without footer", location: LogLocation(file: name, byteOffset: offset))
-        }
-        do { return try SegmentFooter.parse(bytes) } catch let error as LedgerStorageError {
-            throw error.located(file: name, byteOffset: offset)
-        }
+        return try SegmentFooter.readTrailing(file: file, size: try file.size(), name: name).0
     }
 
     /// Opens a segment for reading; false (and nothing changed) when it is the newest one and still
@@ -113,7 +106,9 @@ public struct LogCursor {
             let step = try scanner!.next()
             switch step {
             case .batch(let header, let bytes, let offset):
-                guard header.baseSequence == expectedBatchBase else {
+                // Inside a compacted segment sequences may jump forward (docs/FORMAT.md, "Compaction").
+                let isCompacted = scanner!.header.isCompacted
+                guard header.baseSequence == expectedBatchBase || (isCompacted && header.baseSequence > expectedBatchBase) else {
                     throw LedgerStorageError(.sequenceGap, "batch starts at \(header.baseSequence), expected \(expectedBatchBase)",
                                              location: LogLocation(file: scanner!.displayName, byteOffset: offset, sequences: header.sequences))
                 }
@@ -129,8 +124,9 @@ public struct LogCursor {
                 }
                 decodedIndex = 0
                 return true
-            case .footer:
+            case .footer(let footer, _):
                 sawFooter = true
+                expectedBatchBase = footer.nextSequence(segmentBase: segmentBase)
             case .end(let offset), .incomplete(let offset, _):
                 // The end of the active segment, unless a newer segment exists: then this one must
                 // have been sealed, and a missing footer is damage.
@@ -138,7 +134,9 @@ public struct LogCursor {
                 guard bases.contains(where: { $0 > segmentBase }) else { return false }
                 scanner!.seek(to: offset)
                 switch try scanner!.next() {
-                case .footer: sawFooter = true
+                case .footer(let footer, _):
+                    sawFooter = true
+                    expectedBatchBase = footer.nextSequence(segmentBase: segmentBase)
                 case .batch: scanner!.seek(to: offset)
                 case .end, .incomplete:
                     throw LedgerStorageError(.corruptFooter, "segment followed by a newer one ends without a footer",
@@ -150,6 +148,16 @@ public struct LogCursor {
 
     private mutating func advanceToNextSegment() throws -> Bool {
         let bases = try directory.segmentBases()
+        // A compaction that merged the segments after this one while it was being read replaced
+        // them with one segment named by this one's base: continue in the segment that now
+        // contains the expected sequence, skipping what was already returned.
+        if let containing = bases.last(where: { $0 <= expectedBatchBase }), containing == segmentBase,
+           bases.contains(where: { $0 > segmentBase }), !(scanner?.header.isCompacted ?? true) {
+            let reopened = try open(base: segmentBase)
+            if reopened, scanner!.header.isCompacted { return true }
+            throw LedgerStorageError(.sequenceGap, "segment \(segmentBase) ended before \(expectedBatchBase) and was not replaced by a compacted one",
+                                     location: LogLocation(file: LogDirectory.displayName(base: segmentBase)))
+        }
         guard let next = bases.first(where: { $0 > segmentBase }) else { return false }
         guard next == expectedBatchBase else {
             throw LedgerStorageError(.sequenceGap, "segment starts at \(next), expected \(expectedBatchBase)",

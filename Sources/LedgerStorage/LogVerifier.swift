@@ -108,7 +108,8 @@ struct VerifierRun {
             switch step {
             case .batch(let header, let bytes, let offset):
                 let location = LogLocation(file: name, byteOffset: offset, sequences: header.sequences)
-                if header.baseSequence != expectedSequence {
+                // Inside a compacted segment sequences may jump forward (docs/FORMAT.md, "Compaction").
+                if header.baseSequence != expectedSequence && !(scanner.header.isCompacted && header.baseSequence > expectedSequence) {
                     problem(.sequenceGap, "batch starts at \(header.baseSequence), expected \(expectedSequence)", location)
                 }
                 if let previousHash, header.previousHash != previousHash {
@@ -141,9 +142,21 @@ struct VerifierRun {
                     problem(.brokenHashChain, "the last batch of the segment was altered: the footer records a different hash for it",
                             previousBatch ?? location)
                 }
-                if let size = try? scanner.file.size(), size != offset + UInt64(LogFormat.footerBytes) {
-                    problem(.corruptFooter, "\(size - offset - UInt64(LogFormat.footerBytes)) bytes after the footer",
-                            LogLocation(file: name, byteOffset: offset + UInt64(LogFormat.footerBytes)))
+                let footerBytes = UInt64(footer.encodedByteCount)
+                if let size = try? scanner.file.size(), size != offset + footerBytes {
+                    problem(.corruptFooter, "\(size - offset - footerBytes) bytes after the footer",
+                            LogLocation(file: name, byteOffset: offset + footerBytes))
+                }
+                if (footer.compaction != nil) != scanner.header.isCompacted {
+                    problem(.corruptFooter, "the header's compacted flag and the footer kind disagree", location)
+                }
+                if let compaction = footer.compaction {
+                    if expectedSequence > compaction.coveredLastSequence + 1 {
+                        problem(.sequenceGap, "compacted segment holds sequences after its covered range ending at \(compaction.coveredLastSequence)", location)
+                    }
+                    // The next segment links to the original run's last batch and follows its covered range.
+                    previousHash = compaction.chainOutHash
+                    expectedSequence = compaction.coveredLastSequence + 1
                 }
                 footers.append((SegmentFileName.segment(base: base), footer, (try? scanner.file.size()) ?? 0))
                 break scan
@@ -199,7 +212,8 @@ struct VerifierRun {
                 problem(.manifestMismatch, "sealed segment \(segmentName) is not in the manifest", location)
                 continue
             }
-            if entry.recordCount != footer.recordCount || entry.lastBatchHash != footer.lastBatchHash || entry.byteCount != size {
+            if entry.recordCount != footer.recordCount || entry.lastBatchHash != footer.lastBatchHash || entry.byteCount != size
+                || entry.compaction != footer.compaction {
                 problem(.manifestMismatch, "manifest entry for \(segmentName) disagrees with its footer", location)
             }
         }

@@ -39,6 +39,10 @@ struct Recovery {
 
     func run() throws -> Outcome {
         var report = RecoveryReport()
+        // A compaction interrupted after its commit point is finished first (docs/FORMAT.md, "Compaction").
+        if let journal = try CompactionJournal.recover(directory: directory) {
+            logger.warning("finished an interrupted compaction", metadata: ["segment": "\(journal.newSegmentName)"])
+        }
         let bases = try directory.segmentBases()
         var chain = LogWriter.ChainState(nextSequence: 0, lastHash: LogFormat.zeroHash, lastLedgerTime: Int64.min)
         var entries: [ManifestEntry] = []
@@ -100,14 +104,14 @@ struct Recovery {
         defer { scanner.close() }
         let size = try scanner.file.size()
         let minimum = UInt64(LogFormat.segmentHeaderBytes + LogFormat.batchHeaderBytes + LogFormat.footerBytes)
-        let footerOffset = size >= UInt64(LogFormat.footerBytes) ? size - UInt64(LogFormat.footerBytes) : 0
-        guard size >= minimum, let footerBytes = try scanner.file.readExactly(at: footerOffset, count: LogFormat.footerBytes) else {
+        guard size >= minimum else {
             throw LedgerStorageError(.corruptFooter, "sealed segment too short to hold a batch and a footer",
-                                     location: LogLocation(file: name, byteOffset: footerOffset))
+                                     location: LogLocation(file: name, byteOffset: size >= UInt64(LogFormat.footerBytes) ? size - UInt64(LogFormat.footerBytes) : 0))
         }
         let footer: SegmentFooter
-        do { footer = try SegmentFooter.parse(footerBytes) } catch let error as LedgerStorageError {
-            var located = error.located(file: name, byteOffset: footerOffset)
+        let footerOffset: UInt64
+        do { (footer, footerOffset) = try SegmentFooter.readTrailing(file: scanner.file, size: size, name: name) } catch let error as LedgerStorageError {
+            var located = error
             located.message = "sealed segment has no valid footer: " + located.message
             throw located
         }
@@ -116,7 +120,8 @@ struct Recovery {
                                      location: LogLocation(file: name, byteOffset: UInt64(LogFormat.segmentHeaderBytes)))
         }
         let firstLocation = LogLocation(file: name, byteOffset: UInt64(LogFormat.segmentHeaderBytes), sequences: first.sequences)
-        guard first.baseSequence == base else {
+        // A compacted segment may have dropped its first sequences (docs/FORMAT.md, "Compaction").
+        guard first.baseSequence == base || (scanner.header.isCompacted && first.baseSequence > base) else {
             throw LedgerStorageError(.sequenceGap, "first batch starts at \(first.baseSequence), expected \(base)", location: firstLocation)
         }
         guard first.previousHash == chain.lastHash else {
@@ -139,8 +144,8 @@ struct Recovery {
             report.rebuiltIndexes.append(SegmentFileName.name(base: base, extension: LogFormat.sequenceIndexExtension))
         }
         let entry = ManifestEntry(segmentName: SegmentFileName.segment(base: base), recordCount: footer.recordCount,
-                                  byteCount: size, lastBatchHash: footer.lastBatchHash)
-        let next = LogWriter.ChainState(nextSequence: base + footer.recordCount, lastHash: footer.lastBatchHash,
+                                  byteCount: size, lastBatchHash: footer.lastBatchHash, compaction: footer.compaction)
+        let next = LogWriter.ChainState(nextSequence: footer.nextSequence(segmentBase: base), lastHash: footer.chainOutHash,
                                         lastLedgerTime: footer.lastLedgerTime)
         return (entry, next)
     }

@@ -53,6 +53,8 @@ public final class LogWriter: @unchecked Sendable {
     // Guarded by `condition`.
     private let condition = NSCondition()
     private var pending: [PendingAppend] = []
+    /// Work that must not interleave with commits and rolls (the compaction switch); run by the I/O thread.
+    private var ioJobs: [() -> Void] = []
     private var closing = false
     private var threadFinished = false
     private var failure: LedgerStorageError?
@@ -151,7 +153,7 @@ public final class LogWriter: @unchecked Sendable {
     private func runCommitLoop() {
         while true {
             condition.lock()
-            while pending.isEmpty && !closing {
+            while pending.isEmpty && ioJobs.isEmpty && !closing {
                 if case .interval(let milliseconds) = options.durability, let since = unsyncedSince {
                     let dueAt = Date().addingTimeInterval(Double(milliseconds) / 1000 - Double(options.clock() - since) / 1e9)
                     if !condition.wait(until: dueAt) {
@@ -162,6 +164,13 @@ public final class LogWriter: @unchecked Sendable {
                 } else {
                     condition.wait()
                 }
+            }
+            if !ioJobs.isEmpty {
+                let jobs = ioJobs
+                ioJobs.removeAll()
+                condition.unlock()
+                for job in jobs { job() }
+                continue
             }
             if pending.isEmpty && closing {
                 threadFinished = true
@@ -189,6 +198,24 @@ public final class LogWriter: @unchecked Sendable {
                 logger.error("append failed", metadata: ["error": "\(storageError)"])
                 for request in group { request.continuation.resume(throwing: storageError) }
             }
+        }
+    }
+
+    /// Runs `body` on the I/O thread between two commits, so it may read and change the segment
+    /// state (`active`, `chain`, `manifest`) while no append or roll is in progress.
+    func runOnIOThread<T: Sendable>(_ body: @escaping () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
+            condition.lock()
+            guard !closing else {
+                condition.unlock()
+                continuation.resume(throwing: LedgerStorageError(.closed, "writer is closed"))
+                return
+            }
+            ioJobs.append {
+                do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
+            }
+            condition.signal()
+            condition.unlock()
         }
     }
 

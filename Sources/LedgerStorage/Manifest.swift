@@ -6,6 +6,8 @@ public struct ManifestEntry: Sendable, Equatable {
     public var recordCount: UInt64
     public var byteCount: UInt64
     public var lastBatchHash: [UInt8]
+    /// Set for a compacted segment: its covered range's end and chain-out hash (docs/FORMAT.md, "Compaction").
+    public var compaction: CompactionExtent? = nil
 }
 
 public struct Manifest: Sendable, Equatable {
@@ -16,7 +18,11 @@ public struct Manifest: Sendable, Equatable {
     public func encoded() -> [UInt8] {
         var text = LogFormat.manifestFirstLine + "\n"
         for entry in sealed {
-            text += "sealed \(entry.segmentName) records=\(entry.recordCount) bytes=\(entry.byteCount) last-hash=\(HexText.encode(entry.lastBatchHash))\n"
+            text += "sealed \(entry.segmentName) records=\(entry.recordCount) bytes=\(entry.byteCount) last-hash=\(HexText.encode(entry.lastBatchHash))"
+            if let compaction = entry.compaction {
+                text += " covers=\(compaction.coveredLastSequence) chain-out=\(HexText.encode(compaction.chainOutHash))"
+            }
+            text += "\n"
         }
         let crc = CRC32C.checksum(Array(text.utf8))
         let crcText = String(crc, radix: 16)
@@ -36,13 +42,22 @@ public struct Manifest: Sendable, Equatable {
         var entries: [ManifestEntry] = []
         for line in lines.dropFirst() {
             let fields = line.split(separator: " ")
-            guard fields.count == 5, fields[0] == "sealed",
+            guard fields.count == 5 || fields.count == 7, fields[0] == "sealed",
                   fields[2].hasPrefix("records="), let records = UInt64(fields[2].dropFirst(8)),
                   fields[3].hasPrefix("bytes="), let byteCount = UInt64(fields[3].dropFirst(6)),
                   fields[4].hasPrefix("last-hash="), let hash = HexText.decode(fields[4].dropFirst(10)),
                   hash.count == LogFormat.hashBytes
             else { return nil }
-            entries.append(ManifestEntry(segmentName: String(fields[1]), recordCount: records, byteCount: byteCount, lastBatchHash: hash))
+            var compaction: CompactionExtent?
+            if fields.count == 7 {
+                guard fields[5].hasPrefix("covers="), let covered = UInt64(fields[5].dropFirst(7)),
+                      fields[6].hasPrefix("chain-out="), let chainOut = HexText.decode(fields[6].dropFirst(10)),
+                      chainOut.count == LogFormat.hashBytes
+                else { return nil }
+                compaction = CompactionExtent(coveredLastSequence: covered, chainOutHash: chainOut)
+            }
+            entries.append(ManifestEntry(segmentName: String(fields[1]), recordCount: records, byteCount: byteCount, lastBatchHash: hash,
+                                         compaction: compaction))
         }
         return Manifest(sealed: entries)
     }

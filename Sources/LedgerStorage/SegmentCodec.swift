@@ -3,16 +3,19 @@
 public struct SegmentHeader: Sendable, Equatable {
     public var baseSequence: UInt64
     public var createdAt: Int64
+    /// Header flags; only `LogFormat.segmentFlagCompacted` is defined (docs/FORMAT.md, "Compaction").
+    public var flags: UInt16
 
-    public init(baseSequence: UInt64, createdAt: Int64) {
+    public init(baseSequence: UInt64, createdAt: Int64, flags: UInt16 = 0) {
         self.baseSequence = baseSequence
         self.createdAt = createdAt
+        self.flags = flags
     }
 
     public func encoded() -> [UInt8] {
         var bytes = LogFormat.segmentMagic
         bytes.appendLittleEndian(LogFormat.version)
-        bytes.appendLittleEndian(UInt16(0))
+        bytes.appendLittleEndian(flags)
         bytes.appendLittleEndian(baseSequence)
         bytes.appendLittleEndian(createdAt)
         bytes.appendLittleEndian(UInt32(0))
@@ -36,7 +39,8 @@ public struct SegmentHeader: Sendable, Equatable {
             throw LedgerStorageError(.corruptSegmentHeader, "unsupported segment format version \(version)")
         }
         return SegmentHeader(baseSequence: bytes.loadLittleEndian(UInt64.self, at: 8),
-                             createdAt: bytes.loadLittleEndian(Int64.self, at: 16))
+                             createdAt: bytes.loadLittleEndian(Int64.self, at: 16),
+                             flags: bytes.loadLittleEndian(UInt16.self, at: 6))
     }
 }
 
@@ -45,15 +49,20 @@ public struct SegmentFooter: Sendable, Equatable {
     public var batchCount: UInt32
     public var lastLedgerTime: Int64
     public var lastBatchHash: [UInt8]
+    /// Set for the `CLFC` footer of a compacted segment (docs/FORMAT.md, "Compaction").
+    public var compaction: CompactionExtent?
 
-    public init(recordCount: UInt64, batchCount: UInt32, lastLedgerTime: Int64, lastBatchHash: [UInt8]) {
+    public init(recordCount: UInt64, batchCount: UInt32, lastLedgerTime: Int64, lastBatchHash: [UInt8],
+                compaction: CompactionExtent? = nil) {
         self.recordCount = recordCount
         self.batchCount = batchCount
         self.lastLedgerTime = lastLedgerTime
         self.lastBatchHash = lastBatchHash
+        self.compaction = compaction
     }
 
     public func encoded() -> [UInt8] {
+        if let compaction { return CompactedSegmentFooter(self, compaction).encoded() }
         precondition(recordCount >= 1 && batchCount >= 1 && lastBatchHash.count == LogFormat.hashBytes)
         var bytes = LogFormat.footerMagic
         bytes.appendLittleEndian(UInt32(0))

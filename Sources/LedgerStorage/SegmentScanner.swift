@@ -86,6 +86,17 @@ struct SegmentScanner {
                 throw error.located(file: displayName, byteOffset: start)
             }
         }
+        if magic == LogFormat.compactedFooterMagic {
+            guard available >= UInt64(LogFormat.compactedFooterBytes) else { return .incomplete(offset: start, availableBytes: available) }
+            let bytes = try file.read(at: start, count: LogFormat.compactedFooterBytes)
+            do {
+                let footer = try CompactedSegmentFooter.parse(bytes[...]).segmentFooter
+                offset = start + UInt64(LogFormat.compactedFooterBytes)
+                return .footer(footer, offset: start)
+            } catch let error as LedgerStorageError {
+                throw error.located(file: displayName, byteOffset: start)
+            }
+        }
         guard magic == LogFormat.batchMagic else {
             throw LedgerStorageError(.corruptBatch, "no batch or footer magic", location: location)
         }

@@ -84,7 +84,8 @@ public struct SparseIndex: Sendable, Equatable {
                 guard entry.sequence > previous.sequence, entry.byteOffset > previous.byteOffset,
                       entry.ledgerTime >= previous.ledgerTime else { return nil }
             } else {
-                guard entry.sequence == segmentBase, entry.byteOffset == UInt64(LogFormat.segmentHeaderBytes) else { return nil }
+                // A compacted segment may have dropped its first sequences (docs/FORMAT.md, "Compaction").
+                guard entry.sequence >= segmentBase, entry.byteOffset == UInt64(LogFormat.segmentHeaderBytes) else { return nil }
             }
             entries.append(entry)
         }

@@ -17,8 +17,8 @@ struct CatLedger: AsyncParsableCommand {
         subcommands: [
             InitCommand.self, ImportCommand.self, StatsCommand.self, ShowCommand.self, HistoryCommand.self,
             PricesCommand.self, DiffCommand.self, SearchCommand.self, ReplayCommand.self, ConflictsCommand.self,
-            DiagnoseCommand.self, RebuildCommand.self, VerifyCommand.self, SyncCommand.self, EditCommand.self,
-            ServeCommand.self, SimulatorCommand.self, DemoCommand.self,
+            DiagnoseCommand.self, RebuildCommand.self, CompactCommand.self, VerifyCommand.self, SyncCommand.self,
+            EditCommand.self, ServeCommand.self, SimulatorCommand.self, DemoCommand.self,
         ]
     )
 }

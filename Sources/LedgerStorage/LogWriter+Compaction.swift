@@ -1,0 +1,165 @@
+// Compaction of a run of sealed segments inside the writer process (docs/FORMAT.md, "Compaction",
+// crash-safe protocol): write under a temporary name, verify by re-reading, journal, then switch
+// the manifest and files on the I/O thread so the switch never interleaves with a commit or roll.
+// Appends continue while the new segment is built; only the switch waits for the I/O thread.
+
+import Crypto
+import Foundation
+import SystemPackage
+
+/// What one compaction run did (or, for a dry run, would do).
+public struct CompactionRunReport: Sendable, Equatable {
+    public struct OldSegment: Sendable, Equatable {
+        public var name: String
+        public var byteCount: UInt64
+        public var fileHash: [UInt8]
+    }
+
+    public var dryRun: Bool
+    /// The segments of the run, oldest first, with their file SHA-256.
+    public var oldSegments: [OldSegment]
+    public var compactedSegmentName: String
+    public var coveredSequences: ClosedRange<UInt64>
+    public var newFileHash: [UInt8]
+    public var newLastBatchHash: [UInt8]
+    public var chainOutHash: [UInt8]
+    public var keptRecordCount: UInt64
+    public var droppedSequences: [ClosedRange<UInt64>]
+    public var bytesBefore: UInt64
+    public var bytesAfter: UInt64
+    public var durationNanoseconds: UInt64
+
+    public var droppedRecordCount: UInt64 { droppedSequences.reduce(0) { $0 + ($1.upperBound - $1.lowerBound + 1) } }
+}
+
+extension LogWriter {
+    /// The sealed segments as the manifest lists them now (oldest first).
+    public func sealedSegments() async throws -> [ManifestEntry] {
+        try await runOnIOThread { self.manifest.sealed }
+    }
+
+    /// Compacts the consecutive sealed segments starting at `firstBase` (`segmentCount` of them)
+    /// into one compacted segment keeping the records `keep` accepts. With `dryRun` nothing is
+    /// written. The caller appends its compaction record and then calls `finishCompaction()`.
+    public func compact(
+        firstBase: UInt64, segmentCount: Int, options: CompactionRewriteOptions = CompactionRewriteOptions(),
+        dryRun: Bool = false, keep: (StoredRecord) -> Bool
+    ) async throws -> CompactionRunReport {
+        precondition(segmentCount >= 1)
+        let started = DispatchTime.now().uptimeNanoseconds
+        let sealed = try await sealedSegments()
+        guard let firstIndex = sealed.firstIndex(where: { SegmentFileName.parseSegment($0.segmentName) == firstBase }),
+              firstIndex + segmentCount <= sealed.count else {
+            throw LedgerStorageError(.invalidArgument, "no run of \(segmentCount) sealed segments starts at \(firstBase)")
+        }
+        guard !directory.fileSystem.exists(directory.compactionJournalPath) else {
+            throw LedgerStorageError(.invalidArgument, "a compaction is still pending its record (\(LogFormat.compactionJournalFileName) exists)")
+        }
+        let run = Array(sealed[firstIndex..<(firstIndex + segmentCount)])
+        let lastBase = SegmentFileName.parseSegment(run.last!.segmentName)!
+        let coveredLast = (run.last!.compaction?.coveredLastSequence) ?? (lastBase + run.last!.recordCount - 1)
+        let chainIn = firstIndex == 0 ? LogFormat.zeroHash : Self.chainOut(of: sealed[firstIndex - 1])
+        let chainOut = Self.chainOut(of: run.last!)
+
+        var oldSegments: [CompactionRunReport.OldSegment] = []
+        for entry in run {
+            let bytes = try directory.readWholeFile(directory.segmentsPath.appending(entry.segmentName))
+            oldSegments.append(.init(name: entry.segmentName, byteCount: UInt64(bytes.count), fileHash: Array(SHA256.hash(data: bytes))))
+        }
+        var records: [StoredRecord] = []
+        var cursor = try LogCursor(directory: directory, nextSequence: firstBase, minimumLedgerTime: nil).positioned()
+        while let record = try cursor.next(), record.sequence <= coveredLast { records.append(record) }
+
+        let segment = CompactionRewriter.rewrite(base: firstBase, coveredLastSequence: coveredLast, records: records, chainInHash: chainIn,
+                                                 chainOutHash: chainOut, createdAt: self.options.clock(),
+                                                 options: options, keep: keep)
+        var report = CompactionRunReport(
+            dryRun: dryRun, oldSegments: oldSegments, compactedSegmentName: SegmentFileName.segment(base: firstBase),
+            coveredSequences: firstBase...coveredLast, newFileHash: Array(SHA256.hash(data: segment.bytes)),
+            newLastBatchHash: segment.footer.lastBatchHash, chainOutHash: chainOut, keptRecordCount: segment.keptRecordCount,
+            droppedSequences: segment.droppedSequences, bytesBefore: oldSegments.reduce(0) { $0 + $1.byteCount },
+            bytesAfter: UInt64(segment.bytes.count), durationNanoseconds: 0)
+        if dryRun {
+            report.durationNanoseconds = DispatchTime.now().uptimeNanoseconds - started
+            return report
+        }
+
+        // Steps 1-2: write under temporary names, then re-read and check against the originals.
+        let compactingPath = Self.compactingPath(directory.segmentPath(base: firstBase))
+        try writeSynced(compactingPath, bytes: segment.bytes)
+        try writeSynced(Self.compactingPath(directory.sequenceIndexPath(base: firstBase)), bytes: segment.index.encodedSequenceIndex())
+        try writeSynced(Self.compactingPath(directory.timeIndexPath(base: firstBase)), bytes: segment.index.encodedTimeIndex())
+        let reread = try directory.readWholeFile(compactingPath)
+        let contents = try CompactedSegmentDecoder.decode(reread, base: firstBase, chainInHash: chainIn,
+                                                          displayName: compactingPath.lastComponent?.string ?? "")
+        let originals = Dictionary(uniqueKeysWithValues: records.map { ($0.sequence, $0) })
+        guard contents.records.allSatisfy({ originals[$0.sequence] == $0 }), UInt64(contents.records.count) == segment.keptRecordCount else {
+            throw LedgerStorageError(.corruptBatch, "re-read compacted segment differs from the records it should keep",
+                                     location: LogLocation(file: compactingPath.string))
+        }
+
+        // Step 3: the journal is the commit point.
+        let journal = CompactionJournal(newSegmentName: report.compactedSegmentName, newFileHash: report.newFileHash, oldSegments: oldSegments)
+        try directory.writeFileAtomically(directory.compactionJournalPath, bytes: journal.encoded())
+        try directory.fileSystem.syncDirectory(directory.root)
+
+        // Step 4: the switch, serialized with commits and rolls.
+        let compactedEntry = ManifestEntry(segmentName: report.compactedSegmentName, recordCount: segment.keptRecordCount,
+                                           byteCount: UInt64(segment.bytes.count), lastBatchHash: segment.footer.lastBatchHash,
+                                           compaction: CompactionExtent(coveredLastSequence: coveredLast, chainOutHash: chainOut))
+        try await runOnIOThread {
+            var manifest = self.manifest
+            guard let start = manifest.sealed.firstIndex(where: { $0.segmentName == run.first!.segmentName }) else {
+                throw LedgerStorageError(.manifestMismatch, "the run to compact left the manifest")
+            }
+            manifest.sealed.replaceSubrange(start..<(start + run.count), with: [compactedEntry])
+            try CompactionJournal.finishSwitch(directory: self.directory, journal: journal, manifest: manifest, checkNewFile: false)
+            self.manifest = manifest
+        }
+        report.durationNanoseconds = DispatchTime.now().uptimeNanoseconds - started
+        return report
+    }
+
+    /// Removes the journal once the caller's compaction record is durable (step 5).
+    public func finishCompaction() throws {
+        if directory.fileSystem.exists(directory.compactionJournalPath) {
+            try directory.fileSystem.remove(directory.compactionJournalPath)
+            try directory.fileSystem.syncDirectory(directory.root)
+        }
+    }
+
+    /// The journal of a compaction switched in but not yet recorded (left by a crash), if any.
+    public func pendingCompaction() -> CompactionJournal? {
+        guard let bytes = try? directory.readWholeFile(directory.compactionJournalPath) else { return nil }
+        return CompactionJournal.parse(bytes)
+    }
+
+    static func chainOut(of entry: ManifestEntry) -> [UInt8] { entry.compaction?.chainOutHash ?? entry.lastBatchHash }
+
+    static func compactingPath(_ path: FilePath) -> FilePath { FilePath(path.string + LogFormat.compactingSuffix) }
+
+    private func writeSynced(_ path: FilePath, bytes: [UInt8]) throws {
+        let file = try directory.fileSystem.open(path, mode: .createReadWrite)
+        do {
+            try file.truncate(to: 0)
+            try file.write(bytes, at: 0)
+            try file.sync()
+            try file.close()
+        } catch {
+            try? file.close()
+            throw error
+        }
+    }
+}
+
+extension LogCursor {
+    func positioned() throws -> LogCursor {
+        var cursor = self
+        try cursor.position()
+        return cursor
+    }
+}
+
+extension LogDirectory {
+    var compactionJournalPath: FilePath { root.appending(LogFormat.compactionJournalFileName) }
+}

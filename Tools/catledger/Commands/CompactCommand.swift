@@ -1,0 +1,79 @@
+import ArgumentParser
+import CatalogLedger
+import Foundation
+import LedgerStorage
+
+struct CompactCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "compact",
+        abstract: "Compact sealed segments: drop exact duplicate observations, merge and recompress, keep every distinct fact.",
+        discussion: """
+        Works on sealed segments only; the active segment is untouched. Every run that changes a segment appends a \
+        compactionMarker event naming the old and new segment hashes and what was dropped by which rule (summary files \
+        under <data>/compactions). --dry-run reports what would change and writes nothing.
+        """
+    )
+
+    @OptionGroup var global: GlobalOptions
+
+    @Flag(name: .customLong("dry-run"), help: "Report what would change without writing anything.")
+    var dryRun = false
+
+    @Flag(name: .customLong("hc"), help: "Recompress with LZ4 high-compression mode (slower to write, same read speed).")
+    var highCompression = false
+
+    @Option(name: .customLong("segments-per-run"), help: "Sealed segments merged into one compacted segment.")
+    var segmentsPerRun = 8
+
+    struct Report: Encodable {
+        var dryRun: Bool
+        var runs: Int
+        var bytesBefore: UInt64
+        var bytesAfter: UInt64
+        var eventsDropped: [String: Int]
+        var markerSequences: [UInt64]
+        var durationSeconds: Double
+    }
+
+    func validate() throws {
+        guard segmentsPerRun >= 1 else { throw ValidationError("--segments-per-run must be at least 1") }
+    }
+
+    func run() async throws {
+        try await reportingErrors(json: global.json) {
+            let ledger = try LedgerAccess(options: global).writer()
+            let bar = ProgressBar(dryRun ? "planning" : "compacting", total: nil, enabled: !global.json && Terminal.standardErrorIsTerminal)
+            let result: LedgerCompactionReport
+            do {
+                result = try await ledger.compact(dryRun: dryRun, highCompression: highCompression, segmentsPerRun: segmentsPerRun) { done, _ in
+                    bar.advance(by: done - bar.done)
+                }
+                bar.finish()
+            } catch {
+                try? await ledger.close()
+                throw error
+            }
+            try await ledger.close()
+            let report = Report(
+                dryRun: dryRun, runs: result.runs.count, bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter,
+                eventsDropped: Dictionary(uniqueKeysWithValues: result.droppedByReason.map { ($0.key.rawValue, $0.value) }),
+                markerSequences: result.markerSequences, durationSeconds: Double(result.durationNanoseconds) / 1e9)
+            if global.json {
+                try printJSON(report)
+                return
+            }
+            let verb = dryRun ? "Would compact" : "Compacted"
+            print("\(verb) \(report.runs) run(s): \(report.bytesBefore) -> \(report.bytesAfter) bytes in \(String(format: "%.2f", report.durationSeconds)) s.")
+            if report.eventsDropped.isEmpty {
+                print("No event \(dryRun ? "would be" : "was") dropped.")
+            } else {
+                for (reason, count) in report.eventsDropped.sorted(by: { $0.key < $1.key }) {
+                    print("  \(reason): \(count) event(s) \(dryRun ? "would be " : "")dropped")
+                }
+            }
+            if !report.markerSequences.isEmpty {
+                print("Compaction markers at sequence(s) \(report.markerSequences.map(String.init).joined(separator: ", ")).")
+            }
+        }
+    }
+}

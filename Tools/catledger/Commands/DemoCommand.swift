@@ -108,7 +108,13 @@ struct DemoCommand: AsyncParsableCommand {
               catledger show \(id) --at "2026-10-15 12:00" --data-dir \(root)
               catledger conflicts --data-dir \(root)
               catledger verify --data-dir \(root)
-              catledger serve --data-dir \(root)        # webhooks, edit API and query API over HTTP
+              catledger compact --dry-run --data-dir \(root)
+
+            And live, against the simulator (a faithful fake Square with other devices editing):
+              catledger simulator --port 8081 --webhook-url http://127.0.0.1:8080/webhooks/square
+              SQUARE_ACCESS_TOKEN=sim catledger serve --data-dir ledgers --merchant ML8CAFE0SIM01 \\
+                --square-base-url http://127.0.0.1:8081 --signature-key simulator-signature-key \\
+                --notification-url http://127.0.0.1:8080/webhooks/square
             """)
         }
     }

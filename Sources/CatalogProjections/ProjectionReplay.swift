@@ -32,12 +32,13 @@ public enum ProjectionReplay {
     /// no limit) into a new file at `path` (replaced atomically if it exists).
     @discardableResult
     public static func replay(reader: LedgerReader, at squareTime: Int64?, asKnownAt knownAt: Int64? = nil,
-                              to path: String, logger: Logger = Logger(label: "CatalogProjections")) throws -> ReplaySummary {
+                              to path: String, logger: Logger = Logger(label: "CatalogProjections"),
+                              progress: ((ProjectionProgress) -> Void)? = nil) throws -> ReplaySummary {
         let point = AsOf(squareTimeMax: squareTime, ledgerTimeMax: knownAt)
         let temporary = path + ".replay-tmp"
         try CatalogProjector.removeDatabaseFiles(temporary)
         let queue = try CatalogProjector.openShadow(path: temporary, cacheKiB: 65_536)
-        var summary = try build(into: queue, reader: reader, point: point, throughSequence: nil)
+        var summary = try build(into: queue, reader: reader, point: point, throughSequence: nil, progress: progress)
         try CatalogProjector.finishShadow(queue, path: temporary)
         try CatalogProjector.removeDatabaseFiles(path)
         try CatalogProjector.swap(temporary, into: path)
@@ -49,7 +50,9 @@ public enum ProjectionReplay {
     /// Fills an empty, migrated database with the projection of the events admitted by `point`
     /// up to `throughSequence`. Used by `replay` and by the consistency check.
     static func build(into database: any DatabaseWriter, reader: LedgerReader, point: AsOf,
-                      throughSequence: UInt64?) throws -> ReplaySummary {
+                      throughSequence: UInt64?, progress: ((ProjectionProgress) -> Void)? = nil) throws -> ReplaySummary {
+        // The total is an upper bound: the scan stops early at the first event after K.
+        let total = progress == nil ? 0 : (try CatalogProjector.ledgerRead("last sequence") { try reader.lastSequence() }).map { $0 + 1 } ?? 0
         let writer = ProjectionWriter()
         var summary = ReplaySummary(path: "", point: "\(point)", squareTimeMax: point.squareTimeMax,
                                     ledgerTimeMax: point.ledgerTimeMax, throughSequence: nil, liveObjects: 0,
@@ -61,6 +64,7 @@ public enum ProjectionReplay {
                 if let k = point.ledgerTimeMax, event.recordedAt > k { break }
                 if let last = throughSequence, event.sequence > last { break }
                 summary.throughSequence = event.sequence
+                if let progress, event.sequence % 1_000 == 999 { progress(ProjectionProgress(processed: event.sequence + 1, total: total)) }
                 switch event.body {
                 case .objectObserved, .objectDeleted:
                     let id = event.header!.objectID

@@ -26,12 +26,17 @@ struct ImportCommand: AsyncParsableCommand {
             var options = LedgerOptions()
             options.storage.durability = durable ? .always : .none
             let ledger = try LedgerAccess(options: global).writer(options: options)
-            let bar = ProgressBar("importing", total: nil, enabled: !global.json && Terminal.standardErrorIsTerminal)
+            var bar: ProgressBar?
             let report: ImportReport
             do {
                 report = try await RecordingImporter(ledger: ledger, defaultMerchant: MerchantID(merchant))
-                    .importFiles(files) { done, _ in bar.advance(by: done - bar.done) }
-                bar.finish()
+                    .importFiles(files) { done, total in
+                        if bar == nil {
+                            bar = ProgressBar("importing", total: total, enabled: !global.json && Terminal.standardErrorIsTerminal)
+                        }
+                        bar?.advance(by: done - (bar?.done ?? 0))
+                    }
+                bar?.finish()
                 _ = try ledger.writeSnapshot()
             } catch let error as IngestError {
                 try? await ledger.close()

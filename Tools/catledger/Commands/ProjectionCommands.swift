@@ -91,8 +91,13 @@ struct ReplayCommand: AsyncParsableCommand {
         try await reportingErrors(json: global.json) {
             let point = try global.asOf(at: at, asKnownAt: asKnownAt)
             let reader = try LedgerAccess(options: global).reader()
+            let bar = ProgressBar("replaying", total: try reader.lastSequence().map { Int($0) + 1 },
+                                  enabled: !global.json && Terminal.standardErrorIsTerminal)
             let summary = try ProjectionReplay.replay(reader: reader, at: point.squareTimeMax, asKnownAt: point.ledgerTimeMax,
-                                                      to: out, logger: try global.logger("catledger.replay"))
+                                                      to: out, logger: try global.logger("catledger.replay")) { progress in
+                bar.advance(by: Int(progress.processed) - bar.done)
+            }
+            bar.finish()
             if global.json { try printJSON(summary); return }
             print("Wrote the catalog as of \(point) to \(out).")
             print("Query it like the live one, e.g. `catledger search latte --db \(out)`.")

@@ -50,8 +50,9 @@ enum CafeCatalog {
         String(text.unicodeScalars.filter { $0.properties.isAlphabetic || ("0"..."9").contains($0) }.map(Character.init))
     }
 
-    /// The batches of the dashboard's initial batch-upsert, with `#temporary` ids.
-    static func initialBatches() -> [[JSONValue]] {
+    /// The batches of the dashboard's initial batch-upsert, with `#temporary` ids. `scale` copies the
+    /// menu that many times (a large generated catalog for benchmarks); 1 is the committed sample.
+    static func initialBatches(scale: Int = 1) -> [[JSONValue]] {
         var shared: [JSONValue] = categories.map { name in
             ["type": "CATEGORY", "id": .string("#cat-\(slug(name))"), "present_at_all_locations": true,
              "category_data": ["name": .string(name)]]
@@ -73,8 +74,11 @@ enum CafeCatalog {
                                                   "modifiers": .array(entries)]])
         }
         var items: [JSONValue] = []
-        for (index, entry) in menu.enumerated() {
-            let (category, name, variations, price) = entry
+        for copy in 0..<scale {
+        for (menuIndex, entry) in menu.enumerated() {
+            let (category, baseName, variations, price) = entry
+            let index = copy * menu.count + menuIndex
+            let name = copy == 0 ? baseName : "\(baseName) \(copy + 1)"
             let itemID = "#item-\(slug(name))"
             let variationValues: [JSONValue] = variations.enumerated().map { offset, variation in
                 var data: JSONValue = ["item_id": .string(itemID), "name": .string(variation), "ordinal": .int(Int64(offset + 1)),
@@ -110,6 +114,8 @@ enum CafeCatalog {
             }
             items.append(item)
         }
-        return [shared, items]
+        }
+        // Square takes at most 1000 objects a batch.
+        return [shared] + stride(from: 0, to: items.count, by: 250).map { Array(items[$0..<min($0 + 250, items.count)]) }
     }
 }

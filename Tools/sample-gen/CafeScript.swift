@@ -38,14 +38,17 @@ struct Answers: Codable {
 /// happens twice.
 struct CafeScript {
     let days: Int
+    /// Copies of the menu (1: the committed sample); daily activity grows with it.
+    let scale: Int
     var random: SeededRandom
     let recorder: HistoryRecorder
     var answers: Answers
     var ids: [String: String] = [:]
     var trackedVariations: [String] = []
 
-    init(seed: UInt64, days: Int, recorder: HistoryRecorder) {
+    init(seed: UInt64, days: Int, scale: Int = 1, recorder: HistoryRecorder) {
         self.days = days
+        self.scale = scale
         self.random = SeededRandom(seed: seed)
         self.recorder = recorder
         self.answers = Answers(seed: seed)
@@ -55,7 +58,7 @@ struct CafeScript {
         // Day 0: the merchant builds the catalog in the dashboard; the ledger runs its first full sync.
         let response = await recorder.call(.post, "/v2/catalog/batch-upsert",
                                             ["idempotency_key": "dashboard-setup",
-                                             "batches": .array(CafeCatalog.initialBatches().map { ["objects": .array($0)] })])
+                                             "batches": .array(CafeCatalog.initialBatches(scale: scale).map { ["objects": .array($0)] })])
         guard response.status == 200, let body = try? SquareJSON.decode(JSONValue.self, from: response.body) else {
             throw SampleError("the simulator refused the initial catalog: HTTP \(response.status)")
         }
@@ -68,6 +71,7 @@ struct CafeScript {
         await recorder.sync(full: true)
 
         for day in 1...days {
+            variationPool = []
             await recorder.advance(seconds: 86_400 - 3_600 * 4)
             await dailyDeviceEdits(day: day)
             if day % 2 == 0 { try await safeOwnEdit(day: day) }
@@ -93,12 +97,22 @@ struct CafeScript {
 
     // MARK: Ordinary days
 
+    /// For large generated catalogs, the live variations as of the start of the day (listing them is
+    /// linear in the catalog); the committed sample (scale 1) lists them afresh every time.
+    var variationPool: [String] = []
+
     mutating func randomVariation() async -> (item: String, variation: String)? {
-        let variations = await recorder.simulator.engine.liveIDs(ofType: "ITEM_VARIATION")
+        let variations: [String]
+        if scale > 1 {
+            if variationPool.isEmpty { variationPool = await recorder.simulator.engine.liveIDs(ofType: "ITEM_VARIATION") }
+            variations = variationPool
+        } else {
+            variations = await recorder.simulator.engine.liveIDs(ofType: "ITEM_VARIATION")
+        }
         guard !variations.isEmpty else { return nil }
         for _ in 0..<10 {
             let id = variations[Int.random(in: 0..<variations.count, using: &random)]
-            guard let object = await recorder.simulator.engine.object(id: id),
+            guard await recorder.simulator.engine.isLive(id: id), let object = await recorder.simulator.engine.object(id: id),
                   object["item_variation_data"]?["pricing_type"]?.stringValue == "FIXED_PRICING",
                   let item = object["item_variation_data"]?["item_id"]?.stringValue else { continue }
             return (item, id)
@@ -107,7 +121,7 @@ struct CafeScript {
     }
 
     mutating func dailyDeviceEdits(day: Int) async {
-        let count = Int.random(in: 1...3, using: &random)
+        let count = Int.random(in: 1...3, using: &random) * scale
         for _ in 0..<count {
             let roll = Int.random(in: 0..<100, using: &random)
             let device: SimulatedDevice = Int.random(in: 0..<2, using: &random) == 0 ? .pointOfSale : .dashboard

@@ -19,11 +19,19 @@ struct SampleGen: AsyncParsableCommand {
     @Option(help: "Output directory.")
     var out = "data-samples/cafe"
 
+    @Option(help: "Copies of the cafe menu (1: the committed sample; ~1700 gives 100k items for benchmarks, not committed).")
+    var scale = 1
+
+    func validate() throws {
+        guard scale >= 1 else { throw ValidationError("--scale must be at least 1") }
+        guard days >= 1 else { throw ValidationError("--days must be at least 1") }
+    }
+
     func run() async throws {
         try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
         // 2026-10-01T07:00:00Z: the cafe's catalog goes live.
         let recorder = await HistoryRecorder(seed: seed, start: 1_790_838_000 * 1_000_000_000)
-        var script = CafeScript(seed: seed, days: days, recorder: recorder)
+        var script = CafeScript(seed: seed, days: days, scale: scale, recorder: recorder)
         try await script.run { day in
             if isatty(STDERR_FILENO) == 1 { FileHandle.standardError.write(Data("\rday \(day)/\(days)".utf8)) }
         }

@@ -117,7 +117,8 @@ struct RebuildCommand: AsyncParsableCommand {
             let access = LedgerAccess(options: global)
             let projector = try CatalogProjector(databasePath: access.layout.projectionsDatabase.string, reader: try access.reader(),
                                                  logger: try global.logger("catledger.projections"))
-            let bar = ProgressBar("rebuilding", total: nil, enabled: !global.json && Terminal.standardErrorIsTerminal)
+            let bar = ProgressBar("rebuilding", total: try access.reader().lastSequence().map { Int($0) + 1 },
+                                  enabled: !global.json && Terminal.standardErrorIsTerminal)
             let started = Date()
             let checkpoint = try projector.rebuild { progress in bar.advance(by: Int(progress.processed) - bar.done) }
             bar.finish()

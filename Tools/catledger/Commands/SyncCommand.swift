@@ -63,9 +63,13 @@ struct SyncCommand: AsyncParsableCommand {
             let ledger = try LedgerAccess(options: global).writer()
             let report: SyncReport
             do {
+                // Square does not say how many pages a sync has: the bar counts durable appends and their rate.
+                let bar = SharedProgressBar(ProgressBar("syncing", total: nil,
+                                                        enabled: !global.json && Terminal.standardErrorIsTerminal))
                 let syncer = CatalogSyncer(ledger: ledger, client: client, merchantID: MerchantID(merchant),
-                                           pageLimit: pageLimit, logger: logger)
+                                           pageLimit: pageLimit, logger: logger, afterAppend: { bar.advance() })
                 report = full ? try await syncer.syncFull() : try await syncer.syncIncremental()
+                bar.finish()
             } catch let error as SquareAPIError {
                 try? await ledger.close()
                 throw CLIError(.squareError, "the sync stopped: \(error.message) at \(error.location)",

@@ -67,3 +67,14 @@ enum Terminal {
         return "\u{1B}[\(code)m\(text)\u{1B}[0m"
     }
 }
+
+/// A progress bar that callbacks on other tasks may advance; the lock serializes drawing.
+final class SharedProgressBar: @unchecked Sendable {
+    private let lock = NSLock()
+    private let bar: ProgressBar
+
+    init(_ bar: ProgressBar) { self.bar = bar }
+
+    func advance(by count: Int = 1) { lock.withLock { bar.advance(by: count) } }
+    func finish() { lock.withLock { bar.finish() } }
+}

@@ -54,6 +54,9 @@ struct DemoCommand: AsyncParsableCommand {
             let variation = mostRepriced(history: history, state: now)
             if let variation {
                 let changes = history.priceHistory(of: variation).filter { $0.scope.kind != .pricingType }
+                let object = now.object(variation)
+                let itemName = object?.declaredParentID.flatMap { now.object($0)?.name } ?? "?"
+                print("The most repriced variation: \(itemName), \(object?.name ?? "?") (SKU \(object?.sku ?? "-")).\n")
                 print("$ catledger prices \(variation.rawValue) --chart\n")
                 print(PriceRendering.table(changes, zone: zone))
                 print("\n" + PriceChart.terminal(changes, width: 60, height: 10))

@@ -8,13 +8,7 @@ extension Ledger {
     @discardableResult
     public func writeSnapshot() throws -> SnapshotInfo? {
         guard let last = try reader.lastSequence() else { return nil }
-        var previous: SnapshotFile?
-        for info in reader.snapshotInfos().reversed() {
-            if let file = try? snapshotStore.read(sequence: info.sequence) {
-                previous = file
-                break
-            }
-        }
+        let previous = snapshotStore.newestReadable(among: reader.snapshotInfos(), logger: logger)
         if let previous, previous.info.sequence >= last { return nil }
         var state = previous?.state ?? CatalogState()
         var dedupe = previous?.dedupe ?? [:]

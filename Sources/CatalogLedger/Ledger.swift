@@ -84,15 +84,9 @@ public final class Ledger: @unchecked Sendable {
     }
 
     private static func loadDedupe(reader: LedgerReader) throws -> (DedupeIndex, Int) {
-        var index = DedupeIndex()
-        var start: UInt64 = 0
-        for info in reader.snapshotInfos().reversed() {
-            if let snapshot = try? reader.snapshots.read(sequence: info.sequence) {
-                index = DedupeIndex(snapshot.dedupe)
-                start = info.sequence + 1
-                break
-            }
-        }
+        let snapshot = reader.snapshots.newestReadable(among: reader.snapshotInfos(), logger: reader.logger)
+        var index = DedupeIndex(snapshot?.dedupe ?? [:])
+        let start = snapshot.map { $0.info.sequence + 1 } ?? 0
         var cursor = try reader.events(from: start)
         var count = 0
         while let event = try cursor.next() {

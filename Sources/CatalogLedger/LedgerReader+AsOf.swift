@@ -24,15 +24,7 @@ extension LedgerReader {
     /// are skipped.
     public func state(asOf point: AsOf) throws -> AsOfResult {
         let infos = snapshotInfos()
-        var base: SnapshotFile?
-        for info in infos.reversed() where Self.snapshot(info, isAdmittedBy: point) {
-            do {
-                base = try snapshots.read(sequence: info.sequence)
-                break
-            } catch {
-                logger.warning("snapshot unreadable; trying an older one", metadata: ["error": "\(error)"])
-            }
-        }
+        let base = snapshots.newestReadable(among: infos, admits: { Self.snapshot($0, isAdmittedBy: point) }, logger: logger)
         var state = base.map { CatalogState(restoring: $0.state, filter: point) } ?? CatalogState(filter: point)
         var position: UInt64 = base.map { $0.info.sequence + 1 } ?? 0
         var scanned = 0

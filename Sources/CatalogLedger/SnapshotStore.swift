@@ -27,6 +27,20 @@ struct SnapshotStore: Sendable {
         return infos.sorted { $0.sequence < $1.sequence }
     }
 
+    /// The newest snapshot among `infos` that `admits` accepts and that reads back intact; a damaged
+    /// one is reported to the logger and the next older one is tried.
+    func newestReadable(among infos: [SnapshotInfo], admits: (SnapshotInfo) -> Bool = { _ in true },
+                        logger: Logger? = nil) -> SnapshotFile? {
+        for info in infos.reversed() where admits(info) {
+            do {
+                return try read(sequence: info.sequence)
+            } catch {
+                logger?.warning("snapshot unreadable; trying an older one", metadata: ["error": "\(error)"])
+            }
+        }
+        return nil
+    }
+
     func read(sequence: UInt64) throws -> SnapshotFile {
         let name = SnapshotFile.fileName(sequence: sequence)
         let file = try fileSystem.open(directory.appending(name), mode: .readOnly)

@@ -43,7 +43,7 @@ struct DemoCommand: AsyncParsableCommand {
             let reader = try LedgerAccess(options: global).reader()
             let events = try reader.allEvents()
             let history = CatalogHistory(events: events)
-            let now = try reader.state(asOf: .latest).state
+            let now = history.state(asOf: .latest)
             var kinds: [String: Int] = [:]
             for event in events { kinds["\(event.kind)", default: 0] += 1 }
             print("The ledger in \(root) now holds \(events.count) events (" +
@@ -65,7 +65,7 @@ struct DemoCommand: AsyncParsableCommand {
             section("3. Time travel", "The catalog as it was three weeks ago, compared with today.")
             if let last = events.last?.recordedAt {
                 let past = last - 21 * 86_400 * 1_000_000_000
-                let before = try reader.state(asOf: AsOf(squareTimeMax: past)).state
+                let before = history.state(asOf: AsOf(squareTimeMax: past))
                 let diff = CatalogHistory.diff(before, now, from: AsOf(squareTimeMax: past), to: .latest)
                 print("$ catledger diff --from \(RFC3339.format(nanoseconds: past).prefix(19))Z\n")
                 print("Then: \(before.liveObjects.count) live objects. Since then: \(diff.created.count) created, " +

@@ -5,7 +5,7 @@
 //   Tools/catledger, Tools/ledger-bench, Tools/sample-gen      executables, thin
 //   LedgerServer                                              Hummingbird: webhooks, edit and query API
 //   CatalogIngest                                             Square responses, webhooks, edits -> events
-//   SquareAPI | CatalogProjections + CatalogSearch | SquareSimulator
+//   SquareAPI | CatalogProjections + CatalogSearch | LedgerIndex | SquareSimulator
 //   CatalogLedger                                             event store over LedgerStorage
 //   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
 import PackageDescription
@@ -71,6 +71,15 @@ let package = Package(
         ),
 
         // MARK: Disposable read models.
+        .target(
+            name: "LedgerIndex",
+            dependencies: [
+                "CatalogLedger",
+                "CatalogModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .target(
             name: "CatalogSearch",
             dependencies: [
@@ -138,7 +147,7 @@ let package = Package(
             name: "catledger",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
+                "LedgerIndex", "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -148,7 +157,7 @@ let package = Package(
             name: "ledger-bench",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "SquareSimulator", "LedgerServer", "CLZ4",
+                "LedgerIndex", "SquareSimulator", "LedgerServer", "CLZ4",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -173,7 +182,7 @@ let package = Package(
         // MARK: Tests.
         .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4"]),
         .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel"]),
-        .testTarget(name: "CatalogLedgerTests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage"]),
+        .testTarget(name: "CatalogLedgerTests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex"]),
         .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", "CatalogModel"]),
         .testTarget(
             name: "CatalogProjectionsTests",

@@ -5,6 +5,7 @@ import SystemPackage
 ///     <root>/log/            the append-only log (LedgerStorage; docs/FORMAT.md)
 ///     <root>/snapshots/      CatalogState snapshots at sequence boundaries (disposable)
 ///     <root>/projections.sqlite   the projection database (disposable, rebuilt from the log)
+///     <root>/index/history.sqlite the per-object history index (LedgerIndex; disposable)
 ///
 /// Everything but `log/` can be deleted and is rebuilt from the log.
 public struct LedgerLayout: Sendable, Hashable {
@@ -16,4 +17,6 @@ public struct LedgerLayout: Sendable, Hashable {
     public var logDirectory: FilePath { root.appending("log") }
     public var snapshotsDirectory: FilePath { root.appending("snapshots") }
     public var projectionsDatabase: FilePath { root.appending("projections.sqlite") }
+    public var indexDirectory: FilePath { root.appending("index") }
+    public var historyIndexDatabase: FilePath { indexDirectory.appending("history.sqlite") }
 }

@@ -41,6 +41,38 @@ public struct LedgerReader: Sendable {
         return event
     }
 
+    /// The events at `sequences` (any order, duplicates allowed), in sequence order. A sequence
+    /// that no longer exists (an event compaction removed) is left out. Nearby sequences share one
+    /// cursor, so a batch is decompressed once for all the events it holds; distant ones reposition
+    /// through the sparse index, so the cost follows the number of events asked, not the log's size.
+    public func events(at sequences: [UInt64]) throws -> [LedgerEvent] {
+        let wanted = Array(Set(sequences)).sorted()
+        var result: [LedgerEvent] = []
+        result.reserveCapacity(wanted.count)
+        var cursor: EventCursor?
+        var pending: LedgerEvent?
+        /// Reading forward this many events is cheaper than repositioning (a batch holds about this many).
+        let forwardReadMax: UInt64 = 128
+        for sequence in wanted {
+            if let seen = pending, seen.sequence >= sequence {
+                if seen.sequence == sequence { result.append(seen) }
+                continue
+            }
+            if cursor == nil || pending == nil || sequence - pending!.sequence > forwardReadMax {
+                cursor = try events(from: sequence)
+                pending = nil
+            }
+            while let event = try cursor!.next() {
+                pending = event
+                if event.sequence >= sequence { break }
+            }
+            guard let seen = pending else { break }
+            if seen.sequence == sequence { result.append(seen) }
+            if seen.sequence < sequence { break }  // the log ends before `sequence`
+        }
+        return result
+    }
+
     /// Every event, decoded (for whole-history queries on small and medium ledgers).
     public func allEvents(from sequence: UInt64 = 0) throws -> [LedgerEvent] {
         var cursor = try events(from: sequence)

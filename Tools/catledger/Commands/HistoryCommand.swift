@@ -14,9 +14,8 @@ struct HistoryCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let reader = try LedgerAccess(options: global).reader()
-            let history = CatalogHistory(events: try reader.allEvents())
-            let versions = history.entityHistory(of: CatalogObjectID(id))
+            let history = try HistorySource.open(LedgerAccess(options: global))
+            let versions = try history.entityHistory(of: CatalogObjectID(id))
             guard !versions.isEmpty else {
                 throw CLIError(.notFound, "no object \(id) in the ledger", hint: "search for it with `catledger search TEXT`")
             }

@@ -43,21 +43,20 @@ struct PricesCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let reader = try LedgerAccess(options: global).reader()
-            let history = CatalogHistory(events: try reader.allEvents())
+            let history = try HistorySource.open(LedgerAccess(options: global))
             var changes: [PriceChange]
             let subject: String
             if let sku {
-                changes = history.priceHistory(ofSKU: sku)
+                changes = try history.priceHistory(ofSKU: sku)
                 subject = "SKU \(sku)"
             } else if let item {
-                changes = history.priceHistory(ofItem: CatalogObjectID(item))
+                changes = try history.priceHistory(ofItem: CatalogObjectID(item))
                 subject = "item \(item)"
             } else {
-                changes = history.priceHistory(of: CatalogObjectID(id!))
+                changes = try history.priceHistory(of: CatalogObjectID(id!))
                 subject = id!
             }
-            let known = sku != nil ? !changes.isEmpty : !history.facts(of: CatalogObjectID(item ?? id!)).isEmpty
+            let known = try sku != nil ? !changes.isEmpty : history.isKnown(CatalogObjectID(item ?? id!))
             guard known else {
                 throw CLIError(.notFound, "no price history for \(subject)",
                                hint: "check the id with `catledger search`, or use --item for an item and --sku for a SKU")

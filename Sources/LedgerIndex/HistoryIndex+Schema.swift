@@ -1,0 +1,117 @@
+// The tables of the history index and how one event is indexed (docs/FORMAT.md, "History index").
+
+import CatalogLedger
+import CatalogModel
+import GRDB
+
+extension HistoryIndex {
+    static let createSQL = """
+        CREATE TABLE IF NOT EXISTS object_facts (
+            object_id TEXT NOT NULL, fact_key INTEGER NOT NULL, sequence INTEGER NOT NULL,
+            PRIMARY KEY (object_id, fact_key)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS object_children (
+            parent_id TEXT NOT NULL, object_id TEXT NOT NULL,
+            PRIMARY KEY (parent_id, object_id)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS sku_objects (
+            sku TEXT NOT NULL, object_id TEXT NOT NULL,
+            PRIMARY KEY (sku, object_id)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS index_checkpoint (
+            id INTEGER PRIMARY KEY CHECK (id = 1), next_sequence INTEGER NOT NULL,
+            anchor_sequence INTEGER, anchor_recorded_at INTEGER, anchor_key INTEGER);
+        """
+
+    /// Creates the tables; an index written by another schema version is dropped and rebuilt.
+    static func migrate(_ database: DatabaseQueue) throws {
+        try database.write { db in
+            let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
+            if version != 0 && version != schemaVersion {
+                for table in ["object_facts", "object_children", "sku_objects", "index_checkpoint"] {
+                    try db.execute(sql: "DROP TABLE IF EXISTS \(table)")
+                }
+            }
+            try db.execute(sql: createSQL)
+            try db.execute(sql: "PRAGMA user_version = \(schemaVersion)")
+        }
+    }
+
+    static func clear(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM object_facts; DELETE FROM object_children; DELETE FROM sku_objects; DELETE FROM index_checkpoint")
+    }
+
+    /// Indexes the catalog facts among `events` (in sequence order). The first learning of a fact
+    /// wins, as in `CatalogHistory`.
+    static func insert(_ events: [LedgerEvent], into db: Database) throws {
+        let fact = try db.cachedStatement(sql: "INSERT OR IGNORE INTO object_facts (object_id, fact_key, sequence) VALUES (?, ?, ?)")
+        let child = try db.cachedStatement(sql: "INSERT OR IGNORE INTO object_children (parent_id, object_id) VALUES (?, ?)")
+        let sku = try db.cachedStatement(sql: "INSERT OR IGNORE INTO sku_objects (sku, object_id) VALUES (?, ?)")
+        for event in events {
+            let header: CatalogFactHeader
+            var payload: [UInt8] = []
+            switch event.body {
+            case .objectObserved(let observation): header = observation.header; payload = observation.payload
+            case .objectDeleted(let deletion): header = deletion.header
+            default: continue
+            }
+            let id = header.objectID.rawValue
+            try fact.execute(arguments: [id, Anchor.key(event.dedupeKey), Int64(bitPattern: event.sequence)])
+            if let parent = header.parentID { try child.execute(arguments: [parent.rawValue, id]) }
+            // Price history by item and by SKU look into variation payloads, so the index does too.
+            if header.objectType == .itemVariation, !payload.isEmpty, let object = try? CatalogObject(bytes: payload) {
+                if let declared = object.declaredParentID, declared != header.parentID {
+                    try child.execute(arguments: [declared.rawValue, id])
+                }
+                if let value = object.sku { try sku.execute(arguments: [value, id]) }
+            }
+        }
+    }
+}
+
+/// Where the index stands: the next sequence to fold, and the last event folded (to recognise the log).
+struct Checkpoint {
+    var nextSequence: UInt64
+    var anchor: Anchor?
+
+    static func load(_ db: Database) throws -> Checkpoint {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM index_checkpoint WHERE id = 1") else {
+            return Checkpoint(nextSequence: 0, anchor: nil)
+        }
+        let next = UInt64(bitPattern: row["next_sequence"] as Int64)
+        guard let sequence = row["anchor_sequence"] as Int64?, let recordedAt = row["anchor_recorded_at"] as Int64?,
+              let key = row["anchor_key"] as Int64? else { return Checkpoint(nextSequence: next, anchor: nil) }
+        return Checkpoint(nextSequence: next,
+                          anchor: Anchor(sequence: UInt64(bitPattern: sequence), recordedAt: recordedAt, key: key))
+    }
+
+    func save(_ db: Database) throws {
+        try db.execute(sql: """
+            INSERT INTO index_checkpoint (id, next_sequence, anchor_sequence, anchor_recorded_at, anchor_key)
+            VALUES (1, ?, ?, ?, ?)
+            ON CONFLICT (id) DO UPDATE SET next_sequence = excluded.next_sequence,
+                anchor_sequence = excluded.anchor_sequence, anchor_recorded_at = excluded.anchor_recorded_at,
+                anchor_key = excluded.anchor_key
+            """, arguments: [Int64(bitPattern: nextSequence), anchor.map { Int64(bitPattern: $0.sequence) },
+                             anchor?.recordedAt, anchor?.key])
+    }
+}
+
+/// The identity of one event: its sequence, ledger time and dedupe key digest.
+struct Anchor: Hashable {
+    var sequence: UInt64
+    var recordedAt: Int64
+    var key: Int64
+
+    init(sequence: UInt64, recordedAt: Int64, key: Int64) {
+        self.sequence = sequence
+        self.recordedAt = recordedAt
+        self.key = key
+    }
+
+    init(event: LedgerEvent) {
+        self.init(sequence: event.sequence, recordedAt: event.recordedAt, key: Self.key(event.dedupeKey))
+    }
+
+    /// 64 bits of the SHA-256 of a dedupe key: distinct facts of one object never share it in practice.
+    static func key(_ dedupeKey: String) -> Int64 {
+        Int64(bitPattern: DedupeDigest(key: dedupeKey).high)
+    }
+}

@@ -1,0 +1,166 @@
+// A disposable index from catalog object to the log sequences of its distinct facts, so entity
+// history and price history read the few events of one object instead of the whole log.
+//
+// The index lives in `<ledger>/index/history.sqlite` (docs/FORMAT.md, "History index"). Readers keep
+// it up to date lazily: every query first folds the events appended since the index's checkpoint.
+// It is never the truth: deleting the file only costs a rebuild, and a log that no longer matches
+// the index (a repaired, truncated or replaced log) is detected by the anchor check and re-indexed.
+//
+// Thread-safety: a `HistoryIndex` may be shared between tasks; GRDB's queue serialises access, and
+// SQLite's file lock serialises catch-ups by several processes (each batch re-reads the checkpoint
+// inside its write transaction, and inserts are idempotent).
+
+import CatalogLedger
+import CatalogModel
+import Foundation
+import GRDB
+import Logging
+
+public final class HistoryIndex: Sendable {
+    /// Events folded per write transaction during a catch-up.
+    static let batchEvents = 20_000
+    /// Bump when the schema or what is indexed changes: an index of another version is rebuilt.
+    static let schemaVersion = 1
+
+    public let reader: LedgerReader
+    let database: DatabaseQueue
+    let logger: Logger
+
+    /// What one catch-up did.
+    public struct CatchUp: Sendable, Hashable {
+        /// Events read from the log.
+        public var eventsRead: Int
+        /// Whether the index was dropped and rebuilt (new file, other schema, or a log that no longer matches).
+        public var rebuilt: Bool
+        /// The first sequence not yet indexed after the catch-up.
+        public var nextSequence: UInt64
+    }
+
+    /// Opens (creating when missing) the index of the ledger `reader` reads.
+    public init(reader: LedgerReader, logger: Logger = Logger(label: "LedgerIndex.HistoryIndex")) throws {
+        self.reader = reader
+        self.logger = logger
+        let path = reader.layout.historyIndexDatabase
+        do {
+            try FileManager.default.createDirectory(atPath: reader.layout.indexDirectory.string,
+                                                    withIntermediateDirectories: true)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(30)
+            configuration.label = "history-index"
+            database = try DatabaseQueue(path: path.string, configuration: configuration)
+            try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL") }
+            try Self.migrate(database)
+        } catch {
+            throw HistoryIndexError(.unavailable, "cannot open the history index at \(path): \(error)",
+                                    hint: "delete \(reader.layout.indexDirectory) and retry; it is rebuilt from the log")
+        }
+    }
+
+    // MARK: Catch-up
+
+    /// Folds the events appended since the checkpoint into the index. `progress` is called after
+    /// each batch with the next sequence to index and the log's last sequence.
+    @discardableResult
+    public func catchUp(progress: ((_ next: UInt64, _ last: UInt64?) -> Void)? = nil) throws -> CatchUp {
+        let last = try reader.lastSequence()
+        var rebuilt = false
+        var checkpoint = try database.read(Checkpoint.load)
+        if let anchor = checkpoint.anchor, !(try anchorStillHolds(anchor)) {
+            logger.warning("the log no longer matches the history index; rebuilding it",
+                           metadata: ["anchor": "\(anchor.sequence)"])
+            try database.write(Self.clear)
+            checkpoint = Checkpoint(nextSequence: 0, anchor: nil)
+            rebuilt = true
+        }
+        var eventsRead = 0
+        guard let last, checkpoint.nextSequence <= last else {
+            return CatchUp(eventsRead: 0, rebuilt: rebuilt, nextSequence: checkpoint.nextSequence)
+        }
+        var cursor = try reader.events(from: checkpoint.nextSequence)
+        var batch: [LedgerEvent] = []
+        batch.reserveCapacity(Self.batchEvents)
+        var next = checkpoint.nextSequence
+        func flush() throws {
+            guard let lastEvent = batch.last else { return }
+            try database.write { db in
+                // Another process may have indexed these already; inserts are idempotent, and the
+                // checkpoint only moves forward.
+                let current = try Checkpoint.load(db)
+                guard current.nextSequence <= lastEvent.sequence else { return }
+                try Self.insert(batch.filter { $0.sequence >= current.nextSequence }, into: db)
+                try Checkpoint(nextSequence: lastEvent.sequence + 1,
+                               anchor: Anchor(event: lastEvent)).save(db)
+            }
+            next = lastEvent.sequence + 1
+            eventsRead += batch.count
+            batch.removeAll(keepingCapacity: true)
+            progress?(next, last)
+        }
+        while let event = try cursor.next() {
+            batch.append(event)
+            if batch.count >= Self.batchEvents { try flush() }
+            if event.sequence >= last { break }
+        }
+        try flush()
+        return CatchUp(eventsRead: eventsRead, rebuilt: rebuilt, nextSequence: next)
+    }
+
+    /// The event the checkpoint was taken at is still there, unchanged, or was removed by a
+    /// compaction (which keeps later sequences). Anything else means another log.
+    private func anchorStillHolds(_ anchor: Anchor) throws -> Bool {
+        var cursor = try reader.events(from: anchor.sequence)
+        guard let event = try cursor.next() else { return false }
+        if event.sequence > anchor.sequence { return true }
+        return Anchor(event: event) == anchor
+    }
+
+    // MARK: Lookups
+
+    /// Sequences of the distinct facts of `id` (the first learning of each), ascending.
+    public func factSequences(of id: CatalogObjectID) throws -> [UInt64] {
+        try database.read { db in
+            try UInt64.fetchAll(db, sql: "SELECT sequence FROM object_facts WHERE object_id = ? ORDER BY sequence",
+                                arguments: [id.rawValue])
+        }
+    }
+
+    /// Objects ever nested in or declared under `parent` (variations of an item, modifiers of a list).
+    public func childIDs(of parent: CatalogObjectID) throws -> [CatalogObjectID] {
+        try database.read { db in
+            try String.fetchAll(db, sql: "SELECT object_id FROM object_children WHERE parent_id = ? ORDER BY object_id",
+                                arguments: [parent.rawValue]).map { CatalogObjectID($0) }
+        }
+    }
+
+    /// Variations that carried `sku` in any version.
+    public func objectIDs(withSKU sku: String) throws -> [CatalogObjectID] {
+        try database.read { db in
+            try String.fetchAll(db, sql: "SELECT object_id FROM sku_objects WHERE sku = ? ORDER BY object_id",
+                                arguments: [sku]).map { CatalogObjectID($0) }
+        }
+    }
+
+    /// A `CatalogHistory` holding every distinct fact of `ids` and nothing else: entity and price
+    /// history of those objects computed from it equal those computed from the whole log.
+    public func history(of ids: [CatalogObjectID]) throws -> CatalogHistory {
+        var sequences: [UInt64] = []
+        for id in Set(ids) { sequences += try factSequences(of: id) }
+        return CatalogHistory(events: try reader.events(at: sequences))
+    }
+}
+
+/// An operating error of the history index, with what to do about it.
+public struct HistoryIndexError: Error, CustomStringConvertible, Sendable {
+    public enum Code: String, Sendable { case unavailable }
+    public var code: Code
+    public var message: String
+    public var hint: String
+
+    init(_ code: Code, _ message: String, hint: String) {
+        self.code = code
+        self.message = message
+        self.hint = hint
+    }
+
+    public var description: String { "\(message) (\(hint))" }
+}

@@ -46,7 +46,9 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
     public func crash(seed: UInt64) {
         withLock {
             var generator = SeededGenerator(seed: seed)
-            for node in files.values {
+            // In path order: a dictionary's order differs between instances, and the seed must
+            // decide the same prefixes every time.
+            for (_, node) in files.sorted(by: { $0.key < $1.key }) {
                 let synced = node.syncedBytes
                 if node.bytes.count > synced.count && node.bytes.starts(with: synced) {
                     let unsynced = node.bytes.count - synced.count

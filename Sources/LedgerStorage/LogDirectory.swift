@@ -44,13 +44,14 @@ struct LogDirectory: Sendable {
     }
 
     /// Writes a file through a temporary name and renames it into place, so readers never see half of it.
-    func writeFileAtomically(_ path: FilePath, bytes: [UInt8]) throws {
+    /// `durable: false` skips the fsync, for derived files whose loss only costs a rebuild.
+    func writeFileAtomically(_ path: FilePath, bytes: [UInt8], durable: Bool = true) throws {
         let temporary = FilePath(path.string + ".tmp")
         let file = try fileSystem.open(temporary, mode: .createReadWrite)
         do {
             try file.truncate(to: 0)
             try file.write(bytes, at: 0)
-            try file.sync()
+            if durable { try file.sync() }
             try file.close()
         } catch {
             try? file.close()
@@ -59,9 +60,9 @@ struct LogDirectory: Sendable {
         try fileSystem.rename(temporary, to: path)
     }
 
-    func writeIndex(_ index: SparseIndex) throws {
-        try writeFileAtomically(sequenceIndexPath(base: index.segmentBase), bytes: index.encodedSequenceIndex())
-        try writeFileAtomically(timeIndexPath(base: index.segmentBase), bytes: index.encodedTimeIndex())
+    func writeIndex(_ index: SparseIndex, durable: Bool = true) throws {
+        try writeFileAtomically(sequenceIndexPath(base: index.segmentBase), bytes: index.encodedSequenceIndex(), durable: durable)
+        try writeFileAtomically(timeIndexPath(base: index.segmentBase), bytes: index.encodedTimeIndex(), durable: durable)
     }
 
     func removeIndex(base: UInt64) {

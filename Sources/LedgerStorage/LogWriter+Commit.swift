@@ -85,6 +85,7 @@ extension LogWriter {
         }
         active = working
         chain = workingChain
+        publishActiveIndex()
         switch options.durability {
         case .always: unsyncedSince = nil
         case .interval:
@@ -94,6 +95,22 @@ extension LogWriter {
             if unsyncedSince == nil { unsyncedSince = options.clock() }
         }
         return results
+    }
+
+    /// Readers (in any process) position inside the active segment with its sparse index, so the
+    /// writer republishes that index whenever it gains an entry (about every `indexIntervalBytes`).
+    /// Not synced and best effort: it is derived data that readers check entry by entry, so a stale
+    /// or lost file only costs them a scan of the segment.
+    func publishActiveIndex() {
+        let count = active.index.index.entries.count
+        guard count != active.publishedIndexEntries else { return }
+        do {
+            try directory.writeIndex(active.index.index, durable: false)
+            active.publishedIndexEntries = count
+        } catch {
+            logger.warning("could not publish the active segment's index; readers will scan it",
+                           metadata: ["error": "\(error)"])
+        }
     }
 
     func shouldRoll(_ segment: ActiveSegment) -> Bool {

@@ -25,6 +25,8 @@ public final class LogWriter: @unchecked Sendable {
         var batchCount: UInt32
         var recordCount: UInt64
         var index: SparseIndexBuilder
+        /// Entries of `index` already published for readers (see `publishActiveIndex`).
+        var publishedIndexEntries = 0
     }
 
     /// Where the chain stands after the last committed batch. Owned by the I/O thread.
@@ -93,6 +95,7 @@ public final class LogWriter: @unchecked Sendable {
         self.recoveryReport = recovered.report
         self.committedNextSequence = recovered.chain.nextSequence
         self.signal = AppendSignal.forDirectory(directory.root.lexicallyNormalized().string)
+        publishActiveIndex()  // recovery rebuilt it in memory; an older file may be stale
         let thread = Thread { [self] in self.runCommitLoop() }
         thread.name = "LedgerStorage.LogWriter"
         thread.start()

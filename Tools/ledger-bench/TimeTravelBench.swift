@@ -2,10 +2,12 @@ import ArgumentParser
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerIndex
 
 /// `ledger-bench timetravel`: as-of queries at random Square times, started from the nearest
 /// snapshot, against a full replay from sequence 0 over the same generated ledger, in one run.
-/// Also entity history and price history of one variation.
+/// Also entity history and price history of random variations through the history index, against
+/// the full scan they replace (skipped above 1M events, where holding every event costs gigabytes).
 struct TimeTravelBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "timetravel",
@@ -37,8 +39,13 @@ struct TimeTravelBench: AsyncParsableCommand {
         var asOfP99Seconds: Double
         var asOfMedianOverFullReplay: Double
         var asOfMedianEventsScanned: Int
-        var entityHistorySeconds: Double
-        var priceHistorySeconds: Double
+        var indexBuildSeconds: Double
+        var historyQueries: Int
+        var entityHistoryMedianSeconds: Double
+        var entityHistoryP99Seconds: Double
+        var priceHistoryMedianSeconds: Double
+        var priceHistoryP99Seconds: Double
+        var fullScanHistorySeconds: Double?
     }
 
     func run() async throws {
@@ -91,14 +98,34 @@ struct TimeTravelBench: AsyncParsableCommand {
         timings.sort()
         scanned.sort()
 
-        let target = CatalogObjectID("V\(Int.random(in: 0..<variations, using: &random))")
-        let historyStart = ContinuousClock.now
-        let history = CatalogHistory(events: try reader.allEvents())
-        _ = history.entityHistory(of: target)
-        let entitySeconds = seconds(since: historyStart)
-        let priceStart = ContinuousClock.now
-        _ = CatalogHistory(events: try reader.allEvents()).priceHistory(of: target)
-        let priceSeconds = seconds(since: priceStart)
+        // Entity and price history: build the index once (timed), then query random variations.
+        let indexStart = ContinuousClock.now
+        let index = try HistoryIndex(reader: reader)
+        try index.catchUp()
+        let indexBuildSeconds = seconds(since: indexStart)
+        var entityTimings: [Double] = []
+        var priceTimings: [Double] = []
+        for _ in 0..<queries {
+            let target = CatalogObjectID("V\(Int.random(in: 0..<variations, using: &random))")
+            let entityStart = ContinuousClock.now
+            let versions = try index.entityHistory(of: target)
+            entityTimings.append(seconds(since: entityStart))
+            let priceStart = ContinuousClock.now
+            let prices = try index.priceHistory(of: target)
+            priceTimings.append(seconds(since: priceStart))
+            precondition(!versions.isEmpty && !prices.isEmpty, "every generated variation has a history")
+        }
+        entityTimings.sort()
+        priceTimings.sort()
+        var fullScanSeconds: Double?
+        if total <= 1_000_000 {
+            let target = CatalogObjectID("V\(Int.random(in: 0..<variations, using: &random))")
+            let scanStart = ContinuousClock.now
+            let scanned = CatalogHistory(events: try reader.allEvents()).entityHistory(of: target)
+            fullScanSeconds = seconds(since: scanStart)
+            let indexed = try index.entityHistory(of: target)
+            precondition(scanned == indexed, "the index answers as the full scan does")
+        }
         try await ledger.close()
 
         let median = timings[timings.count / 2]
@@ -107,7 +134,12 @@ struct TimeTravelBench: AsyncParsableCommand {
             generateSeconds: generateSeconds, fullReplaySeconds: fullReplaySeconds, asOfMedianSeconds: median,
             asOfP99Seconds: timings[min(timings.count - 1, Int(Double(timings.count) * 0.99))],
             asOfMedianOverFullReplay: median / fullReplaySeconds, asOfMedianEventsScanned: scanned[scanned.count / 2],
-            entityHistorySeconds: entitySeconds, priceHistorySeconds: priceSeconds)
+            indexBuildSeconds: indexBuildSeconds, historyQueries: queries,
+            entityHistoryMedianSeconds: entityTimings[entityTimings.count / 2],
+            entityHistoryP99Seconds: entityTimings[min(entityTimings.count - 1, Int(Double(entityTimings.count) * 0.99))],
+            priceHistoryMedianSeconds: priceTimings[priceTimings.count / 2],
+            priceHistoryP99Seconds: priceTimings[min(priceTimings.count - 1, Int(Double(priceTimings.count) * 0.99))],
+            fullScanHistorySeconds: fullScanSeconds)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -118,11 +150,15 @@ struct TimeTravelBench: AsyncParsableCommand {
               full replay from 0     \(String(format: "%.3f", fullReplaySeconds)) s
               as-of median / p99     \(String(format: "%.3f", median)) s / \(String(format: "%.3f", figures.asOfP99Seconds)) s \
             (median \(String(format: "%.1f", figures.asOfMedianOverFullReplay * 100))% of full replay; \(figures.asOfMedianEventsScanned) events read)
-              entity history         \(String(format: "%.3f", entitySeconds)) s (full scan: no per-object index yet)
-              price history          \(String(format: "%.3f", priceSeconds)) s (full scan: no per-object index yet)
+              history index build    \(String(format: "%.3f", indexBuildSeconds)) s (once; later catch-ups read only new events)
+              entity history         median \(ms(figures.entityHistoryMedianSeconds)) / p99 \(ms(figures.entityHistoryP99Seconds)) over \(queries) variations
+              price history          median \(ms(figures.priceHistoryMedianSeconds)) / p99 \(ms(figures.priceHistoryP99Seconds))
+              full-scan history      \(fullScanSeconds.map { String(format: "%.3f s", $0) } ?? "skipped above 1M events") (what the index replaces)
             """)
         }
     }
+
+    private func ms(_ seconds: Double) -> String { String(format: "%.2f ms", seconds * 1_000) }
 
     private func seconds(since start: ContinuousClock.Instant) -> Double {
         let duration = ContinuousClock.now - start

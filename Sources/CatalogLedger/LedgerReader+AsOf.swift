@@ -24,7 +24,8 @@ extension LedgerReader {
     /// are skipped.
     public func state(asOf point: AsOf) throws -> AsOfResult {
         let infos = snapshotInfos()
-        let base = snapshots.newestReadable(among: infos, admits: { Self.snapshot($0, isAdmittedBy: point) }, logger: logger)
+        let base = snapshots.newestReadable(among: infos, admits: { Self.snapshot($0, isAdmittedBy: point) },
+                                            includeDedupe: false, logger: logger)
         var state = base.map { CatalogState(restoring: $0.state, filter: point) } ?? CatalogState(filter: point)
         var position: UInt64 = base.map { $0.info.sequence + 1 } ?? 0
         var scanned = 0

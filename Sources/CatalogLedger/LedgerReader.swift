@@ -49,25 +49,26 @@ public struct LedgerReader: Sendable {
         let wanted = Array(Set(sequences)).sorted()
         var result: [LedgerEvent] = []
         result.reserveCapacity(wanted.count)
-        var cursor: EventCursor?
-        var pending: LedgerEvent?
-        /// Reading forward this many events is cheaper than repositioning (a batch holds about this many).
+        var cursor: LogCursor?
+        var pending: StoredRecord?
+        /// Reading forward this many records is cheaper than repositioning (a batch holds about this
+        /// many). Records passed over are not decoded into events.
         let forwardReadMax: UInt64 = 128
         for sequence in wanted {
             if let seen = pending, seen.sequence >= sequence {
-                if seen.sequence == sequence { result.append(seen) }
+                if seen.sequence == sequence { result.append(try EventCursor.decode(seen)) }
                 continue
             }
             if cursor == nil || pending == nil || sequence - pending!.sequence > forwardReadMax {
-                cursor = try events(from: sequence)
+                cursor = try log.records(from: sequence)
                 pending = nil
             }
-            while let event = try cursor!.next() {
-                pending = event
-                if event.sequence >= sequence { break }
+            while let record = try cursor!.next() {
+                pending = record
+                if record.sequence >= sequence { break }
             }
             guard let seen = pending else { break }
-            if seen.sequence == sequence { result.append(seen) }
+            if seen.sequence == sequence { result.append(try EventCursor.decode(seen)) }
             if seen.sequence < sequence { break }  // the log ends before `sequence`
         }
         return result

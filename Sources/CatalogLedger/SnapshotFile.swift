@@ -22,16 +22,20 @@ public struct SnapshotInfo: Sendable, Hashable, Codable {
 
 /// A snapshot file: `snapshots/<20-digit sequence>.snap` (docs/FORMAT.md, "Snapshots").
 ///
-///     magic "CLSNAP01" (8) | info length u32 LE | info (JSON) | state length u64 LE | state bytes
+///     magic "CLSNAP02" (8) | info length u32 LE | info (JSON) | state length u64 LE | state bytes
+///     | SHA-256 of all before (32)
 ///     | dedupe count u64 LE | (digest high u64 LE, low u64 LE, sequence u64 LE)* | SHA-256 of all before (32)
 ///
-/// Snapshots are disposable: a damaged one is reported and ignored, and the log is the truth.
+/// The state is checksummed on its own so an as-of query reads and verifies only the state: the
+/// dedupe section grows with the number of events, the state only with the catalog. Snapshots are
+/// disposable: a damaged one (or one of another version) is reported and ignored; the log is the truth.
 struct SnapshotFile {
-    static let magic: [UInt8] = Array("CLSNAP01".utf8)
+    static let magic: [UInt8] = Array("CLSNAP02".utf8)
     static let fileExtension = "snap"
 
     var info: SnapshotInfo
     var state: CatalogState
+    /// Empty when the file was read without its dedupe section (`decode(_:name:includeDedupe:)`).
     var dedupe: [DedupeDigest: UInt64]
 
     static func fileName(sequence: UInt64) -> String {
@@ -47,6 +51,7 @@ struct SnapshotFile {
         let stateBytes = state.encodedSnapshot()
         append(UInt64(stateBytes.count), to: &bytes)
         bytes += stateBytes
+        bytes += Array(SHA256.hash(data: bytes))
         append(UInt64(dedupe.count), to: &bytes)
         bytes.reserveCapacity(bytes.count + dedupe.count * 24 + 32)
         for (digest, sequence) in dedupe.sorted(by: { $0.value < $1.value }) {
@@ -65,28 +70,51 @@ struct SnapshotFile {
         return try reader.info()
     }
 
-    static func decode(_ bytes: [UInt8], name: String) throws -> SnapshotFile {
-        guard bytes.count >= magic.count + 32 else { throw LedgerError.corruptSnapshot(name, "file is too short") }
-        let body = bytes[..<(bytes.count - 32)]
-        guard Array(SHA256.hash(data: body)) == Array(bytes[(bytes.count - 32)...]) else {
-            throw LedgerError.corruptSnapshot(name, "checksum does not match")
-        }
-        var reader = SnapshotReader(bytes: Array(body), name: name)
+    /// Bytes from the start of the file to the end of the state's checksum, given the first
+    /// `magic + 4` bytes and then the info and state length (`prefixLength(head:)` reads them).
+    static func prefixLength(head: [UInt8], name: String) throws -> Int {
+        var reader = SnapshotReader(bytes: head, name: name)
+        try reader.expectMagic()
+        _ = try reader.info()
+        let stateLength = try reader.u64()
+        guard stateLength < UInt64(Int.max / 2) else { throw LedgerError.corruptSnapshot(name, "state length out of range") }
+        return reader.offset + Int(stateLength) + 32
+    }
+
+    /// Decodes a snapshot; without `includeDedupe` only the prefix (header and state, with their
+    /// own checksum) is needed and read.
+    static func decode(_ bytes: [UInt8], name: String, includeDedupe: Bool = true) throws -> SnapshotFile {
+        var reader = SnapshotReader(bytes: bytes, name: name)
         try reader.expectMagic()
         let info = try reader.info()
         let stateLength = try reader.u64()
         let stateBytes = try reader.take(Int(clamping: stateLength))
+        let stateEnd = reader.offset
+        let stateHash = try reader.take(32)
+        guard Array(SHA256.hash(data: bytes[..<stateEnd])) == stateHash else {
+            throw LedgerError.corruptSnapshot(name, "state checksum does not match")
+        }
         let state: CatalogState
         do { state = try CatalogState(snapshot: stateBytes) } catch {
             throw LedgerError.corruptSnapshot(name, "state: \(error)")
         }
+        guard includeDedupe else { return SnapshotFile(info: info, state: state, dedupe: [:]) }
+        guard bytes.count >= reader.offset + 8 + 32 else { throw LedgerError.corruptSnapshot(name, "file is too short") }
+        let body = bytes[..<(bytes.count - 32)]
+        guard Array(SHA256.hash(data: body)) == Array(bytes[(bytes.count - 32)...]) else {
+            throw LedgerError.corruptSnapshot(name, "checksum does not match")
+        }
         let count = try reader.u64()
+        guard count <= UInt64(bytes.count - 32 - reader.offset) / 24 else {
+            throw LedgerError.corruptSnapshot(name, "dedupe count \(count) does not fit the file")
+        }
         var dedupe: [DedupeDigest: UInt64] = [:]
-        dedupe.reserveCapacity(Int(clamping: count))
+        dedupe.reserveCapacity(Int(count))
         for _ in 0..<count {
             let high = try reader.u64(), low = try reader.u64(), sequence = try reader.u64()
             dedupe[DedupeDigest(high: high, low: low)] = sequence
         }
+        guard reader.offset == bytes.count - 32 else { throw LedgerError.corruptSnapshot(name, "trailing bytes before the checksum") }
         return SnapshotFile(info: info, state: state, dedupe: dedupe)
     }
 
@@ -98,7 +126,7 @@ struct SnapshotFile {
 private struct SnapshotReader {
     let bytes: [UInt8]
     let name: String
-    var offset = 0
+    private(set) var offset = 0
 
     init(bytes: [UInt8], name: String) {
         self.bytes = bytes

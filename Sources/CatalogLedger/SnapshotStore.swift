@@ -29,11 +29,12 @@ struct SnapshotStore: Sendable {
 
     /// The newest snapshot among `infos` that `admits` accepts and that reads back intact; a damaged
     /// one is reported to the logger and the next older one is tried.
+    /// Without `includeDedupe` only the header and the state are read (what an as-of query needs).
     func newestReadable(among infos: [SnapshotInfo], admits: (SnapshotInfo) -> Bool = { _ in true },
-                        logger: Logger? = nil) -> SnapshotFile? {
+                        includeDedupe: Bool = true, logger: Logger? = nil) -> SnapshotFile? {
         for info in infos.reversed() where admits(info) {
             do {
-                return try read(sequence: info.sequence)
+                return try read(sequence: info.sequence, includeDedupe: includeDedupe)
             } catch {
                 logger?.warning("snapshot unreadable; trying an older one", metadata: ["error": "\(error)"])
             }
@@ -41,12 +42,18 @@ struct SnapshotStore: Sendable {
         return nil
     }
 
-    func read(sequence: UInt64) throws -> SnapshotFile {
+    func read(sequence: UInt64, includeDedupe: Bool = true) throws -> SnapshotFile {
         let name = SnapshotFile.fileName(sequence: sequence)
         let file = try fileSystem.open(directory.appending(name), mode: .readOnly)
         defer { try? file.close() }
-        let bytes = try file.read(at: 0, count: Int(try file.size()))
-        return try SnapshotFile.decode(bytes, name: name)
+        let size = Int(try file.size())
+        var length = size
+        if !includeDedupe {
+            let head = try file.read(at: 0, count: min(size, 64 << 10))
+            length = min(size, try SnapshotFile.prefixLength(head: head, name: name))
+        }
+        let bytes = try file.read(at: 0, count: length)
+        return try SnapshotFile.decode(bytes, name: name, includeDedupe: includeDedupe)
     }
 
     func write(_ snapshot: SnapshotFile) throws {

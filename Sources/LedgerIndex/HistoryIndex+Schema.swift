@@ -56,13 +56,29 @@ extension HistoryIndex {
             try fact.execute(arguments: [id, Anchor.key(event.dedupeKey), Int64(bitPattern: event.sequence)])
             if let parent = header.parentID { try child.execute(arguments: [parent.rawValue, id]) }
             // Price history by item and by SKU look into variation payloads, so the index does too.
-            if header.objectType == .itemVariation, !payload.isEmpty, let object = try? CatalogObject(bytes: payload) {
-                if let declared = object.declaredParentID, declared != header.parentID {
-                    try child.execute(arguments: [declared.rawValue, id])
+            if header.objectType == .itemVariation, !payload.isEmpty {
+                let keys = variationKeys(payload)
+                if let declared = keys.itemID, declared != header.parentID?.rawValue {
+                    try child.execute(arguments: [declared, id])
                 }
-                if let value = object.sku { try sku.execute(arguments: [value, id]) }
+                if let value = keys.sku { try sku.execute(arguments: [value, id]) }
             }
         }
+    }
+}
+
+extension HistoryIndex {
+    /// `item_variation_data.sku` and `.item_id` of a variation's JSON, found by scanning spans
+    /// rather than building the whole tree (the catch-up reads every variation version).
+    static func variationKeys(_ payload: [UInt8]) -> (sku: String?, itemID: String?) {
+        guard let whole = try? JSONScanner.valueSpan(payload),
+              let data = try? JSONScanner.member("item_variation_data", payload, span: whole),
+              let members = try? JSONScanner.members(payload, span: data) else { return (nil, nil) }
+        func string(_ key: String) -> String? {
+            guard let span = members.first(where: { $0.key == key })?.span else { return nil }
+            return (try? JSONScanner.parse(payload, span: span))?.stringValue
+        }
+        return (string("sku"), string("item_id"))
     }
 }
 

@@ -40,10 +40,13 @@ let package = Package(
             pkgConfig: "liblz4",
             providers: [.apt(["liblz4-dev"]), .brew(["lz4"])]
         ),
+        // Hardware CRC32C (SSE4.2 / ARMv8 CRC), chosen at run time; LedgerStorage falls back to Swift.
+        .target(name: "CCRC32C", path: "Sources/CCRC32C"),
         .target(
             name: "LedgerStorage",
             dependencies: [
                 "CLZ4",
+                "CCRC32C",
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -180,7 +183,7 @@ let package = Package(
         ),
 
         // MARK: Tests.
-        .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4"]),
+        .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4", "CCRC32C"]),
         .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel"]),
         .testTarget(name: "CatalogLedgerTests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex"]),
         .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", "CatalogModel"]),

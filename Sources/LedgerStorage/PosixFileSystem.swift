@@ -137,21 +137,23 @@ final class PosixFile: LedgerFile, @unchecked Sendable {
     }
 
     func read(at offset: UInt64, count: Int) throws -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var filled = 0
-        do {
-            try bytes.withUnsafeMutableBytes { buffer in
+        // No zero-fill: the array's count is what the reads filled (short at end of file).
+        var failure: (any Error)?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            var filled = 0
+            do {
                 while filled < count {
-                    let chunk = UnsafeMutableRawBufferPointer(rebasing: buffer[filled...])
+                    let chunk = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[filled...])
                     let got = try descriptor.read(fromAbsoluteOffset: Int64(offset) + Int64(filled), into: chunk, retryOnInterrupt: true)
                     if got == 0 { break }
                     filled += got
                 }
+            } catch {
+                failure = error
             }
-        } catch {
-            throw PosixFileSystem.mapped(error, path: path)
+            initialized = filled
         }
-        if filled < count { bytes.removeLast(count - filled) }
+        if let failure { throw PosixFileSystem.mapped(failure, path: path) }
         return bytes
     }
 

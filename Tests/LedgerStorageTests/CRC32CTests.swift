@@ -34,4 +34,19 @@ struct CRC32CTests {
             #expect(CRC32C.checksum(bytes) == ~crc, "length \(length)")
         }
     }
+
+    @Test("the hardware path and the Swift tables agree on every length and alignment")
+    func hardwareAgreesWithSoftware() {
+        print("CRC32C uses the CPU instruction: \(CRC32C.usesHardware)")
+        var generator = SeededGenerator(seed: 7)
+        let bytes = (0..<5_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        bytes.withUnsafeBytes { all in
+            for (start, length) in [(0, 0), (0, 1), (1, 7), (3, 8), (5, 9), (7, 64), (1, 1_000), (0, 4_999)] {
+                let slice = UnsafeRawBufferPointer(rebasing: all[start..<(start + length)])
+                for seed: UInt32 in [0, 0xDEAD_BEEF] {
+                    #expect(CRC32C.update(seed, slice) == CRC32C.softwareUpdate(seed, slice), "start \(start) length \(length)")
+                }
+            }
+        }
+    }
 }

@@ -26,8 +26,8 @@ struct StressFailure: Error, CustomStringConvertible {
 struct StressShape: Sendable {
     var prefixAppends = 150
     var appenders = 6
-    var appendsPerAppender = 40
-    var followers = 3
+    var appendsPerAppender = 30
+    var followers = 4
     var queryTasks = 2
 
     init(scale: Int = 1) {
@@ -54,6 +54,8 @@ final class StressRecord: @unchecked Sendable {
     func problem(_ message: String) { lock.withLock { problemList.append(message) } }
     var problems: [String] { lock.withLock { problemList } }
     func counter(_ name: String) -> Int { lock.withLock { counters[name] ?? 0 } }
+    /// Sets a progress value (e.g. the last sequence a follower read).
+    func note(_ name: String, _ value: Int) { lock.withLock { counters[name] = value } }
     var progress: String { lock.withLock { counters.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") } }
     var snapshotOfAcknowledged: [UInt64: PendingEvent] { lock.withLock { acknowledged } }
 }
@@ -156,16 +158,18 @@ enum ConcurrencyStress {
         }
     }
 
-    /// A tail follower from sequence 0 until it sees `sentinel` (set once the work is done).
-    static func follow(_ reader: LedgerReader, sentinel: SentinelBox, record: StressRecord, name: String) async throws -> [LedgerEvent] {
+    /// A tail follower from sequence 0 until it reads the event with dedupe key `sentinelKey`, appended
+    /// once the work is done. (Not by its sequence: a follower may read it before its appender learns it.)
+    static func follow(_ reader: LedgerReader, from: UInt64, sentinelKey: String, record: StressRecord, name: String) async throws -> [LedgerEvent] {
         var seen: [LedgerEvent] = []
-        for try await event in reader.follow(from: 0) {
+        for try await event in reader.follow(from: from) {
             if let last = seen.last, event.sequence <= last.sequence {
                 record.problem("\(name): sequence \(event.sequence) after \(last.sequence)")
             }
             seen.append(event)
             record.count(name)
-            if let target = sentinel.sequence, event.sequence >= target { break }
+            record.note(name + ".last", Int(event.sequence))
+            if event.dedupeKey == sentinelKey { break }
         }
         return seen
     }

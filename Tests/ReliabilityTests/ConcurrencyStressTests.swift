@@ -48,6 +48,7 @@ struct ConcurrencyStressTests {
         let catchingUp = try CatalogProjector(databasePath: root.appendingPathComponent("catch-up.sqlite").path,
                                               reader: ledger.reader, logger: ConcurrencyStress.logger)
         let sentinelEvents = catalog.observe("SENTINEL", correlationID: "stress-sentinel")
+        let sentinelKey = sentinelEvents.last!.dedupeKey
         let record = StressRecord()
         let sentinel = SentinelBox()
         let started = ContinuousClock.now
@@ -58,13 +59,28 @@ struct ConcurrencyStressTests {
         }
         defer { watchdog.disarm() }
 
-        let outcome: (followers: [[LedgerEvent]], compaction: LedgerCompactionReport)
+        let outcome: (followers: [(from: UInt64, seen: [LedgerEvent])], compaction: LedgerCompactionReport)
         do {
-            outcome = try await withTimeout(timeout, describe: { "stalled; progress: \(record.progress)" }) {
+            let describe: @Sendable () -> String = {
+                "stalled; sentinel \(sentinel.sequence.map(String.init) ?? "not yet appended"), next sequence \(ledger.nextSequence), "
+                    + "projection checkpoints \((try? following.checkpoint()).flatMap { $0 }.map(String.init) ?? "nil") (following) "
+                    + "\((try? catchingUp.checkpoint()).flatMap { $0 }.map(String.init) ?? "nil") (catching up); progress: \(record.progress)"
+            }
+            outcome = try await withTimeout(timeout, describe: describe) {
                 try await withThrowingTaskGroup(of: StressPart.self) { group in
+                    // Followers start at different moments so that some read segments while compaction
+                    // rewrites them and some read the compacted ones: the first at once, then one per
+                    // stage, cycling (at once, when the compaction starts, when it has finished, and
+                    // from a sequence compaction may have dropped, once it has finished).
                     for follower in 0..<shape.followers {
+                        let stage = follower % 4
+                        let from: UInt64 = stage == 3 ? (prefix.droppable.sorted().dropFirst(prefix.droppable.count / 2).first ?? 0) : 0
                         group.addTask {
-                            .followed(try await ConcurrencyStress.follow(ledger.reader, sentinel: sentinel, record: record, name: "follower\(follower)"))
+                            let waitFor = ["", "compaction started", "compactions", "compactions"][stage]
+                            while !waitFor.isEmpty && record.counter(waitFor) == 0 { try await Task.sleep(for: .milliseconds(2)) }
+                            let seen = try await ConcurrencyStress.follow(ledger.reader, from: from, sentinelKey: sentinelKey,
+                                                                          record: record, name: "follower\(follower)")
+                            return .followed(from: from, seen)
                         }
                     }
                     group.addTask {
@@ -75,9 +91,10 @@ struct ConcurrencyStressTests {
                         return .done
                     }
                     group.addTask {
-                        while sentinel.sequence == nil || (try catchingUp.checkpoint()).map({ $0 < sentinel.sequence! }) ?? true {
-                            try catchingUp.catchUp()
+                        while true {
+                            let checkpoint = try catchingUp.catchUp()
                             record.count("catch-ups")
+                            if let end = sentinel.sequence, let checkpoint, checkpoint >= end { break }
                             try await Task.sleep(for: .milliseconds(10))
                         }
                         return .done
@@ -101,6 +118,7 @@ struct ConcurrencyStressTests {
                             work.addTask {
                                 // Start once the appenders are under way, so the rewrite races them.
                                 while record.counter("appends") < shape.appenders * 3 { try await Task.sleep(for: .milliseconds(2)) }
+                                record.count("compaction started")
                                 let report = try await ledger.compact(segmentsPerRun: 3)
                                 record.count("compactions")
                                 return report
@@ -114,18 +132,18 @@ struct ConcurrencyStressTests {
                         return .compacted(compaction)
                     }
 
-                    var followers: [[LedgerEvent]] = []
+                    var followers: [(from: UInt64, seen: [LedgerEvent])] = []
                     var compaction: LedgerCompactionReport?
                     while let part = try await group.next() {
                         switch part {
-                        case .followed(let events): followers.append(events)
+                        case .followed(let from, let events): followers.append((from, events))
                         case .compacted(let report): compaction = report
                         case .done: break
                         }
                         // The projection follower runs until cancelled: stop it once everything else is in
                         // and it has applied the sentinel.
                         if followers.count == shape.followers, compaction != nil, let end = sentinel.sequence {
-                            while (try following.checkpoint()).map({ $0 < end }) ?? true { try await Task.sleep(for: .milliseconds(10)) }
+                            while try following.checkpoint().map({ $0 < end }) ?? true { try await Task.sleep(for: .milliseconds(10)) }
                             group.cancelAll()
                         }
                     }
@@ -164,13 +182,14 @@ struct ConcurrencyStressTests {
         }
 
         // Every follower: strictly increasing, contiguous after the prefix, every acknowledged append seen.
-        for (index, seen) in outcome.followers.enumerated() {
+        for (index, (from, seen)) in outcome.followers.enumerated() {
             let sequences = seen.map(\.sequence)
             for (previous, next) in zip(sequences, sequences.dropFirst()) where next <= previous {
                 throw fail("follower \(index) read \(next) after \(previous)")
             }
             let seenSet = Set(sequences)
-            let notSeen = Set(0...end).subtracting(seenSet).subtracting(prefix.droppable)
+            guard sequences.first.map({ $0 >= from }) ?? false else { throw fail("follower \(index) from \(from) began at \(sequences.first ?? 0)") }
+            let notSeen = Set(from...end).subtracting(seenSet).subtracting(prefix.droppable)
             guard notSeen.isEmpty else { throw fail("follower \(index) never saw \(notSeen.sorted().prefix(10))") }
             guard Array(sequences.drop { $0 < prefix.end }) == Array(prefix.end...end) else {
                 throw fail("follower \(index) did not read \(prefix.end)...\(end) contiguously")
@@ -200,7 +219,8 @@ struct ConcurrencyStressTests {
         guard report.isClean else { throw fail("the log does not verify clean: \(report.problems.prefix(3))") }
 
         return "\(acknowledged.count) events acknowledged by \(shape.appenders) appenders, \(record.duplicates.count) duplicates answered, "
-            + "\(shape.followers) followers read \(outcome.followers.map(\.count)) events, \(dropped) duplicate observations compacted away, "
+            + "\(shape.followers) followers read \(outcome.followers.map { "\($0.seen.count) from \($0.from)" }) events, "
+            + "\(dropped) duplicate observations compacted away, "
             + "\(record.counter("catch-ups")) catch-ups, \(record.counter("projection commits")) projection commits, "
             + "\(shape.queryTasks) query tasks ran \((0..<shape.queryTasks).map { record.counter("queries\($0)") }) rounds; "
             + "sequences 0...\(end) in \(elapsed)"
@@ -209,7 +229,7 @@ struct ConcurrencyStressTests {
 
 /// What one task of the run hands back.
 enum StressPart: Sendable {
-    case followed([LedgerEvent])
+    case followed(from: UInt64, [LedgerEvent])
     case compacted(LedgerCompactionReport)
     case done
 }

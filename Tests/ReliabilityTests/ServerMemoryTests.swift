@@ -17,17 +17,19 @@ struct ServerMemoryTests {
 
     @Test("400 bodies of 1 MiB against a 64 KiB limit: all 413, connections closed, RSS growth under 32 MiB")
     func oversizedBodiesKeepMemoryBounded() async throws {
+        // The child reports a broken promise on its output and exits normally, so the parent sees
+        // the figures either way; a trap in the child fails the expectation itself.
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             do {
                 try await ServerMemoryTests.flood()
             } catch {
                 print("FAILED: \(error)")
-                exit(1)
             }
         }
-        if let output = result?.standardOutputContent {
-            print(String(decoding: output, as: UTF8.self), terminator: "")
-        }
+        let output = String(decoding: result?.standardOutputContent ?? [], as: UTF8.self)
+        print(output, terminator: "")
+        #expect(output.contains("server memory:"), "the flood did not report")
+        #expect(!output.contains("FAILED"), "\(output)")
     }
 
     /// The flood, run in the child process; throws (with the figures) when a promise is broken.
@@ -81,12 +83,11 @@ struct ServerMemoryTests {
         let closed = outcomes.filter(\.closed).count
         let sent = outcomes.reduce(0) { $0 + $1.bytesSent }
         let growth = after - before
-        print("server memory: \(outcomes.count) oversized bodies of \(offeredBytes >> 10) KiB offered (\(sent >> 20) MiB actually sent), "
+        print("server memory: \(outcomes.count) oversized bodies of \(offeredBytes >> 10) KiB offered (\(sent >> 20) MiB of them accepted by the client's socket), "
               + "\(refused) answered 413, \(closed) connections closed by the server; \(valid) valid deliveries accepted; "
               + "RSS \(before >> 20) MiB -> \(after >> 20) MiB (growth \(growth >> 10) KiB, bound \(residentGrowthBoundBytes >> 20) MiB); "
               + "declared 10 GiB: \(huge.0.map(String.init) ?? "no answer"), closed \(huge.1)")
         guard refused == outcomes.count, closed == outcomes.count else { throw LoopbackError(description: "not every oversized body was refused and cut") }
-        guard sent < outcomes.count * offeredBytes / 2 else { throw LoopbackError(description: "the server read most of the oversized bodies") }
         guard growth < residentGrowthBoundBytes else { throw LoopbackError(description: "resident memory grew by \(growth) bytes") }
         guard huge.0 == 413, huge.1 else { throw LoopbackError(description: "a declared 10 GiB body was not refused at once") }
         guard events == (0..<valid).map({ "valid-\($0)" }) else { throw LoopbackError(description: "the ledger holds \(events.count) events, not the \(valid) valid ones") }
@@ -101,7 +102,9 @@ struct ServerMemoryTests {
     }
 
     /// Offers a 1 MiB webhook body (declared, or chunked without a length) in 16 KiB pieces, watching
-    /// for the answer between pieces; once it comes, the server must close the connection.
+    /// for the answer between pieces; once it comes, the server must close the connection. (Loopback
+    /// socket buffers take most of a megabyte before the answer is seen, so the bytes sent say little;
+    /// a server that drained the body instead of closing would keep the connection open.)
     static func oversized(port: Int, chunked: Bool) throws -> Oversized {
         let connection = try LoopbackConnection(port: port)
         let piece = [UInt8](repeating: UInt8(ascii: "x"), count: 16 << 10)

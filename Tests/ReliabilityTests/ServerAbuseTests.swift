@@ -201,6 +201,42 @@ struct ServerAbuseTests {
         try await server.stop()
     }
 
+    @Test("edit and report bodies are bounded too: too large is 413, too slow 408, each connection closed")
+    func editAndReportBodiesAreBounded() async throws {
+        let readTimeout = Duration.seconds(1)
+        let server = try await Kit.start(requestReadTimeout: readTimeout)
+        do {
+            let port = server.port
+            let path = "/merchants/\(Kit.merchant)/reports"
+            let outcomes = try await onThread { () -> [String] in
+                var outcomes: [String] = []
+                // Declared past the 4 MiB default: refused before a byte of the body is read.
+                let large = try LoopbackConnection(port: port)
+                try large.send(Kit.head("POST", path, headers: [("Content-Type", "application/json"), ("Content-Length", "\(5 << 20)")]))
+                let refused = try large.readResponse(timeout: .seconds(10))
+                outcomes.append("large \(refused?.status ?? 0) closed \(try large.waitForClose(timeout: .seconds(10)))")
+                // A report trickled a byte per 100 ms.
+                let slow = try LoopbackConnection(port: port)
+                try slow.send(Kit.head("POST", path, headers: [("Content-Type", "application/json"), ("Content-Length", "400")]))
+                var answer: LoopbackConnection.Response?
+                for _ in 0..<60 where answer == nil {
+                    do { try slow.send("{") } catch { break }
+                    answer = try slow.readResponse(timeout: .milliseconds(100))
+                }
+                if answer == nil { answer = try slow.readResponse(timeout: .seconds(5)) }
+                outcomes.append("slow \(answer?.status ?? 0) closed \(try slow.waitForClose(timeout: .seconds(10)))")
+                return outcomes
+            }
+            #expect(outcomes == ["large 413 closed true", "slow 408 closed true"])
+            #expect(try await Kit.deliverValid(server, eventID: "after-reports") == 200)
+            #expect(Kit.eventIDs(try server.events()) == ["after-reports"])
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+        try await server.stop()
+    }
+
     /// One slow client: kind 0 trickles a webhook body of declared length, kind 1 a chunked one, kind 2
     /// a body to `/healthz`, which reads none. Returns "ok ..." when the server answered as it should
     /// and closed the connection within bounded time, otherwise what happened.

@@ -9,6 +9,7 @@
 #   RUNS         seeds run one after another (default 3)
 #   TSAN_SCRATCH scratch path (default .build/tsan)
 #   RELIABILITY_STRESS_SEED  first seed (default: random, printed)
+#   RELIABILITY_STRESS_TIMEOUT_SECONDS  stall timeout per run (default 1800 here: TSan is 5-15x slower)
 # Exit status: 0 when every run passed and TSan reported nothing.
 set -euo pipefail
 
@@ -31,6 +32,7 @@ set +e
 # halt_on_error=0: report every race, keep running; the log is searched below.
 TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 history_size=4 ${TSAN_OPTIONS:-}" \
 RELIABILITY_STRESS_SCALE="$scale" RELIABILITY_STRESS_RUNS="$runs" \
+RELIABILITY_STRESS_TIMEOUT_SECONDS="${RELIABILITY_STRESS_TIMEOUT_SECONDS:-1800}" \
     swift test --skip-build --sanitize=thread --scratch-path "$scratch" \
     --filter "ReliabilityTests.ConcurrencyStressTests" >"$log" 2>&1
 code=$?

@@ -207,7 +207,7 @@ let package = Package(
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
-                "LedgerStorage", "CatalogModel", "CatalogLedger", "SquareAPI",
+                "LedgerStorage", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer", "CatalogProjections",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

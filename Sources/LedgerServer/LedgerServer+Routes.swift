@@ -6,8 +6,8 @@ import NIOCore
 
 extension LedgerServer {
     /// Every route of the server over `service`. Tests may drive it with HummingbirdTesting.
-    public static func router(service: LedgerService, logger: Logger) -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    public static func router(service: LedgerService, logger: Logger) -> Router<LedgerRequestContext> {
+        let router = Router(context: LedgerRequestContext.self)
         let webhooks = WebhookReceiver(service: service, logger: logger)
         let configuration = service.configuration
 
@@ -18,36 +18,40 @@ extension LedgerServer {
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
                      body: ResponseBody(byteBuffer: ByteBuffer(bytes: service.renderMetrics())))
         }
-        router.post("webhooks/square") { request, _ in
-            let body: ByteBuffer
-            do {
-                body = try await request.body.collect(upTo: configuration.webhookBodyBytesMax)
-            } catch is NIOTooManyBytesError {
-                service.metrics.webhook(.tooLarge)
-                return answer(.error(413, "too_large", "webhook bodies are limited to \(configuration.webhookBodyBytesMax) bytes"))
+        router.post("webhooks/square") { request, context in
+            let read = await request.collectBody(upTo: configuration.webhookBodyBytesMax,
+                                                 within: configuration.requestReadTimeout)
+            guard case .complete(let body) = read else {
+                switch read {
+                case .tooLarge: service.metrics.webhook(.tooLarge)
+                case .tooSlow: service.metrics.webhook(.tooSlow)
+                default: service.metrics.webhook(.malformed)
+                }
+                return refuse(read.refusal(bytesMax: configuration.webhookBodyBytesMax,
+                                           timeout: configuration.requestReadTimeout)!, context)
             }
             var headers: [String: String] = [:]
             for field in request.headers { headers[field.name.canonicalName] = field.value }
             return answer(await webhooks.receive(body: Array(buffer: body), headers: headers))
         }
         router.post("merchants/:merchant/edits") { request, context in
-            try await withMerchant(service, context) { merchant in
+            try await withMerchantResponse(service, context) { merchant in
                 let edit: EditRequest
-                switch try await decode(EditRequest.self, request, limit: configuration.requestBodyBytesMax) {
+                switch await decode(EditRequest.self, request, context, configuration) {
                 case .success(let value): edit = value
-                case .failure(let failure): return failure.answer
+                case .failure(let failure): return failure.response
                 }
-                return try await editing { try await merchant.editor.edit(edit) }
+                return answer(try await editing { try await merchant.editor.edit(edit) })
             }
         }
         router.post("merchants/:merchant/reports") { request, context in
-            try await withMerchant(service, context) { merchant in
+            try await withMerchantResponse(service, context) { merchant in
                 let report: AppReport
-                switch try await decode(AppReport.self, request, limit: configuration.requestBodyBytesMax) {
+                switch await decode(AppReport.self, request, context, configuration) {
                 case .success(let value): report = value
-                case .failure(let failure): return failure.answer
+                case .failure(let failure): return failure.response
                 }
-                return try await editing { try await merchant.editor.report(report) }
+                return answer(try await editing { try await merchant.editor.report(report) })
             }
         }
         router.post("merchants/:merchant/sync") { _, context in
@@ -103,36 +107,41 @@ extension LedgerServer {
                  body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
-    private static func withMerchant(_ service: LedgerService, _ context: BasicRequestContext,
+    private static func withMerchant(_ service: LedgerService, _ context: LedgerRequestContext,
                                      _ body: (MerchantLedger) async throws -> JSONAnswer) async throws -> Response {
+        try await withMerchantResponse(service, context) { answer(try await body($0)) }
+    }
+
+    /// Runs `body` for the merchant the path names; an unknown merchant is 404 before any body is read.
+    private static func withMerchantResponse(_ service: LedgerService, _ context: LedgerRequestContext,
+                                             _ body: (MerchantLedger) async throws -> Response) async throws -> Response {
         let id = context.parameters.get("merchant") ?? ""
         guard let merchant = service.merchant(id) else {
             return answer(.error(404, "unknown_merchant", "this server keeps no ledger for merchant \"\(id)\""))
         }
         do {
-            return answer(try await body(merchant))
+            return try await body(merchant)
         } catch {
             return answer(.error(500, "internal", "\(error)"))
         }
     }
 
     private struct DecodeFailure: Error {
-        var answer: JSONAnswer
+        var response: Response
     }
 
-    private static func decode<T: Decodable>(_ type: T.Type, _ request: Request, limit: Int) async throws
-        -> Result<T, DecodeFailure>
-    {
-        let body: ByteBuffer
-        do {
-            body = try await request.body.collect(upTo: limit)
-        } catch is NIOTooManyBytesError {
-            return .failure(DecodeFailure(answer: .error(413, "too_large", "request bodies are limited to \(limit) bytes")))
+    private static func decode<T: Decodable>(_ type: T.Type, _ request: Request, _ context: LedgerRequestContext,
+                                             _ configuration: LedgerServerConfiguration) async -> Result<T, DecodeFailure> {
+        let limit = configuration.requestBodyBytesMax
+        let read = await request.collectBody(upTo: limit, within: configuration.requestReadTimeout)
+        guard case .complete(let body) = read else {
+            return .failure(DecodeFailure(response: refuse(read.refusal(bytesMax: limit,
+                                                                        timeout: configuration.requestReadTimeout)!, context)))
         }
         do {
             return .success(try JSONDecoder().decode(T.self, from: Data(buffer: body)))
         } catch {
-            return .failure(DecodeFailure(answer: .error(400, "malformed", "the body is not a valid \(T.self): \(error)")))
+            return .failure(DecodeFailure(response: answer(.error(400, "malformed", "the body is not a valid \(T.self): \(error)"))))
         }
     }
 

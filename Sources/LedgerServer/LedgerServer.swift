@@ -1,5 +1,7 @@
 import Hummingbird
+import HummingbirdCore
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// The ledger's HTTP server: Square webhooks, the edit and app-report API, the JSON read API,
@@ -47,8 +49,16 @@ public enum LedgerServer {
     static func application(service: LedgerService, host: String, port: Int, logger: Logger,
                             onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
         let router = router(service: service, logger: logger)
+        let configuration = service.configuration
+        // The routes answer a slow body 408 at `requestReadTimeout`; the channel-level deadline, a second
+        // later, cuts requests whose body no route reads.
+        let requestDeadline = TimeAmount(configuration.requestReadTimeout + .seconds(1))
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [RequestDeadlineHandler(timeout: requestDeadline)],
+            idleTimeout: configuration.idleTimeout.map { TimeAmount($0) })
         return Application(
             router: router,
+            server: .http1(configuration: http1),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "catledger"),
             onServerRunning: { channel in
                 let boundPort = channel.localAddress?.port ?? port

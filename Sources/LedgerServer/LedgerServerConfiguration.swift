@@ -18,6 +18,15 @@ public struct LedgerServerConfiguration: Sendable {
     public var webhookBodyBytesMax: Int
     /// Largest edit or app report body accepted.
     public var requestBodyBytesMax: Int
+    /// How long a request's body may take to arrive, from the moment its route starts reading it. A
+    /// slower webhook, edit or report body is answered 408 and its connection closed; a request whose
+    /// body no route reads is cut (connection closed) one second past this from its head. Square's
+    /// notifications are a few hundred bytes and the largest edit 4 MiB, so 15 s allows a slow link
+    /// while one trickling client cannot hold a connection for long.
+    public var requestReadTimeout: Duration
+    /// A connection on which nothing is read or written for this long is closed: abandoned keep-alive
+    /// connections and clients trickling their headers (nil: never).
+    public var idleTimeout: Duration?
     /// How Square is reached for syncs and edits; nil serves webhooks, reports and reads only
     /// (webhooks are then recorded but trigger no sync).
     public var square: SquareClientConfiguration?
@@ -33,10 +42,12 @@ public struct LedgerServerConfiguration: Sendable {
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,
-                requestBodyBytesMax: Int = 4 << 20, square: SquareClientConfiguration? = nil,
+                requestBodyBytesMax: Int = 4 << 20, requestReadTimeout: Duration = .seconds(15),
+                idleTimeout: Duration? = .seconds(60), square: SquareClientConfiguration? = nil,
                 squareTransport: (any SquareTransport)? = nil, syncDebounce: Duration = .milliseconds(200),
                 syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions(), projections: Bool = true) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
+        precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host
         self.port = port
         self.dataRoot = dataRoot
@@ -45,6 +56,8 @@ public struct LedgerServerConfiguration: Sendable {
         self.notificationURL = notificationURL
         self.webhookBodyBytesMax = webhookBodyBytesMax
         self.requestBodyBytesMax = requestBodyBytesMax
+        self.requestReadTimeout = requestReadTimeout
+        self.idleTimeout = idleTimeout
         self.square = square
         self.squareTransport = squareTransport
         self.syncDebounce = syncDebounce

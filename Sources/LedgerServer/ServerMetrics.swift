@@ -11,6 +11,7 @@ public final class ServerMetrics: Sendable {
         case badSignature = "bad_signature"
         case malformed
         case tooLarge = "too_large"
+        case tooSlow = "too_slow"
         case unknownMerchant = "unknown_merchant"
     }
 

@@ -22,8 +22,10 @@ public struct VerifyReport: Sendable {
 }
 
 public enum LogVerifier {
+    /// Reads every file under `directory` once. A read that fails (or returns less than the file holds)
+    /// is reported as the read error it is, located at the read, never as damage or a torn tail.
     public static func verify(directory: FilePath, fileSystem: any FileSystem = PosixFileSystem()) -> VerifyReport {
-        var run = VerifierRun(directory: LogDirectory(root: directory, fileSystem: fileSystem))
+        var run = VerifierRun(directory: LogDirectory(root: directory, fileSystem: ExactReadFileSystem(base: fileSystem)))
         run.verifyAll()
         return run.report
     }
@@ -37,6 +39,8 @@ struct VerifierRun {
     private var previousBatch: LogLocation?
     private var lastLedgerTime = Int64.min
     private var footers: [(String, SegmentFooter, UInt64)] = []
+    /// Segments a read error stopped: their footers were never seen, which is not the manifest's fault.
+    private var unreadSegments: Set<String> = []
 
     init(directory: LogDirectory) { self.directory = directory }
 
@@ -74,6 +78,10 @@ struct VerifierRun {
         do { scanner = try SegmentScanner.open(directory: directory, base: base) } catch let error as LedgerStorageError {
             var located = error
             located.location.sequences = base...max(base, (nextBase ?? base + 1) - 1)
+            if error.isReadFailure {
+                located.location.file = name
+                unreadSegments.insert(SegmentFileName.segment(base: base))
+            }
             report.problems.append(located)
             expectedSequence = nextBase ?? base
             previousHash = nil
@@ -87,10 +95,38 @@ struct VerifierRun {
         var sealed = false
         scan: while true {
             let step: SegmentScanner.Step
-            do { step = try scanner.next() } catch let error as LedgerStorageError {
+            do { step = try scanner.next() } catch let error as LedgerStorageError where error.isReadFailure {
+                // The bytes never arrived, so nothing can be said of them: neither damage nor a torn
+                // tail. The rest of the segment is not read (the next read would meet the same medium);
+                // the range is what the segment should hold from here.
+                var located = error
+                located.location.file = name
+                located.location.byteOffset = error.location.byteOffset ?? scanner.offset
+                located.location.sequences = nextBase.flatMap { $0 > expectedSequence ? expectedSequence...($0 - 1) : nil }
+                located.message = "read error, the rest of the segment was not verified: " + error.message
+                report.problems.append(located)
+                unreadSegments.insert(SegmentFileName.segment(base: base))
+                expectedSequence = nextBase ?? expectedSequence
+                previousHash = nil
+                break scan
+            } catch let error as LedgerStorageError {
                 let damagedOffset = error.location.byteOffset ?? scanner.offset
                 var located = error.located(file: name, byteOffset: damagedOffset)
-                let resync = try? scanner.findIntactBatch(after: damagedOffset)
+                let resync: (BatchHeader, UInt64)?
+                do { resync = try scanner.findIntactBatch(after: damagedOffset) } catch let readError as LedgerStorageError {
+                    // Without the bytes after the damage, whether anything intact follows is unknown:
+                    // report the damage as damage (never a torn tail) and the read error beside it.
+                    located.location.sequences = nextBase.flatMap { $0 > expectedSequence ? expectedSequence...($0 - 1) : nil }
+                    report.problems.append(located)
+                    var unread = readError
+                    unread.location.file = name
+                    unread.message = "read error while looking for an intact batch after the damage: " + readError.message
+                    report.problems.append(unread)
+                    unreadSegments.insert(SegmentFileName.segment(base: base))
+                    expectedSequence = nextBase ?? expectedSequence
+                    previousHash = nil
+                    break scan
+                } catch { resync = nil }
                 let rangeEnd = resync.map { $0.0.baseSequence } ?? nextBase
                 // The damaged header's own fields cannot be trusted: the range is what should be there.
                 if let rangeEnd, rangeEnd > expectedSequence {
@@ -204,7 +240,7 @@ struct VerifierRun {
             problem(.manifestMismatch, "manifest unreadable or its CRC is wrong", location)
             return
         }
-        for entry in manifest.sealed where !footers.contains(where: { $0.0 == entry.segmentName }) {
+        for entry in manifest.sealed where !footers.contains(where: { $0.0 == entry.segmentName }) && !unreadSegments.contains(entry.segmentName) {
             problem(.manifestMismatch, "manifest lists sealed segment \(entry.segmentName), which is missing or not sealed", location)
         }
         for (segmentName, footer, size) in footers {

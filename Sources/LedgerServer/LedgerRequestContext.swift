@@ -1,0 +1,23 @@
+import Hummingbird
+import NIOCore
+
+/// The request context of the ledger server's routes: Hummingbird's core context plus the
+/// connection's channel. A route that refuses a body it will not read (too large, too slow) closes
+/// the connection's input through it; otherwise the server would go on reading and discarding that
+/// body for as long as the client keeps sending.
+public struct LedgerRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The connection the request came on. Channels are thread-safe.
+    let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+
+    /// Stops reading from the connection: the answer being prepared is still written, then the
+    /// connection closes instead of waiting for the rest of the request or a next one.
+    func stopReading() {
+        channel.close(mode: .input, promise: nil)
+    }
+}

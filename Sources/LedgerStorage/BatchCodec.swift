@@ -22,7 +22,10 @@ public struct BatchHeader: Sendable, Equatable {
 
     /// Parses the header. Throws `corruptBatch` (without location) when the bytes cannot be a header.
     public static func parse(_ bytes: [UInt8]) throws -> BatchHeader {
-        precondition(bytes.count >= LogFormat.batchHeaderBytes)
+        // Bytes from disk: a short read (a file cut under a reader) is damage to report, not a trap.
+        guard bytes.count >= LogFormat.batchHeaderBytes else {
+            throw LedgerStorageError(.corruptBatch, "batch header cut short: \(bytes.count) of \(LogFormat.batchHeaderBytes) bytes")
+        }
         guard Array(bytes[0..<4]) == LogFormat.batchMagic else {
             throw LedgerStorageError(.corruptBatch, "bad batch magic")
         }

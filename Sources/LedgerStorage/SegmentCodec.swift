@@ -26,7 +26,9 @@ public struct SegmentHeader: Sendable, Equatable {
 
     /// Parses a header; throws `corruptSegmentHeader` (without location) when it is not valid.
     public static func parse(_ bytes: [UInt8]) throws -> SegmentHeader {
-        precondition(bytes.count >= LogFormat.segmentHeaderBytes)
+        guard bytes.count >= LogFormat.segmentHeaderBytes else {
+            throw LedgerStorageError(.corruptSegmentHeader, "segment header cut short: \(bytes.count) of \(LogFormat.segmentHeaderBytes) bytes")
+        }
         guard Array(bytes[0..<4]) == LogFormat.segmentMagic else {
             throw LedgerStorageError(.corruptSegmentHeader, "bad segment magic")
         }
@@ -82,7 +84,9 @@ public struct SegmentFooter: Sendable, Equatable {
 
     /// Parses a footer; throws `corruptFooter` (without location) when it is not valid.
     public static func parse(_ bytes: [UInt8]) throws -> SegmentFooter {
-        precondition(bytes.count >= LogFormat.footerBytes)
+        guard bytes.count >= LogFormat.footerBytes else {
+            throw LedgerStorageError(.corruptFooter, "footer cut short: \(bytes.count) of \(LogFormat.footerBytes) bytes")
+        }
         guard hasMagic(bytes) else { throw LedgerStorageError(.corruptFooter, "bad footer magic") }
         let storedCRC = bytes.loadLittleEndian(UInt32.self, at: 4)
         guard CRC32C.checksum(bytes[LogFormat.footerCRCScopeStart..<LogFormat.footerBytes]) == storedCRC else {

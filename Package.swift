@@ -136,6 +136,7 @@ let package = Package(
             dependencies: [
                 "CatalogIngest",
                 "CatalogLedger",
+                "LedgerIndex",
                 "CatalogProjections",
                 "SquareAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogProjections
 import CatalogModel
 import Foundation
+import LedgerIndex
 import Logging
 
 /// One merchant's ledger with what works on it: the syncer and its coalescing runner (when Square is
@@ -21,6 +22,9 @@ public final class MerchantLedger: Sendable {
     /// Drives `projector.catchUp()` one run at a time, coalescing bursts of appends.
     public let projectionRunner: CoalescingRunner?
     let events: EventCache
+    /// Per-object history for the history and prices endpoints, so they read a few events instead
+    /// of the whole log; nil when it cannot be opened (those endpoints then fold the cached events).
+    let historyIndex: HistoryIndex?
 
     init(merchantID: MerchantID, ledger: Ledger, syncer: CatalogSyncer?, syncRunner: CoalescingRunner?,
          editor: SafeEditor, projector: CatalogProjector?, projectionRunner: CoalescingRunner?) {
@@ -32,9 +36,18 @@ public final class MerchantLedger: Sendable {
         self.projector = projector
         self.projectionRunner = projectionRunner
         self.events = EventCache(reader: ledger.reader)
+        self.historyIndex = try? HistoryIndex(reader: ledger.reader)
     }
 
-    /// The catalog history with every durable event, for the read API.
+    /// The history index caught up with the durable log, or nil when there is none.
+    func caughtUpHistoryIndex() throws -> HistoryIndex? {
+        guard let historyIndex else { return nil }
+        try historyIndex.catchUp()
+        return historyIndex
+    }
+
+    /// The catalog history with every durable event, for the conflict endpoints (a diagnosis looks
+    /// at everything around an incident) and as the fallback of the history endpoints.
     func history() throws -> CatalogHistory { CatalogHistory(events: try events.all()) }
 }
 

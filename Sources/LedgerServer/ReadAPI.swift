@@ -59,7 +59,9 @@ enum ReadAPI {
 
     /// `GET /merchants/{id}/objects/{object_id}/history`
     static func history(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
-        let versions = try merchant.history().entityHistory(of: CatalogObjectID(id))
+        let objectID = CatalogObjectID(id)
+        let versions = try merchant.caughtUpHistoryIndex()?.entityHistory(of: objectID)
+            ?? merchant.history().entityHistory(of: objectID)
         guard !versions.isEmpty else { return .error(404, "not_found", "the ledger never learned object \(id)") }
         return .encoded(versions)
     }
@@ -67,12 +69,19 @@ enum ReadAPI {
     /// `GET /merchants/{id}/objects/{object_id}/prices`: a variation's (or modifier's) price history,
     /// or every variation's for an item. Each change carries Square time and ledger time.
     static func prices(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
-        let history = try merchant.history()
         let objectID = CatalogObjectID(id)
+        if let index = try merchant.caughtUpHistoryIndex() {
+            guard let last = try index.history(of: [objectID]).facts(of: objectID).last else {
+                return .error(404, "not_found", "the ledger never learned object \(id)")
+            }
+            return .encoded(last.header.objectType == .item
+                ? try index.priceHistory(ofItem: objectID) : try index.priceHistory(of: objectID))
+        }
+        let history = try merchant.history()
         guard let last = history.facts(of: objectID).last else {
             return .error(404, "not_found", "the ledger never learned object \(id)")
         }
-        let changes = last.header.objectType.rawValue == "ITEM"
+        let changes = last.header.objectType == .item
             ? history.priceHistory(ofItem: objectID) : history.priceHistory(of: objectID)
         return .encoded(changes)
     }

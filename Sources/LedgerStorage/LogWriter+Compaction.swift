@@ -28,6 +28,9 @@ public struct CompactionRunReport: Sendable, Equatable {
     public var bytesBefore: UInt64
     public var bytesAfter: UInt64
     public var durationNanoseconds: UInt64
+    /// True when the compacted segment was switched in; false for a dry run and for a run left as it
+    /// was because nothing was dropped (`leaveUnchanged`).
+    public var switched: Bool = false
 
     public var droppedRecordCount: UInt64 { droppedSequences.reduce(0) { $0 + ($1.upperBound - $1.lowerBound + 1) } }
 }
@@ -40,10 +43,12 @@ extension LogWriter {
 
     /// Compacts the consecutive sealed segments starting at `firstBase` (`segmentCount` of them)
     /// into one compacted segment keeping the records `keep` accepts. With `dryRun` nothing is
-    /// written. The caller appends its compaction record and then calls `finishCompaction()`.
+    /// written. With `leaveUnchanged`, a run from which `keep` drops nothing is neither recompressed
+    /// nor written (the report says `switched == false`). `keep` is called exactly once per record,
+    /// in sequence order. The caller appends its compaction record and then calls `finishCompaction()`.
     public func compact(
         firstBase: UInt64, segmentCount: Int, options: CompactionRewriteOptions = CompactionRewriteOptions(),
-        dryRun: Bool = false, keep: (StoredRecord) -> Bool
+        dryRun: Bool = false, leaveUnchanged: Bool = false, keep: (StoredRecord) -> Bool
     ) async throws -> CompactionRunReport {
         precondition(segmentCount >= 1)
         let started = DispatchTime.now().uptimeNanoseconds
@@ -70,9 +75,21 @@ extension LogWriter {
         var cursor = try LogCursor(directory: directory, nextSequence: firstBase, minimumLedgerTime: nil).positioned()
         while let record = try cursor.next(), record.sequence <= coveredLast { records.append(record) }
 
+        // The decisions are taken once, in order: the caller's predicate may keep state.
+        let keptFlags = records.map(keep)
+        if leaveUnchanged && !keptFlags.contains(false) {
+            let bytesBefore = oldSegments.reduce(0) { $0 + $1.byteCount }
+            return CompactionRunReport(
+                dryRun: dryRun, oldSegments: oldSegments, compactedSegmentName: SegmentFileName.segment(base: firstBase),
+                coveredSequences: firstBase...coveredLast, newFileHash: [], newLastBatchHash: run.last!.lastBatchHash,
+                chainOutHash: chainOut, keptRecordCount: UInt64(records.count), droppedSequences: [],
+                bytesBefore: bytesBefore, bytesAfter: bytesBefore,
+                durationNanoseconds: DispatchTime.now().uptimeNanoseconds - started, switched: false)
+        }
+        var decisions = keptFlags.makeIterator()
         let segment = CompactionRewriter.rewrite(base: firstBase, coveredLastSequence: coveredLast, records: records, chainInHash: chainIn,
                                                  chainOutHash: chainOut, createdAt: self.options.clock(),
-                                                 options: options, keep: keep)
+                                                 options: options, keep: { _ in decisions.next()! })
         var report = CompactionRunReport(
             dryRun: dryRun, oldSegments: oldSegments, compactedSegmentName: SegmentFileName.segment(base: firstBase),
             coveredSequences: firstBase...coveredLast, newFileHash: Array(SHA256.hash(data: segment.bytes)),
@@ -116,6 +133,7 @@ extension LogWriter {
             try CompactionJournal.finishSwitch(directory: self.directory, journal: journal, manifest: manifest, checkNewFile: false)
             self.manifest = manifest
         }
+        report.switched = true
         report.durationNanoseconds = DispatchTime.now().uptimeNanoseconds - started
         return report
     }

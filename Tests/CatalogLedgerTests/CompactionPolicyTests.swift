@@ -1,0 +1,76 @@
+// The event-level compaction rules, case by case: which sync bookkeeping a later completed run
+// supersedes, and that exact duplicate observations go while distinct versions stay.
+
+import CatalogLedger
+import CatalogModel
+import Testing
+
+@Suite struct CompactionPolicyTests {
+    static let merchant: MerchantID = "M1"
+
+    /// Decodes pending events as the log would hand them back, sequences from 0.
+    static func recorded(_ pending: [PendingEvent]) throws -> [LedgerEvent] {
+        try pending.enumerated().map { index, event in
+            try EventCodec.decode(sequence: UInt64(index), recordedAt: Int64(index), payload: EventCodec.encode(event))
+        }
+    }
+
+    static func run(_ id: String, _ mode: SyncMode, pages: Int, completes: Bool) -> [PendingEvent] {
+        var events = [EventBuilder.syncStartedEvent(runID: id, mode: mode, beginTime: nil, merchantID: merchant)]
+        for page in 0..<pages {
+            events += try! EventBuilder.syncPageEvents(body: Array(#"{"objects":[]}"#.utf8), runID: id, mode: mode,
+                                                       pageIndex: UInt32(page), merchantID: merchant)
+        }
+        if completes {
+            events.append(EventBuilder.syncCompletedEvent(runID: id, mode: mode, beginTime: nil, latestTime: "2026-11-0\(pages)T00:00:00Z",
+                                                          pageCount: UInt32(pages), objectCount: 0, merchantID: merchant))
+        }
+        return events
+    }
+
+    @Test("started and page events of a completed run go once a later run of the same mode completed; completions, the newest run of each mode and failed runs stay")
+    func supersededSyncBookkeeping() throws {
+        let events = try Self.recorded(
+            Self.run("full-1", .full, pages: 2, completes: true)
+                + Self.run("inc-1", .incremental, pages: 1, completes: true)
+                + Self.run("inc-2", .incremental, pages: 3, completes: false)
+                + Self.run("inc-3", .incremental, pages: 2, completes: true)
+                + Self.run("inc-4", .incremental, pages: 1, completes: true))
+        var completions = SyncCompletionIndex()
+        for event in events { completions.note(event) }
+        #expect(completions.completedRunCount == 4)
+        var policy = CompactionPolicy(syncCompletions: completions)
+        var dropped: [String: [EventKind]] = [:]
+        for event in events {
+            if let reason = policy.decide(event) {
+                #expect(reason == .supersededSyncBookkeeping)
+                dropped[event.correlationID, default: []].append(event.kind)
+            }
+        }
+        #expect(dropped["full-1"] == nil, "the newest (only) completed full run keeps its pages")
+        #expect(dropped["inc-1"] == [.syncStarted, .syncPageReceived])
+        #expect(dropped["inc-2"] == nil, "a run that never completed is the only trace of a failure")
+        #expect(dropped["inc-3"] == [.syncStarted, .syncPageReceived, .syncPageReceived])
+        #expect(dropped["inc-4"] == nil, "the newest completed incremental run keeps its pages")
+    }
+
+    @Test("without the completions, no sync bookkeeping is dropped")
+    func unknownCompletionsKeepEverything() throws {
+        var policy = CompactionPolicy()
+        for event in try Self.recorded(Self.run("a", .incremental, pages: 2, completes: true) + Self.run("b", .incremental, pages: 1, completes: true)) {
+            #expect(policy.decide(event) == nil)
+        }
+    }
+
+    @Test("an exact duplicate observation goes, a new version or a changed payload stays")
+    func duplicateObservations() throws {
+        let first = try SampleObjects.observe(item: "I", version: 100, price: 5)
+        let same = try SampleObjects.observe(item: "I", version: 100, price: 5)
+        let changedPayload = try SampleObjects.observe(item: "I", version: 100, price: 6)
+        let newer = try SampleObjects.observe(item: "I", version: 101, price: 5)
+        var policy = CompactionPolicy()
+        let decisions = try Self.recorded(first + same + changedPayload + newer).map { policy.decide($0) }
+        let expected: [CompactionDropReason?] = [nil, nil, .duplicateObservation, .duplicateObservation, nil, nil, nil, nil]
+        #expect(decisions == expected)
+    }
+}

@@ -19,22 +19,26 @@ struct AuditAnswers: Equatable {
     var watermark: String?
     var completedRuns: [String]
 
-    init(reader: LedgerReader, points: [AsOf]) throws {
-        let events = try reader.allEvents().filter { $0.kind != .compactionMarker }
+    /// With `objects`, histories are compared for those objects only and the sync answers are left
+    /// out (the kill test appends other objects and sync runs meanwhile).
+    /// Without `derived`, price histories and diagnoses (which follow from the facts) are left out.
+    init(reader: LedgerReader, points: [AsOf], objects: Set<CatalogObjectID>? = nil, derived: Bool = true,
+         events allEvents: [LedgerEvent]? = nil) throws {
+        let events = try (allEvents ?? reader.allEvents()).filter { $0.kind != .compactionMarker }
         let history = CatalogHistory(events: events)
         states = try points.map { try reader.state(asOf: $0).state.objects }
-        factsByObject = history.factsByObject
+        factsByObject = history.factsByObject.filter { objects?.contains($0.key) ?? true }
         var prices: [CatalogObjectID: [PriceChange]] = [:]
-        for id in history.factsByObject.keys { prices[id] = history.priceHistory(of: id) }
+        for id in factsByObject.keys where derived { prices[id] = history.priceHistory(of: id) }
         priceHistories = prices
         let diagnoser = VersionMismatchDiagnoser(history: history)
         var diagnoses: [UInt64: VersionMismatchDiagnosis] = [:]
-        for event in events where event.kind == .upsertRejected {
+        for event in events where derived && event.kind == .upsertRejected {
             diagnoses[event.sequence] = try diagnoser.diagnose(rejectionSequence: event.sequence)
         }
         self.diagnoses = diagnoses
         var runs: [String] = []
-        for event in events {
+        for event in events where objects == nil {
             guard case .syncCompleted(let completion) = event.body else { continue }
             runs.append(completion.runID)
             watermark = completion.latestTime ?? watermark

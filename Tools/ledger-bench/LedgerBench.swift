@@ -11,6 +11,6 @@ struct LedgerBench: AsyncParsableCommand {
         commandName: "ledger-bench",
         abstract: "Benchmarks of CatalogLedger, each measured against a baseline in the same run.",
         subcommands: [StorageBench.self, SearchBench.self, TimeTravelBench.self, ProjectionsBench.self, WebhookBench.self,
-                      KillChild.self]
+                      KillChild.self, CompactionKillChild.self]
     )
 }

@@ -70,11 +70,19 @@ public struct CompactionPolicy: Sendable {
         if case .objectObserved = event.body { seenObservationKeys.insert(event.dedupeKey) }
     }
 
+    /// `note` for an observation known only by its dedupe key (read without decoding the event).
+    public mutating func noteObservation(dedupeKey: String) { seenObservationKeys.insert(dedupeKey) }
+
+    /// `decide` for an observation known only by its dedupe key (read without decoding the event).
+    public mutating func decideObservation(dedupeKey: String) -> CompactionDropReason? {
+        seenObservationKeys.insert(dedupeKey).inserted ? nil : .duplicateObservation
+    }
+
     /// Decides for one event of the run, in log order: nil keeps it, a reason drops it.
     public mutating func decide(_ event: LedgerEvent) -> CompactionDropReason? {
         switch event.body {
         case .objectObserved:
-            return seenObservationKeys.insert(event.dedupeKey).inserted ? nil : .duplicateObservation
+            return decideObservation(dedupeKey: event.dedupeKey)
         case .syncStarted(let start):
             return syncCompletions.isSuperseded(runID: start.runID) ? .supersededSyncBookkeeping : nil
         case .syncPageReceived(let page):

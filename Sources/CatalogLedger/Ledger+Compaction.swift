@@ -92,9 +92,15 @@ extension Ledger {
             var reasons: [UInt64: CompactionDropReason] = [:]
             var runPolicy = policy
             let keep: (StoredRecord) -> Bool = { record in
-                // Only a few kinds can be dropped; the kind byte says which records need decoding.
-                guard let kind = EventCodec.peekKind(record.payload), CompactionPolicy.droppableKinds.contains(kind),
-                      let event = try? EventCursor.decode(record) else { return true }
+                // Only a few kinds can be dropped; the kind byte says which records need decoding, and
+                // an observation is judged by its dedupe key alone, read from the envelope.
+                guard let kind = EventCodec.peekKind(record.payload), CompactionPolicy.droppableKinds.contains(kind) else { return true }
+                if kind == .objectObserved, let key = EventCodec.peekDedupeKey(record.payload) {
+                    guard let reason = runPolicy.decideObservation(dedupeKey: key) else { return true }
+                    reasons[record.sequence] = reason
+                    return false
+                }
+                guard let event = try? EventCursor.decode(record) else { return true }
                 if let reason = runPolicy.decide(event) {
                     reasons[record.sequence] = reason
                     return false
@@ -139,7 +145,11 @@ extension Ledger {
         var records = try reader.log.records(from: start)
         while let record = try records.next(), record.sequence < end {
             guard EventCodec.peekKind(record.payload) == .objectObserved else { continue }
-            policy.note(try EventCursor.decode(record))
+            if let key = EventCodec.peekDedupeKey(record.payload) {
+                policy.noteObservation(dedupeKey: key)
+            } else {
+                policy.note(try EventCursor.decode(record))
+            }
         }
     }
 

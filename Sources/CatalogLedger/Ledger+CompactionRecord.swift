@@ -76,6 +76,30 @@ extension Ledger {
 }
 
 extension EventCodec {
+    /// The dedupe key of an encoded event, read from the envelope without decoding the body; nil
+    /// when the envelope is not one this build reads (the caller then decodes it in full).
+    static func peekDedupeKey(_ payload: [UInt8]) -> String? {
+        var offset = 2
+        func varint() -> Int? {
+            var value = 0
+            var shift = 0
+            while offset < payload.count, shift < 63 {
+                let byte = payload[offset]
+                offset += 1
+                value |= Int(byte & 0x7F) << shift
+                if byte & 0x80 == 0 { return value }
+                shift += 7
+            }
+            return nil
+        }
+        guard payload.count >= 2, payload[0] == formatVersion, let merchantLength = varint() else { return nil }
+        offset += merchantLength + 1  // the merchant id, then the source byte
+        guard offset <= payload.count, let keyLength = varint(), keyLength >= 0, offset + keyLength <= payload.count else {
+            return nil
+        }
+        return String(decoding: payload[offset..<(offset + keyLength)], as: UTF8.self)
+    }
+
     /// The kind of an encoded event from its first two bytes, without decoding the rest; nil for a
     /// payload this build would not decode (the caller then keeps it).
     static func peekKind(_ payload: [UInt8]) -> EventKind? {

@@ -1,7 +1,7 @@
 // The event-level compaction rules, case by case: which sync bookkeeping a later completed run
 // supersedes, and that exact duplicate observations go while distinct versions stay.
 
-import CatalogLedger
+@testable import CatalogLedger
 import CatalogModel
 import Testing
 
@@ -72,5 +72,23 @@ import Testing
         let decisions = try Self.recorded(first + same + changedPayload + newer).map { policy.decide($0) }
         let expected: [CompactionDropReason?] = [nil, nil, .duplicateObservation, .duplicateObservation, nil, nil, nil, nil]
         #expect(decisions == expected)
+    }
+}
+
+@Suite struct CompactionEnvelopePeekTests {
+    @Test("the kind and dedupe key read from the envelope equal the decoded event's, for every kind of event")
+    func peekMatchesDecode() throws {
+        let history = try AuditHistoryGenerator.generate(seed: 7, steps: 200)
+        var kinds: Set<EventKind> = []
+        for (index, item) in history.events.enumerated() {
+            let payload = EventCodec.encode(item.event)
+            let decoded = try EventCodec.decode(sequence: UInt64(index), recordedAt: item.ledgerTime, payload: payload)
+            #expect(EventCodec.peekKind(payload) == decoded.kind)
+            #expect(EventCodec.peekDedupeKey(payload) == decoded.dedupeKey)
+            kinds.insert(decoded.kind)
+        }
+        #expect(kinds.isSuperset(of: [.objectObserved, .syncStarted, .syncPageReceived, .syncCompleted, .localEditProposed, .upsertRejected]))
+        #expect(EventCodec.peekDedupeKey([1]) == nil && EventCodec.peekDedupeKey([1, 1, 0x80]) == nil)
+        #expect(EventCodec.peekDedupeKey([1, 1, 5, 65]) == nil, "a length past the end")
     }
 }

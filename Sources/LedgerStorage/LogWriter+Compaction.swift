@@ -66,11 +66,6 @@ extension LogWriter {
         let chainIn = firstIndex == 0 ? LogFormat.zeroHash : Self.chainOut(of: sealed[firstIndex - 1])
         let chainOut = Self.chainOut(of: run.last!)
 
-        var oldSegments: [CompactionRunReport.OldSegment] = []
-        for entry in run {
-            let bytes = try directory.readWholeFile(directory.segmentsPath.appending(entry.segmentName))
-            oldSegments.append(.init(name: entry.segmentName, byteCount: UInt64(bytes.count), fileHash: Array(SHA256.hash(data: bytes))))
-        }
         var records: [StoredRecord] = []
         var cursor = try LogCursor(directory: directory, nextSequence: firstBase, minimumLedgerTime: nil).positioned()
         while let record = try cursor.next(), record.sequence <= coveredLast { records.append(record) }
@@ -78,13 +73,19 @@ extension LogWriter {
         // The decisions are taken once, in order: the caller's predicate may keep state.
         let keptFlags = records.map(keep)
         if leaveUnchanged && !keptFlags.contains(false) {
-            let bytesBefore = oldSegments.reduce(0) { $0 + $1.byteCount }
+            // Nothing to drop: the files are not read again (their hashes are only needed for a switch).
+            let bytesBefore = run.reduce(0) { $0 + $1.byteCount }
             return CompactionRunReport(
-                dryRun: dryRun, oldSegments: oldSegments, compactedSegmentName: SegmentFileName.segment(base: firstBase),
+                dryRun: dryRun, oldSegments: run.map { .init(name: $0.segmentName, byteCount: $0.byteCount, fileHash: []) }, compactedSegmentName: SegmentFileName.segment(base: firstBase),
                 coveredSequences: firstBase...coveredLast, newFileHash: [], newLastBatchHash: run.last!.lastBatchHash,
                 chainOutHash: chainOut, keptRecordCount: UInt64(records.count), droppedSequences: [],
                 bytesBefore: bytesBefore, bytesAfter: bytesBefore,
                 durationNanoseconds: DispatchTime.now().uptimeNanoseconds - started, switched: false)
+        }
+        var oldSegments: [CompactionRunReport.OldSegment] = []
+        for entry in run {
+            let bytes = try directory.readWholeFile(directory.segmentsPath.appending(entry.segmentName))
+            oldSegments.append(.init(name: entry.segmentName, byteCount: UInt64(bytes.count), fileHash: Array(SHA256.hash(data: bytes))))
         }
         var decisions = keptFlags.makeIterator()
         let segment = CompactionRewriter.rewrite(base: firstBase, coveredLastSequence: coveredLast, records: records, chainInHash: chainIn,
@@ -109,8 +110,12 @@ extension LogWriter {
         let reread = try directory.readWholeFile(compactingPath)
         let contents = try CompactedSegmentDecoder.decode(reread, base: firstBase, chainInHash: chainIn,
                                                           displayName: compactingPath.lastComponent?.string ?? "")
-        let originals = Dictionary(uniqueKeysWithValues: records.map { ($0.sequence, $0) })
-        guard contents.records.allSatisfy({ originals[$0.sequence] == $0 }), UInt64(contents.records.count) == segment.keptRecordCount else {
+        // Both lists ascend by sequence, and the kept records are the originals the flags accepted.
+        // A run that would drop everything keeps its last record (see `CompactionRewriter`).
+        var effectiveFlags = keptFlags
+        if !effectiveFlags.contains(true) { effectiveFlags[effectiveFlags.count - 1] = true }
+        let kept = zip(records, effectiveFlags).filter(\.1).map(\.0)
+        guard contents.records.count == kept.count, contents.records == kept else {
             throw LedgerStorageError(.corruptBatch, "re-read compacted segment differs from the records it should keep",
                                      location: LogLocation(file: compactingPath.string))
         }

@@ -44,6 +44,9 @@ struct CompactionBench: AsyncParsableCommand {
         var snapshotsWritten: Int
         var compactionSeconds: Double
         var compactionMBPerSecond: Double
+        /// The same compaction without the snapshots at run boundaries (rewrite and record only).
+        var compactionWithoutSnapshotsSeconds: Double
+        var ratioCompactionWithoutSnapshotsVsBaseline: Double
         var baselineRecompressSeconds: Double
         var baselineRecompressMBPerSecond: Double
         var ratioCompactionVsBaseline: Double
@@ -63,6 +66,7 @@ struct CompactionBench: AsyncParsableCommand {
         defer { try? FileManager.default.removeItem(atPath: root) }
         let live = LedgerLayout(root: root + "/live")
         let alone = LedgerLayout(root: root + "/alone")
+        let bare = LedgerLayout(root: root + "/bare")
         let segmentBytes = quick ? 512 << 10 : 8 << 20
 
         var storage = LogWriterOptions()
@@ -70,6 +74,7 @@ struct CompactionBench: AsyncParsableCommand {
         storage.segmentBytesMax = segmentBytes
         let generated = try await DuplicateHeavyHistory.write(to: live, storage: storage, events: total, seed: seed)
         try FileManager.default.copyItem(atPath: live.root.string, toPath: alone.root.string)
+        try FileManager.default.copyItem(atPath: live.root.string, toPath: bare.root.string)
 
         // The baseline and compaction alone work on the same pristine copy of the sealed segments.
         let sealed = try sealedSegments(alone)
@@ -83,6 +88,11 @@ struct CompactionBench: AsyncParsableCommand {
         let report = try await aloneLedger.compact(options: LedgerCompactionOptions())
         let compactionSeconds = seconds(ContinuousClock.now - compactionStart)
         try await aloneLedger.close()
+        let bareLedger = try Ledger.open(layout: bare, options: options)
+        let bareStart = ContinuousClock.now
+        _ = try await bareLedger.compact(options: LedgerCompactionOptions(snapshotsAtRunBoundaries: false))
+        let bareSeconds = seconds(ContinuousClock.now - bareStart)
+        try await bareLedger.close()
 
         // Appends (durability `always`) idle, then while the same compaction runs on the live copy.
         let ledger = try Ledger.open(layout: live, options: options)
@@ -113,7 +123,8 @@ struct CompactionBench: AsyncParsableCommand {
             eventsDroppedDuplicateObservation: report.droppedByReason[.duplicateObservation] ?? 0,
             eventsDroppedSupersededSyncBookkeeping: report.droppedByReason[.supersededSyncBookkeeping] ?? 0,
             snapshotsWritten: report.snapshotSequences.count, compactionSeconds: compactionSeconds,
-            compactionMBPerSecond: megabytes / compactionSeconds, baselineRecompressSeconds: baselineSeconds,
+            compactionMBPerSecond: megabytes / compactionSeconds, compactionWithoutSnapshotsSeconds: bareSeconds,
+            ratioCompactionWithoutSnapshotsVsBaseline: baselineSeconds / bareSeconds, baselineRecompressSeconds: baselineSeconds,
             baselineRecompressMBPerSecond: megabytes / baselineSeconds, ratioCompactionVsBaseline: baselineSeconds / compactionSeconds,
             appendP99IdleMilliseconds: idleP99, appendP99DuringCompactionMilliseconds: duringP99,
             ratioAppendP99DuringVsIdle: duringP99 / idleP99, appendsDuringCompaction: during.count,
@@ -128,6 +139,7 @@ struct CompactionBench: AsyncParsableCommand {
             print("""
             compaction: \(figures.events) events, \(figures.sealedSegments) sealed segments (\(sealedBytes) bytes)
               compaction             \(f(compactionSeconds)) s, \(f(figures.compactionMBPerSecond)) MB/s of sealed segments
+              without snapshots      \(f(bareSeconds)) s (\(f(figures.ratioCompactionWithoutSnapshotsVsBaseline * 100))% of the baseline's speed)
               plain recompress       \(f(baselineSeconds)) s, \(f(figures.baselineRecompressMBPerSecond)) MB/s (compaction at \(f(figures.ratioCompactionVsBaseline * 100))%, target >= 50%)
               bytes                  \(figures.bytesBefore) -> \(figures.bytesAfter) (saved \(figures.bytesSaved))
               dropped                \(figures.eventsDroppedDuplicateObservation) duplicate observations, \(figures.eventsDroppedSupersededSyncBookkeeping) superseded sync events; \(figures.snapshotsWritten) snapshots written

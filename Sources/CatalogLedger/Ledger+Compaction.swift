@@ -51,7 +51,15 @@ final class CompactionGate: @unchecked Sendable {
     private let lock = NSLock()
     private var running = false
 
-    func enter() -> Bool { lock.withLock { running ? false : { running = true; return true }() } }
+    /// True when the caller may compact (and must `leave` afterwards); false while another run holds it.
+    func enter() -> Bool {
+        lock.withLock {
+            guard !running else { return false }
+            running = true
+            return true
+        }
+    }
+
     func leave() { lock.withLock { running = false } }
 }
 

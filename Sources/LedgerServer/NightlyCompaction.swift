@@ -51,7 +51,11 @@ public final class NightlyCompaction: @unchecked Sendable {
     /// `.skippedOverlap` at once). `trigger` names the cause in the log ("schedule", "manual").
     @discardableResult
     public func runNow(trigger: String) async -> (outcome: CompactionRunOutcome, results: [MerchantCompactionResult]) {
-        let entered = lock.withLock { running ? false : { running = true; return true }() }
+        let entered = lock.withLock {
+            guard !running else { return false }
+            running = true
+            return true
+        }
         guard entered else {
             logger.warning("compaction skipped: a run is still in progress", metadata: ["trigger": "\(trigger)"])
             metrics.compactionRun(.skippedOverlap, duration: .zero)

@@ -92,3 +92,23 @@ import Testing
         #expect(EventCodec.peekDedupeKey([1, 1, 5, 65]) == nil, "a length past the end")
     }
 }
+
+@Suite struct CompactionGateTests {
+    @Test("a second compaction of the same ledger while one runs is refused with compactionInProgress")
+    func overlappingCompactionIsRefused() async throws {
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        _ = try await ledger.append(try SampleObjects.observe(item: "I", version: 1, price: 5))
+        #expect(ledger.compactionGate.enter(), "the test stands in for a running compaction")
+        await #expect(throws: LedgerError.self) { _ = try await ledger.compact() }
+        do {
+            _ = try await ledger.compact()
+        } catch LedgerError.compactionInProgress(let path) {
+            #expect(path == directory.layout.root.string)
+        }
+        ledger.compactionGate.leave()
+        _ = try await ledger.compact()
+        try await ledger.close()
+    }
+}

@@ -76,7 +76,8 @@ extension LogWriter {
             // Nothing to drop: the files are not read again (their hashes are only needed for a switch).
             let bytesBefore = run.reduce(0) { $0 + $1.byteCount }
             return CompactionRunReport(
-                dryRun: dryRun, oldSegments: run.map { .init(name: $0.segmentName, byteCount: $0.byteCount, fileHash: []) }, compactedSegmentName: SegmentFileName.segment(base: firstBase),
+                dryRun: dryRun, oldSegments: run.map { .init(name: $0.segmentName, byteCount: $0.byteCount, fileHash: []) },
+                compactedSegmentName: SegmentFileName.segment(base: firstBase),
                 coveredSequences: firstBase...coveredLast, newFileHash: [], newLastBatchHash: run.last!.lastBatchHash,
                 chainOutHash: chainOut, keptRecordCount: UInt64(records.count), droppedSequences: [],
                 bytesBefore: bytesBefore, bytesAfter: bytesBefore,

@@ -83,7 +83,8 @@ extension Ledger {
         if !dryRun, let journal = writer.pendingCompaction() {
             report.markerSequences.append(try await recordInterruptedRun(journal))
         }
-        var policy = CompactionPolicy(syncCompletions: try syncCompletions())
+        var policy = CompactionPolicy()
+        var lookahead = SyncRunLookahead(reader: reader)
         var noted: UInt64 = 0
         var sealed = try await writer.sealedSegments()
         let total = sealed.count
@@ -99,25 +100,42 @@ extension Ledger {
 
             var reasons: [UInt64: CompactionDropReason] = [:]
             var runPolicy = policy
-            let keep: (StoredRecord) -> Bool = { record in
-                // Only a few kinds can be dropped; the kind byte says which records need decoding, and
-                // an observation is judged by its dedupe key alone, read from the envelope.
-                guard let kind = EventCodec.peekKind(record.payload), CompactionPolicy.droppableKinds.contains(kind) else { return true }
-                if kind == .objectObserved, let key = EventCodec.peekDedupeKey(record.payload) {
-                    guard let reason = runPolicy.decideObservation(dedupeKey: key) else { return true }
+            let decide: ([StoredRecord]) throws -> [Bool] = { records in
+                // Sync starts and completions of the whole run first: a run's bookkeeping is judged by
+                // what follows it, in the run or (read ahead only as far as needed) after it.
+                for record in records {
+                    guard let kind = EventCodec.peekKind(record.payload), kind == .syncStarted || kind == .syncCompleted else { continue }
+                    runPolicy.syncRuns.note(try EventCursor.decode(record))
+                }
+                if let last = records.last { try lookahead.skip(through: last.sequence) }
+                return try records.map { record in
+                    // Only a few kinds can be dropped; the kind byte says which records need decoding, and
+                    // an observation is judged by its dedupe key alone, read from the envelope.
+                    guard let kind = EventCodec.peekKind(record.payload), CompactionPolicy.droppableKinds.contains(kind) else { return true }
+                    var reason: CompactionDropReason?
+                    if kind == .objectObserved, let key = EventCodec.peekDedupeKey(record.payload) {
+                        reason = runPolicy.decideObservation(dedupeKey: key)
+                    } else {
+                        let event = try EventCursor.decode(record)
+                        if let runID = CompactionPolicy.syncRunID(of: event) {
+                            var verdict = runPolicy.syncRuns.verdict(runID: runID, logFullyRead: lookahead.reachedEnd)
+                            while verdict == .unknown {
+                                try lookahead.readOne(into: &runPolicy.syncRuns)
+                                verdict = runPolicy.syncRuns.verdict(runID: runID, logFullyRead: lookahead.reachedEnd)
+                            }
+                            reason = verdict == .superseded ? .supersededSyncBookkeeping : nil
+                        } else {
+                            reason = runPolicy.decide(event)
+                        }
+                    }
+                    guard let reason else { return true }
                     reasons[record.sequence] = reason
                     return false
                 }
-                guard let event = try? EventCursor.decode(record) else { return true }
-                if let reason = runPolicy.decide(event) {
-                    reasons[record.sequence] = reason
-                    return false
-                }
-                return true
             }
             let rewrite = CompactionRewriteOptions(highCompression: options.highCompression)
             let run = try await writer.compact(firstBase: firstBase, segmentCount: count, options: rewrite, dryRun: dryRun,
-                                               leaveUnchanged: true, keep: keep)
+                                               leaveUnchanged: true, decide: decide)
             report.bytesExamined += run.bytesBefore
             if run.droppedRecordCount > 0 {
                 for reason in reasons.values { report.droppedByReason[reason, default: 0] += 1 }
@@ -147,12 +165,15 @@ extension Ledger {
         return report
     }
 
-    /// Notes the observations in `start..<end` (kept regardless) into the policy, decoding only those.
+    /// Notes the observations and sync starts and completions in `start..<end` (kept regardless) into
+    /// the policy, decoding only those.
     private func notePolicy(_ policy: inout CompactionPolicy, from start: UInt64, below end: UInt64) throws {
         guard start < end else { return }
         var records = try reader.log.records(from: start)
         while let record = try records.next(), record.sequence < end {
-            guard EventCodec.peekKind(record.payload) == .objectObserved else { continue }
+            let kind = EventCodec.peekKind(record.payload)
+            if kind == .syncStarted || kind == .syncCompleted { policy.syncRuns.note(try EventCursor.decode(record)) }
+            guard kind == .objectObserved else { continue }
             if let key = EventCodec.peekDedupeKey(record.payload) {
                 policy.noteObservation(dedupeKey: key)
             } else {
@@ -161,14 +182,38 @@ extension Ledger {
         }
     }
 
-    /// The completed sync runs of the whole durable log, decoding only `syncCompleted` records.
-    func syncCompletions() throws -> SyncCompletionIndex {
-        var index = SyncCompletionIndex()
-        var records = try reader.log.records(from: 0)
-        while let record = try records.next() {
-            guard EventCodec.peekKind(record.payload) == .syncCompleted else { continue }
-            index.note(try EventCursor.decode(record))
+}
+
+/// Reads the log ahead of the run being compacted, only as far as the sync rule needs, noting sync
+/// starts and completions. Its position only moves forward, so over a whole compaction it reads
+/// each record at most once. Used by one task at a time.
+struct SyncRunLookahead {
+    let reader: LedgerReader
+    private var cursor: LogCursor?
+    /// The next sequence to read; everything before it has been noted (by the runs or by this).
+    private var frontier: UInt64 = 0
+    private(set) var reachedEnd = false
+
+    init(reader: LedgerReader) { self.reader = reader }
+
+    /// The records through `sequence` were noted by the caller; reading ahead starts after them.
+    mutating func skip(through sequence: UInt64) throws {
+        guard sequence >= frontier else { return }
+        frontier = sequence + 1
+        cursor = nil
+        reachedEnd = false
+    }
+
+    /// Reads the next record, noting it when it starts or completes a sync run; at the end of the
+    /// durable log sets `reachedEnd`.
+    mutating func readOne(into index: inout SyncRunIndex) throws {
+        if cursor == nil { cursor = try reader.log.records(from: frontier) }
+        guard let record = try cursor!.next() else {
+            reachedEnd = true
+            return
         }
-        return index
+        frontier = record.sequence + 1
+        guard let kind = EventCodec.peekKind(record.payload), kind == .syncStarted || kind == .syncCompleted else { return }
+        index.note(try EventCursor.decode(record))
     }
 }

@@ -50,6 +50,17 @@ extension LogWriter {
         firstBase: UInt64, segmentCount: Int, options: CompactionRewriteOptions = CompactionRewriteOptions(),
         dryRun: Bool = false, leaveUnchanged: Bool = false, keep: (StoredRecord) -> Bool
     ) async throws -> CompactionRunReport {
+        try await compact(firstBase: firstBase, segmentCount: segmentCount, options: options, dryRun: dryRun,
+                          leaveUnchanged: leaveUnchanged, decide: { records in records.map(keep) })
+    }
+
+    /// `compact` with the decisions taken for the whole run at once: `decide` gets the run's records
+    /// (ascending) and returns one keep flag per record, so a rule can look at later records of the
+    /// run before judging an earlier one. It is called once.
+    public func compact(
+        firstBase: UInt64, segmentCount: Int, options: CompactionRewriteOptions = CompactionRewriteOptions(),
+        dryRun: Bool = false, leaveUnchanged: Bool = false, decide: ([StoredRecord]) throws -> [Bool]
+    ) async throws -> CompactionRunReport {
         precondition(segmentCount >= 1)
         let started = DispatchTime.now().uptimeNanoseconds
         let sealed = try await sealedSegments()
@@ -70,8 +81,9 @@ extension LogWriter {
         var cursor = try LogCursor(directory: directory, nextSequence: firstBase, minimumLedgerTime: nil).positioned()
         while let record = try cursor.next(), record.sequence <= coveredLast { records.append(record) }
 
-        // The decisions are taken once, in order: the caller's predicate may keep state.
-        let keptFlags = records.map(keep)
+        // The decisions are taken once: the caller's rule may keep state.
+        let keptFlags = try decide(records)
+        precondition(keptFlags.count == records.count, "one decision per record")
         if leaveUnchanged && !keptFlags.contains(false) {
             // Nothing to drop: the files are not read again (their hashes are only needed for a switch).
             let bytesBefore = run.reduce(0) { $0 + $1.byteCount }

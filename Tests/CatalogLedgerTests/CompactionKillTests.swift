@@ -113,8 +113,8 @@ import Testing
     /// compaction dropped because a later run of the same mode completed.
     func checkAcknowledged(_ acknowledged: [UInt64: Ack], events: [LedgerEvent], layout: LedgerLayout, round: Int) {
         let bySequence = Dictionary(uniqueKeysWithValues: events.map { ($0.sequence, $0) })
-        var completions = SyncCompletionIndex()
-        for event in events { completions.note(event) }
+        var runs = SyncRunIndex()
+        for event in events { runs.note(event) }
         let markedThrough = events.compactMap { event -> UInt64? in
             if case .compactionMarker(let marker) = event.body { marker.throughSequence } else { nil }
         }.max()
@@ -126,7 +126,7 @@ import Testing
             let runID = ack.dedupeKey.split(separator: ":")[1]
             let recorded = (markedThrough ?? 0) >= sequence || pendingJournal(layout)
             let droppedByRule = [.syncStarted, .syncPageReceived].contains(ack.kind)
-                && completions.isSuperseded(runID: String(runID)) && recorded
+                && runs.verdict(runID: String(runID), logFullyRead: true) == .superseded && recorded
             #expect(droppedByRule, "round \(round): acknowledged \(ack.kind) at \(sequence) (\(ack.dedupeKey)) is lost")
         }
     }

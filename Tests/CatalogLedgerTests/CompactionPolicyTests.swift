@@ -36,10 +36,10 @@ import Testing
                 + Self.run("inc-2", .incremental, pages: 3, completes: false)
                 + Self.run("inc-3", .incremental, pages: 2, completes: true)
                 + Self.run("inc-4", .incremental, pages: 1, completes: true))
-        var completions = SyncCompletionIndex()
-        for event in events { completions.note(event) }
-        #expect(completions.completedRunCount == 4)
-        var policy = CompactionPolicy(syncCompletions: completions)
+        var runs = SyncRunIndex()
+        for event in events { runs.note(event) }
+        #expect(runs.completedRunCount == 4)
+        var policy = CompactionPolicy(syncRuns: runs)
         var dropped: [String: [EventKind]] = [:]
         for event in events {
             if let reason = policy.decide(event) {
@@ -52,6 +52,44 @@ import Testing
         #expect(dropped["inc-2"] == nil, "a run that never completed is the only trace of a failure")
         #expect(dropped["inc-3"] == [.syncStarted, .syncPageReceived, .syncPageReceived])
         #expect(dropped["inc-4"] == nil, "the newest completed incremental run keeps its pages")
+    }
+
+    @Test("the verdict is unknown until enough of the log is read, then it does not change as more is read")
+    func verdictNeedsOnlyALittleLookahead() throws {
+        let events = try Self.recorded(
+            Self.run("a", .incremental, pages: 1, completes: true)            // 0...2
+                + Self.run("f", .full, pages: 1, completes: true)             // 3...5
+                + Self.run("b", .incremental, pages: 1, completes: true)      // 6...8
+                + Self.run("c", .incremental, pages: 1, completes: false)     // 9...10
+                + Self.run("d", .incremental, pages: 1, completes: true))     // 11...13
+        var runs = SyncRunIndex()
+        var verdicts: [String: [SyncRunIndex.Verdict]] = [:]
+        for event in events {
+            runs.note(event)
+            for run in ["a", "b", "c", "d", "f"] { verdicts[run, default: []].append(runs.verdict(runID: run, logFullyRead: false)) }
+        }
+        // "a" is decided once "b" completes (sequence 8), and stays decided.
+        #expect(verdicts["a"]!.firstIndex(of: .superseded) == 8)
+        #expect(verdicts["a"]![8...].allSatisfy { $0 == .superseded })
+        #expect(verdicts["a"]![..<8].allSatisfy { $0 == .unknown })
+        // "c" never completes: once "d" completes after it started, it is kept for good.
+        #expect(verdicts["c"]!.last == .kept && verdicts["c"]!.firstIndex(of: .kept) == 13)
+        #expect(verdicts["b"]!.last == .superseded)
+        #expect(runs.verdict(runID: "d", logFullyRead: false) == .unknown)
+        #expect(runs.verdict(runID: "d", logFullyRead: true) == .kept, "the newest completed run")
+        #expect(runs.verdict(runID: "f", logFullyRead: true) == .kept, "the only full run")
+    }
+
+    @Test("a run overlapped by another run of its mode completing first is kept")
+    func overlappingRunsAreKept() throws {
+        let starts = Self.run("x", .incremental, pages: 1, completes: false) + Self.run("y", .incremental, pages: 1, completes: true)
+        let late = [EventBuilder.syncCompletedEvent(runID: "x", mode: .incremental, beginTime: nil, latestTime: nil, pageCount: 1,
+                                                    objectCount: 0, merchantID: Self.merchant)]
+        let events = try Self.recorded(starts + late + Self.run("z", .incremental, pages: 1, completes: true))
+        var runs = SyncRunIndex()
+        for event in events { runs.note(event) }
+        #expect(runs.verdict(runID: "x", logFullyRead: true) == .kept)
+        #expect(runs.verdict(runID: "y", logFullyRead: true) == .superseded)
     }
 
     @Test("without the completions, no sync bookkeeping is dropped")

@@ -20,6 +20,7 @@ enum DuplicateHeavyHistory {
         let merchant: MerchantID = "BENCH"
         let itemCount = max(50, total / 200)
         var versions = [Int64](repeating: 1_790_000_000_000, count: itemCount)
+        var squareClock: Int64 = 1_790_000_000_000
         var prices = (0..<itemCount).map { _ in Int64.random(in: 100...2_000, using: &random) }
         var squareTimes: [Int64] = []
         var ledgerTime: Int64 = 1_790_000_000_000_000_000
@@ -33,10 +34,12 @@ enum DuplicateHeavyHistory {
         while written < total {
             run += 1
             let runID = "webhook-sync-\(run)"
-            // Since the last run, a few items changed in Square.
+            // Since the last run, a few items changed in Square (Square time moves on with the runs).
+            squareClock += Int64.random(in: 1_000...60_000, using: &random)
             for _ in 0..<Int.random(in: 0...3, using: &random) {
                 let index = Int.random(in: 0..<itemCount, using: &random)
-                versions[index] += Int64.random(in: 1_000...600_000, using: &random)
+                squareClock += 1
+                versions[index] = squareClock
                 prices[index] += 25
                 squareTimes.append(versions[index] * 1_000_000)
             }

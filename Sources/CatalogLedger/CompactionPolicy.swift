@@ -1,33 +1,128 @@
-// Which events a compaction may drop (docs/FORMAT.md, "Compaction"). Pure: no I/O, thread-safe.
+// Which events a compaction may drop (docs/FORMAT.md, "Event-level policy"). Pure: no I/O,
+// thread-safe (value types).
 //
-// The policy keeps every distinct version, tombstone, webhook, edit, acceptance, rejection, sync
-// bookkeeping event and compaction marker. It drops only exact duplicate observations: an
-// objectObserved whose dedupe key (object id, version and payload hash) an earlier event already
-// holds. Such duplicates add nothing to any answer (as-of state, entity and price history take the
-// first occurrence) and are what repeated webhook-triggered syncs would produce without the
-// append-time dedupe (imports, logs written before it existed).
+// The policy keeps every distinct version, tombstone, webhook, edit, acceptance, rejection, every
+// `syncCompleted` (the watermark and the counts an auditor checks a run against) and every
+// compaction marker. It drops two things:
+// - exact duplicate observations: an objectObserved whose dedupe key (object id, version and payload
+//   hash) an earlier event already holds. They add nothing to any answer (as-of state, entity and
+//   price history take the first occurrence) and are what repeated webhook-triggered syncs produce
+//   without the append-time dedupe (imports, logs written before it existed);
+// - superseded sync bookkeeping: the `syncStarted` and `syncPageReceived` events of a run that
+//   completed when a later run of the same mode completed after it. The completed event keeps the
+//   run's begin time, watermark, page and object counts; the observations the run made are facts and
+//   are judged on their own. Bookkeeping of a run that never completed is kept: it is the only trace
+//   of a failed sync. The newest completed run of each mode keeps its pages. `SyncRunIndex` states
+//   the rule exactly.
 
 import CatalogModel
 
 /// Why an event was dropped; the raw value is the rule name recorded in the compaction summary.
 public enum CompactionDropReason: String, Sendable, CaseIterable {
     case duplicateObservation = "duplicate-observation"
+    case supersededSyncBookkeeping = "superseded-sync-bookkeeping"
+}
+
+/// What the log says about sync runs (their starts and completions), learnt in any order from the
+/// records before a frontier, so the policy can tell whether a run was superseded by a later
+/// completed run of the same mode while reading the log only a little past the run being compacted.
+///
+/// The rule, defined by the log alone: run R (mode M, started at s, completed at c) is superseded
+/// when another run of mode M completed after c and none completed between s and c. A run with no
+/// completion is never superseded; neither is one overlapped by another run of its mode completing
+/// first (runs of one mode are sequential in the syncer; if they ever overlap, keeping is the safe
+/// side). Because each verdict depends only on facts of the log, it does not depend on how far the
+/// caller has read, once it is not `.unknown`.
+public struct SyncRunIndex: Sendable {
+    public enum Verdict: Sendable, Equatable {
+        case superseded
+        case kept
+        /// More of the log must be read (or the caller says it has all of it).
+        case unknown
+    }
+
+    private var startByRun: [String: (mode: SyncMode, sequence: UInt64)] = [:]
+    private var completionByRun: [String: (mode: SyncMode, sequence: UInt64)] = [:]
+    /// Completion sequences per mode, ascending and distinct.
+    private var completionsByMode: [SyncMode: [UInt64]] = [:]
+
+    public init() {}
+
+    /// Notes a `syncStarted` or `syncCompleted` event (others are ignored); noting one twice is harmless.
+    public mutating func note(_ event: LedgerEvent) {
+        switch event.body {
+        case .syncStarted(let start):
+            startByRun[start.runID] = (start.mode, event.sequence)
+        case .syncCompleted(let completion):
+            completionByRun[completion.runID] = (completion.mode, event.sequence)
+            var sequences = completionsByMode[completion.mode, default: []]
+            let position = sequences.firstIndex { $0 >= event.sequence } ?? sequences.count
+            if position == sequences.count || sequences[position] != event.sequence { sequences.insert(event.sequence, at: position) }
+            completionsByMode[completion.mode] = sequences
+        default:
+            break
+        }
+    }
+
+    public var completedRunCount: Int { completionByRun.count }
+
+    /// The verdict for `runID` from every start and completion before the caller's frontier; with
+    /// `logFullyRead`, nothing more is to come, so the verdict is never `.unknown`.
+    public func verdict(runID: String, logFullyRead: Bool) -> Verdict {
+        let undecided: Verdict = logFullyRead ? .kept : .unknown
+        guard let mode = startByRun[runID]?.mode ?? completionByRun[runID]?.mode else { return undecided }
+        let completions = completionsByMode[mode] ?? []
+        let start = startByRun[runID]?.sequence
+        guard let completion = completionByRun[runID]?.sequence else {
+            // Another run of the mode completed after this one started, before it: treated as failed.
+            if let start, completions.contains(where: { $0 > start }) { return .kept }
+            return undecided
+        }
+        if let start, completions.contains(where: { $0 > start && $0 < completion }) { return .kept }
+        return completions.contains(where: { $0 > completion }) ? .superseded : undecided
+    }
 }
 
 public struct CompactionPolicy: Sendable {
     /// Dedupe keys seen so far, in log order. Seed it with the events before the run.
     private var seenObservationKeys: Set<String> = []
+    /// The sync runs known so far; the caller notes starts and completions into it.
+    public var syncRuns: SyncRunIndex
 
-    public init() {}
+    public init(syncRuns: SyncRunIndex = SyncRunIndex()) {
+        self.syncRuns = syncRuns
+    }
+
+    /// The event kinds `decide` may drop; every other kind is kept without decoding its record.
+    public static let droppableKinds: Set<EventKind> = [.objectObserved, .syncStarted, .syncPageReceived]
 
     /// Notes an event that is kept regardless (outside the run being compacted).
     public mutating func note(_ event: LedgerEvent) {
         if case .objectObserved = event.body { seenObservationKeys.insert(event.dedupeKey) }
     }
 
-    /// Decides for one event of the run, in log order: nil keeps it, a reason drops it.
+    /// `note` for an observation known only by its dedupe key (read without decoding the event).
+    public mutating func noteObservation(dedupeKey: String) { seenObservationKeys.insert(dedupeKey) }
+
+    /// `decide` for an observation known only by its dedupe key (read without decoding the event).
+    public mutating func decideObservation(dedupeKey: String) -> CompactionDropReason? {
+        seenObservationKeys.insert(dedupeKey).inserted ? nil : .duplicateObservation
+    }
+
+    /// The run a sync bookkeeping event belongs to, nil for other events.
+    public static func syncRunID(of event: LedgerEvent) -> String? {
+        switch event.body {
+        case .syncStarted(let start): start.runID
+        case .syncPageReceived(let page): page.runID
+        default: nil
+        }
+    }
+
+    /// Decides for one event of the run, in log order, knowing the whole log (`syncRuns` holds every
+    /// start and completion): nil keeps it, a reason drops it.
     public mutating func decide(_ event: LedgerEvent) -> CompactionDropReason? {
-        guard case .objectObserved = event.body else { return nil }
-        return seenObservationKeys.insert(event.dedupeKey).inserted ? nil : .duplicateObservation
+        if case .objectObserved = event.body { return decideObservation(dedupeKey: event.dedupeKey) }
+        guard let runID = Self.syncRunID(of: event) else { return nil }
+        return syncRuns.verdict(runID: runID, logFullyRead: true) == .superseded ? .supersededSyncBookkeeping : nil
     }
 }

@@ -1,9 +1,8 @@
 // Compaction at the event level: applies `CompactionPolicy` to runs of sealed segments through
-// `LogWriter.compact`, then appends a compactionMarker event whose `stateDigest` is the SHA-256 of
-// a summary file naming the old and new segment hashes and what was dropped by which rule.
+// `LogWriter.compact`, appends a compactionMarker event per run (Ledger+CompactionRecord.swift) and
+// writes a snapshot at the end of each compacted run so replays start near their target.
 
 import CatalogModel
-import Crypto
 import Foundation
 import LedgerStorage
 import SystemPackage
@@ -11,125 +10,210 @@ import SystemPackage
 /// What `Ledger.compact` did (or would do, for a dry run), over all runs.
 public struct LedgerCompactionReport: Sendable {
     public var dryRun: Bool
+    /// The runs that drop something (rewritten, or for a dry run, that would be).
     public var runs: [CompactionRunReport] = []
     public var droppedByReason: [CompactionDropReason: Int] = [:]
     public var markerSequences: [UInt64] = []
+    /// Sequences of the snapshots written at the ends of compacted runs.
+    public var snapshotSequences: [UInt64] = []
+    /// Bytes of every sealed segment examined (kept as they were or rewritten).
+    public var bytesExamined: UInt64 = 0
     public var durationNanoseconds: UInt64 = 0
 
     public var bytesBefore: UInt64 { runs.reduce(0) { $0 + $1.bytesBefore } }
     public var bytesAfter: UInt64 { runs.reduce(0) { $0 + $1.bytesAfter } }
+    public var eventsDropped: Int { droppedByReason.values.reduce(0, +) }
+}
+
+/// How `Ledger.compact` works.
+public struct LedgerCompactionOptions: Sendable {
+    /// Report what would change; write nothing.
+    public var dryRun = false
+    /// Recompress with LZ4 high-compression mode.
+    public var highCompression = false
+    /// Sealed segments merged into one compacted segment.
+    public var segmentsPerRun = 8
+    /// Write a snapshot at the end of each compacted run that holds none yet.
+    public var snapshotsAtRunBoundaries = true
+
+    public init(dryRun: Bool = false, highCompression: Bool = false, segmentsPerRun: Int = 8,
+                snapshotsAtRunBoundaries: Bool = true) {
+        precondition(segmentsPerRun >= 1, "a run holds at least one segment")
+        self.dryRun = dryRun
+        self.highCompression = highCompression
+        self.segmentsPerRun = segmentsPerRun
+        self.snapshotsAtRunBoundaries = snapshotsAtRunBoundaries
+    }
+}
+
+/// Makes sure one compaction runs at a time on a ledger. Thread-safe: guarded by `lock`.
+final class CompactionGate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var running = false
+
+    /// True when the caller may compact (and must `leave` afterwards); false while another run holds it.
+    func enter() -> Bool {
+        lock.withLock {
+            guard !running else { return false }
+            running = true
+            return true
+        }
+    }
+
+    func leave() { lock.withLock { running = false } }
 }
 
 extension Ledger {
-    /// Directory of the compaction summaries whose SHA-256 the markers record.
-    public var compactionSummariesDirectory: FilePath { layout.root.appending("compactions") }
-
     /// Compacts the sealed segments in runs of `segmentsPerRun`. Appends continue meanwhile. A run
-    /// that would drop nothing is left as it is (a dry run still reports it).
+    /// that would drop nothing is left as it is. Throws `LedgerError.compactionInProgress` when
+    /// another compaction of this ledger is running.
     public func compact(dryRun: Bool = false, highCompression: Bool = false, segmentsPerRun: Int = 8,
                         progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) async throws -> LedgerCompactionReport {
-        precondition(segmentsPerRun >= 1)
+        try await compact(options: LedgerCompactionOptions(dryRun: dryRun, highCompression: highCompression,
+                                                           segmentsPerRun: segmentsPerRun), progress: progress)
+    }
+
+    public func compact(options: LedgerCompactionOptions,
+                        progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) async throws -> LedgerCompactionReport {
+        guard compactionGate.enter() else { throw LedgerError.compactionInProgress(layout.root.string) }
+        defer { compactionGate.leave() }
         let started = DispatchTime.now().uptimeNanoseconds
+        let dryRun = options.dryRun
         var report = LedgerCompactionReport(dryRun: dryRun)
         if !dryRun, let journal = writer.pendingCompaction() {
             report.markerSequences.append(try await recordInterruptedRun(journal))
         }
         var policy = CompactionPolicy()
+        var lookahead = SyncRunLookahead(reader: reader)
         var noted: UInt64 = 0
         var sealed = try await writer.sealedSegments()
         let total = sealed.count
         var done = 0
         var position = 0
+        var snapshotSequences = reader.snapshotInfos().map(\.sequence)
         while position < sealed.count {
-            let count = min(segmentsPerRun, sealed.count - position)
+            let count = min(options.segmentsPerRun, sealed.count - position)
             let firstBase = SegmentFileName.parseSegment(sealed[position].segmentName)!
             // Events before the run only teach the policy which keys exist.
-            var cursor = try reader.events(from: noted)
-            while noted < firstBase, let event = try cursor.next(), event.sequence < firstBase { policy.note(event) }
+            try notePolicy(&policy, from: noted, below: firstBase)
             noted = firstBase
 
             var reasons: [UInt64: CompactionDropReason] = [:]
             var runPolicy = policy
-            let keep: (StoredRecord) -> Bool = { record in
-                guard let event = try? EventCursor.decode(record) else { return true }
-                if let reason = runPolicy.decide(event) {
+            let decide: ([StoredRecord]) throws -> [Bool] = { records in
+                // Sync starts and completions of the whole run first: a run's bookkeeping is judged by
+                // what follows it, in the run or (read ahead only as far as needed) after it.
+                for record in records {
+                    guard let kind = EventCodec.peekKind(record.payload), kind == .syncStarted || kind == .syncCompleted else { continue }
+                    runPolicy.syncRuns.note(try EventCursor.decode(record))
+                }
+                if let last = records.last { try lookahead.skip(through: last.sequence) }
+                return try records.map { record in
+                    // Only a few kinds can be dropped; the kind byte says which records need decoding, and
+                    // an observation is judged by its dedupe key alone, read from the envelope.
+                    guard let kind = EventCodec.peekKind(record.payload), CompactionPolicy.droppableKinds.contains(kind) else { return true }
+                    var reason: CompactionDropReason?
+                    if kind == .objectObserved, let key = EventCodec.peekDedupeKey(record.payload) {
+                        reason = runPolicy.decideObservation(dedupeKey: key)
+                    } else {
+                        let event = try EventCursor.decode(record)
+                        if let runID = CompactionPolicy.syncRunID(of: event) {
+                            var verdict = runPolicy.syncRuns.verdict(runID: runID, logFullyRead: lookahead.reachedEnd)
+                            while verdict == .unknown {
+                                try lookahead.readOne(into: &runPolicy.syncRuns)
+                                verdict = runPolicy.syncRuns.verdict(runID: runID, logFullyRead: lookahead.reachedEnd)
+                            }
+                            reason = verdict == .superseded ? .supersededSyncBookkeeping : nil
+                        } else {
+                            reason = runPolicy.decide(event)
+                        }
+                    }
+                    guard let reason else { return true }
                     reasons[record.sequence] = reason
                     return false
                 }
-                return true
             }
-            let options = CompactionRewriteOptions(highCompression: highCompression)
-            let preview = try await writer.compact(firstBase: firstBase, segmentCount: count, options: options, dryRun: true, keep: keep)
-            let previewReasons = reasons
-            if dryRun || preview.droppedRecordCount == 0 {
-                if preview.droppedRecordCount > 0 { report.runs.append(preview) }
-                for reason in previewReasons.values { report.droppedByReason[reason, default: 0] += 1 }
-            } else {
-                reasons = [:]
-                runPolicy = policy
-                let run = try await writer.compact(firstBase: firstBase, segmentCount: count, options: options, keep: keep)
+            let rewrite = CompactionRewriteOptions(highCompression: options.highCompression)
+            let run = try await writer.compact(firstBase: firstBase, segmentCount: count, options: rewrite, dryRun: dryRun,
+                                               leaveUnchanged: true, decide: decide)
+            report.bytesExamined += run.bytesBefore
+            if run.droppedRecordCount > 0 {
                 for reason in reasons.values { report.droppedByReason[reason, default: 0] += 1 }
-                report.markerSequences.append(try await appendMarker(run: run, reasons: reasons))
-                try writer.finishCompaction()
                 report.runs.append(run)
             }
+            if run.switched {
+                report.markerSequences.append(try await appendMarker(run: run, reasons: reasons))
+                try writer.finishCompaction()
+                let covered = run.coveredSequences
+                if options.snapshotsAtRunBoundaries, !snapshotSequences.contains(where: covered.contains),
+                   let info = try writeSnapshot(through: covered.upperBound) {
+                    report.snapshotSequences.append(info.sequence)
+                    snapshotSequences.append(info.sequence)
+                }
+            }
             policy = runPolicy
-            noted = preview.coveredSequences.upperBound + 1
+            noted = run.coveredSequences.upperBound + 1
             done += count
             progress(done, total)
             position += count
-            if !dryRun { sealed = try await writer.sealedSegments(); position = sealed.firstIndex { SegmentFileName.parseSegment($0.segmentName)! >= noted } ?? sealed.count }
+            if run.switched {
+                sealed = try await writer.sealedSegments()
+                position = sealed.firstIndex { SegmentFileName.parseSegment($0.segmentName)! >= noted } ?? sealed.count
+            }
         }
         report.durationNanoseconds = DispatchTime.now().uptimeNanoseconds - started
         return report
     }
 
-    /// Writes the run's summary and appends the marker naming its SHA-256; returns the marker's sequence.
-    private func appendMarker(run: CompactionRunReport, reasons: [UInt64: CompactionDropReason]) async throws -> UInt64 {
-        var text = "catalog-ledger-compaction-summary 1\n"
-        text += "segment \(run.compactedSegmentName) covers=\(run.coveredSequences.lowerBound)...\(run.coveredSequences.upperBound)"
-        text += " kept=\(run.keptRecordCount) new-sha256=\(Self.hex(run.newFileHash)) new-last-hash=\(Self.hex(run.newLastBatchHash))"
-        text += " chain-out=\(Self.hex(run.chainOutHash))\n"
-        for old in run.oldSegments { text += "old \(old.name) bytes=\(old.byteCount) sha256=\(Self.hex(old.fileHash))\n" }
-        for reason in CompactionDropReason.allCases {
-            let sequences = reasons.filter { $0.value == reason }.keys.sorted()
-            guard !sequences.isEmpty else { continue }
-            text += "dropped \(reason.rawValue) count=\(sequences.count) sequences=\(sequences.map(String.init).joined(separator: ","))\n"
+    /// Notes the observations and sync starts and completions in `start..<end` (kept regardless) into
+    /// the policy, decoding only those.
+    private func notePolicy(_ policy: inout CompactionPolicy, from start: UInt64, below end: UInt64) throws {
+        guard start < end else { return }
+        var records = try reader.log.records(from: start)
+        while let record = try records.next(), record.sequence < end {
+            let kind = EventCodec.peekKind(record.payload)
+            if kind == .syncStarted || kind == .syncCompleted { policy.syncRuns.note(try EventCursor.decode(record)) }
+            guard kind == .objectObserved else { continue }
+            if let key = EventCodec.peekDedupeKey(record.payload) {
+                policy.noteObservation(dedupeKey: key)
+            } else {
+                policy.note(try EventCursor.decode(record))
+            }
         }
-        return try await appendMarker(summary: Array(text.utf8), newFileHash: run.newFileHash, covered: run.coveredSequences)
     }
 
-    private func appendMarker(summary bytes: [UInt8], newFileHash: [UInt8], covered: ClosedRange<UInt64>) async throws -> UInt64 {
-        let digest = Array(SHA256.hash(data: bytes))
-        try FileManager.default.createDirectory(atPath: compactionSummariesDirectory.string, withIntermediateDirectories: true)
-        let summaryPath = compactionSummariesDirectory.appending("\(Self.hex(newFileHash)).txt")
-        try Data(bytes).write(to: URL(fileURLWithPath: summaryPath.string), options: .atomic)
-        var cursor = try reader.events(from: covered.lowerBound)
-        let merchant = try cursor.next()?.merchantID ?? MerchantID(rawValue: "")
-        let marker = PendingEvent(merchantID: merchant, source: .appReport, dedupeKey: "compaction:\(Self.hex(newFileHash))",
-                                  correlationID: "compaction-\(covered.lowerBound)-\(covered.upperBound)",
-                                  body: .compactionMarker(CompactionMarker(throughSequence: covered.upperBound, stateDigest: digest)))
-        return try await append(marker).sequence
+}
+
+/// Reads the log ahead of the run being compacted, only as far as the sync rule needs, noting sync
+/// starts and completions. Its position only moves forward, so over a whole compaction it reads
+/// each record at most once. Used by one task at a time.
+struct SyncRunLookahead {
+    let reader: LedgerReader
+    private var cursor: LogCursor?
+    /// The next sequence to read; everything before it has been noted (by the runs or by this).
+    private var frontier: UInt64 = 0
+    private(set) var reachedEnd = false
+
+    init(reader: LedgerReader) { self.reader = reader }
+
+    /// The records through `sequence` were noted by the caller; reading ahead starts after them.
+    mutating func skip(through sequence: UInt64) throws {
+        guard sequence >= frontier else { return }
+        frontier = sequence + 1
+        cursor = nil
+        reachedEnd = false
     }
 
-    /// A run switched in before a crash but never recorded: its journal names the files; the rule
-    /// that dropped each sequence is no longer known, so the summary says so.
-    private func recordInterruptedRun(_ journal: CompactionJournal) async throws -> UInt64 {
-        let sealed = try await writer.sealedSegments()
-        guard let entry = sealed.first(where: { $0.segmentName == journal.newSegmentName }), let extent = entry.compaction else {
-            throw LedgerStorageError(.manifestMismatch, "compaction journal names \(journal.newSegmentName), which is not a compacted segment")
+    /// Reads the next record, noting it when it starts or completes a sync run; at the end of the
+    /// durable log sets `reachedEnd`.
+    mutating func readOne(into index: inout SyncRunIndex) throws {
+        if cursor == nil { cursor = try reader.log.records(from: frontier) }
+        guard let record = try cursor!.next() else {
+            reachedEnd = true
+            return
         }
-        let base = SegmentFileName.parseSegment(entry.segmentName)!
-        var text = "catalog-ledger-compaction-summary 1\n"
-        text += "segment \(journal.newSegmentName) covers=\(base)...\(extent.coveredLastSequence) kept=\(entry.recordCount)"
-        text += " new-sha256=\(Self.hex(journal.newFileHash)) new-last-hash=\(Self.hex(entry.lastBatchHash)) chain-out=\(Self.hex(extent.chainOutHash))\n"
-        for old in journal.oldSegments { text += "old \(old.name) bytes=\(old.byteCount) sha256=\(Self.hex(old.fileHash))\n" }
-        text += "dropped unrecorded count=\(extent.coveredLastSequence - base + 1 - entry.recordCount) (the run was interrupted before its record)\n"
-        let sequence = try await appendMarker(summary: Array(text.utf8), newFileHash: journal.newFileHash,
-                                              covered: base...extent.coveredLastSequence)
-        try writer.finishCompaction()
-        return sequence
+        frontier = record.sequence + 1
+        guard let kind = EventCodec.peekKind(record.payload), kind == .syncStarted || kind == .syncCompleted else { return }
+        index.note(try EventCursor.decode(record))
     }
-
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 }

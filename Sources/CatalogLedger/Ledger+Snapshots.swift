@@ -5,10 +5,15 @@ extension Ledger {
     /// Writes a snapshot of everything durable now: the newest readable snapshot plus the events after
     /// it, folded. Returns nil when there is nothing new since the newest snapshot. Safe to call while
     /// appends continue; it reads only durable records.
+    ///
+    /// With `through`, the snapshot ends at that sequence instead (or at the last event before it, when
+    /// compaction dropped it) and starts from the newest snapshot at or before it; compaction writes
+    /// these at the ends of the runs it rewrites.
     @discardableResult
-    public func writeSnapshot() throws -> SnapshotInfo? {
-        guard let last = try reader.lastSequence() else { return nil }
-        let previous = snapshotStore.newestReadable(among: reader.snapshotInfos(), logger: logger)
+    public func writeSnapshot(through limit: UInt64? = nil) throws -> SnapshotInfo? {
+        guard let durableLast = try reader.lastSequence() else { return nil }
+        let last = min(durableLast, limit ?? .max)
+        let previous = snapshotStore.newestReadable(among: reader.snapshotInfos(), admits: { $0.sequence <= last }, logger: logger)
         if let previous, previous.info.sequence >= last { return nil }
         var state = previous?.state ?? CatalogState()
         var dedupe = previous?.dedupe ?? [:]

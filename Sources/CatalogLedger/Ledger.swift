@@ -45,6 +45,8 @@ public final class Ledger: @unchecked Sendable {
     let options: LedgerOptions
     let logger: Logger
     let snapshotStore: SnapshotStore
+    /// Held for the whole of a compaction, so two runs on one ledger never overlap.
+    let compactionGate = CompactionGate()
 
     private let lock = NSLock()
     private var dedupe: DedupeIndex

@@ -12,6 +12,8 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
     case noSuchSequence(UInt64)
     /// The directory holds no ledger.
     case noLedger(String)
+    /// A compaction of this ledger is already running; runs never overlap.
+    case compactionInProgress(String)
 
     public var description: String {
         switch self {
@@ -23,6 +25,8 @@ public enum LedgerError: Error, Sendable, CustomStringConvertible {
             "no event at sequence \(sequence)"
         case .noLedger(let path):
             "no ledger at \(path)"
+        case .compactionInProgress(let path):
+            "a compaction of \(path) is already running"
         }
     }
 }

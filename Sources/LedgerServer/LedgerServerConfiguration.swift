@@ -39,13 +39,19 @@ public struct LedgerServerConfiguration: Sendable {
     public var ledgerOptions: LedgerOptions
     /// Keep each merchant's SQLite projection (`projections.sqlite` in its ledger) caught up.
     public var projections: Bool
+    /// When to compact every merchant's ledger each night; nil: never (compaction then runs by hand
+    /// with `catledger compact` while the server is stopped, or from cron).
+    public var compactionSchedule: CompactionSchedule?
+    /// How the nightly compaction works (runs of segments, high compression, snapshots).
+    public var compactionOptions: LedgerCompactionOptions
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,
                 requestBodyBytesMax: Int = 4 << 20, requestReadTimeout: Duration = .seconds(15),
                 idleTimeout: Duration? = .seconds(60), square: SquareClientConfiguration? = nil,
                 squareTransport: (any SquareTransport)? = nil, syncDebounce: Duration = .milliseconds(200),
-                syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions(), projections: Bool = true) {
+                syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions(), projections: Bool = true,
+                compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions()) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
         precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host
@@ -64,5 +70,7 @@ public struct LedgerServerConfiguration: Sendable {
         self.syncPageLimit = syncPageLimit
         self.ledgerOptions = ledgerOptions
         self.projections = projections
+        self.compactionSchedule = compactionSchedule
+        self.compactionOptions = compactionOptions
     }
 }

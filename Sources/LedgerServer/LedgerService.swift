@@ -14,6 +14,10 @@ public final class LedgerService: Sendable {
     public let configuration: LedgerServerConfiguration
     public let metrics: ServerMetrics
     public let merchants: [MerchantID: MerchantLedger]
+    /// Compaction of every merchant's ledger: on the configured nightly schedule, or `runNow`.
+    public let compaction: NightlyCompaction
+    /// The nightly schedule's loop; cancelled by `close`.
+    private let compactionTask: Task<Void, Never>?
     let logger: Logger
 
     /// Opens (creating when needed) one ledger per configured merchant. Throws when one cannot be
@@ -87,21 +91,35 @@ public final class LedgerService: Sendable {
             for merchant in merchants.values { try? await merchant.ledger.close() }
             throw error
         }
-        return LedgerService(configuration: configuration, metrics: metrics, merchants: merchants, logger: logger)
+        var compactionLogger = logger
+        compactionLogger[metadataKey: "task"] = "compaction"
+        let compaction = NightlyCompaction(merchants: Array(merchants.values), metrics: metrics, logger: compactionLogger,
+                                           options: configuration.compactionOptions)
+        let compactionTask = configuration.compactionSchedule.map { schedule in
+            Task { await compaction.runScheduled(schedule) }
+        }
+        return LedgerService(configuration: configuration, metrics: metrics, merchants: merchants, compaction: compaction,
+                             compactionTask: compactionTask, logger: logger)
     }
 
     private init(configuration: LedgerServerConfiguration, metrics: ServerMetrics,
-                 merchants: [MerchantID: MerchantLedger], logger: Logger) {
+                 merchants: [MerchantID: MerchantLedger], compaction: NightlyCompaction,
+                 compactionTask: Task<Void, Never>?, logger: Logger) {
         self.configuration = configuration
         self.metrics = metrics
         self.merchants = merchants
+        self.compaction = compaction
+        self.compactionTask = compactionTask
         self.logger = logger
     }
 
     public func merchant(_ id: String) -> MerchantLedger? { merchants[MerchantID(id)] }
 
-    /// Lets the sync runners finish (a scheduled run still runs), then closes every ledger.
+    /// Stops the nightly schedule (a compaction in progress finishes), lets the sync runners finish
+    /// (a scheduled run still runs), then closes every ledger.
     public func close() async throws {
+        compactionTask?.cancel()
+        await compactionTask?.value
         for merchant in merchants.values { await merchant.syncRunner?.shutdown() }
         for merchant in merchants.values { await merchant.projectionRunner?.shutdown() }
         var firstError: (any Error)?

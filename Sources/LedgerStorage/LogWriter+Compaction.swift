@@ -28,6 +28,9 @@ public struct CompactionRunReport: Sendable, Equatable {
     public var bytesBefore: UInt64
     public var bytesAfter: UInt64
     public var durationNanoseconds: UInt64
+    /// True when the compacted segment was switched in; false for a dry run and for a run left as it
+    /// was because nothing was dropped (`leaveUnchanged`).
+    public var switched: Bool = false
 
     public var droppedRecordCount: UInt64 { droppedSequences.reduce(0) { $0 + ($1.upperBound - $1.lowerBound + 1) } }
 }
@@ -40,10 +43,23 @@ extension LogWriter {
 
     /// Compacts the consecutive sealed segments starting at `firstBase` (`segmentCount` of them)
     /// into one compacted segment keeping the records `keep` accepts. With `dryRun` nothing is
-    /// written. The caller appends its compaction record and then calls `finishCompaction()`.
+    /// written. With `leaveUnchanged`, a run from which `keep` drops nothing is neither recompressed
+    /// nor written (the report says `switched == false`). `keep` is called exactly once per record,
+    /// in sequence order. The caller appends its compaction record and then calls `finishCompaction()`.
     public func compact(
         firstBase: UInt64, segmentCount: Int, options: CompactionRewriteOptions = CompactionRewriteOptions(),
-        dryRun: Bool = false, keep: (StoredRecord) -> Bool
+        dryRun: Bool = false, leaveUnchanged: Bool = false, keep: (StoredRecord) -> Bool
+    ) async throws -> CompactionRunReport {
+        try await compact(firstBase: firstBase, segmentCount: segmentCount, options: options, dryRun: dryRun,
+                          leaveUnchanged: leaveUnchanged, decide: { records in records.map(keep) })
+    }
+
+    /// `compact` with the decisions taken for the whole run at once: `decide` gets the run's records
+    /// (ascending) and returns one keep flag per record, so a rule can look at later records of the
+    /// run before judging an earlier one. It is called once.
+    public func compact(
+        firstBase: UInt64, segmentCount: Int, options: CompactionRewriteOptions = CompactionRewriteOptions(),
+        dryRun: Bool = false, leaveUnchanged: Bool = false, decide: ([StoredRecord]) throws -> [Bool]
     ) async throws -> CompactionRunReport {
         precondition(segmentCount >= 1)
         let started = DispatchTime.now().uptimeNanoseconds
@@ -61,18 +77,33 @@ extension LogWriter {
         let chainIn = firstIndex == 0 ? LogFormat.zeroHash : Self.chainOut(of: sealed[firstIndex - 1])
         let chainOut = Self.chainOut(of: run.last!)
 
+        var records: [StoredRecord] = []
+        var cursor = try LogCursor(directory: directory, nextSequence: firstBase, minimumLedgerTime: nil).positioned()
+        while let record = try cursor.next(), record.sequence <= coveredLast { records.append(record) }
+
+        // The decisions are taken once: the caller's rule may keep state.
+        let keptFlags = try decide(records)
+        precondition(keptFlags.count == records.count, "one decision per record")
+        if leaveUnchanged && !keptFlags.contains(false) {
+            // Nothing to drop: the files are not read again (their hashes are only needed for a switch).
+            let bytesBefore = run.reduce(0) { $0 + $1.byteCount }
+            return CompactionRunReport(
+                dryRun: dryRun, oldSegments: run.map { .init(name: $0.segmentName, byteCount: $0.byteCount, fileHash: []) },
+                compactedSegmentName: SegmentFileName.segment(base: firstBase),
+                coveredSequences: firstBase...coveredLast, newFileHash: [], newLastBatchHash: run.last!.lastBatchHash,
+                chainOutHash: chainOut, keptRecordCount: UInt64(records.count), droppedSequences: [],
+                bytesBefore: bytesBefore, bytesAfter: bytesBefore,
+                durationNanoseconds: DispatchTime.now().uptimeNanoseconds - started, switched: false)
+        }
         var oldSegments: [CompactionRunReport.OldSegment] = []
         for entry in run {
             let bytes = try directory.readWholeFile(directory.segmentsPath.appending(entry.segmentName))
             oldSegments.append(.init(name: entry.segmentName, byteCount: UInt64(bytes.count), fileHash: Array(SHA256.hash(data: bytes))))
         }
-        var records: [StoredRecord] = []
-        var cursor = try LogCursor(directory: directory, nextSequence: firstBase, minimumLedgerTime: nil).positioned()
-        while let record = try cursor.next(), record.sequence <= coveredLast { records.append(record) }
-
+        var decisions = keptFlags.makeIterator()
         let segment = CompactionRewriter.rewrite(base: firstBase, coveredLastSequence: coveredLast, records: records, chainInHash: chainIn,
                                                  chainOutHash: chainOut, createdAt: self.options.clock(),
-                                                 options: options, keep: keep)
+                                                 options: options, keep: { _ in decisions.next()! })
         var report = CompactionRunReport(
             dryRun: dryRun, oldSegments: oldSegments, compactedSegmentName: SegmentFileName.segment(base: firstBase),
             coveredSequences: firstBase...coveredLast, newFileHash: Array(SHA256.hash(data: segment.bytes)),
@@ -92,8 +123,12 @@ extension LogWriter {
         let reread = try directory.readWholeFile(compactingPath)
         let contents = try CompactedSegmentDecoder.decode(reread, base: firstBase, chainInHash: chainIn,
                                                           displayName: compactingPath.lastComponent?.string ?? "")
-        let originals = Dictionary(uniqueKeysWithValues: records.map { ($0.sequence, $0) })
-        guard contents.records.allSatisfy({ originals[$0.sequence] == $0 }), UInt64(contents.records.count) == segment.keptRecordCount else {
+        // Both lists ascend by sequence, and the kept records are the originals the flags accepted.
+        // A run that would drop everything keeps its last record (see `CompactionRewriter`).
+        var effectiveFlags = keptFlags
+        if !effectiveFlags.contains(true) { effectiveFlags[effectiveFlags.count - 1] = true }
+        let kept = zip(records, effectiveFlags).filter(\.1).map(\.0)
+        guard contents.records.count == kept.count, contents.records == kept else {
             throw LedgerStorageError(.corruptBatch, "re-read compacted segment differs from the records it should keep",
                                      location: LogLocation(file: compactingPath.string))
         }
@@ -116,6 +151,7 @@ extension LogWriter {
             try CompactionJournal.finishSwitch(directory: self.directory, journal: journal, manifest: manifest, checkNewFile: false)
             self.manifest = manifest
         }
+        report.switched = true
         report.durationNanoseconds = DispatchTime.now().uptimeNanoseconds - started
         return report
     }

@@ -52,6 +52,8 @@ extension CLIError {
                 return CLIError(.corruptData, error.description, hint: "run `catledger verify`")
             case .noSuchSequence:
                 return CLIError(.notFound, error.description)
+            case .compactionInProgress:
+                return CLIError(.lockHeld, error.description, hint: "wait for the running compaction to finish")
             }
         case let error as TimeExpressionError:
             return CLIError(.usage, error.description)

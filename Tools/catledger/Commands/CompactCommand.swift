@@ -6,11 +6,13 @@ import LedgerStorage
 struct CompactCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "compact",
-        abstract: "Compact sealed segments: drop exact duplicate observations, merge and recompress, keep every distinct fact.",
+        abstract: "Compact sealed segments: drop exact duplicate observations and superseded sync bookkeeping, merge and recompress, keep every distinct fact.",
         discussion: """
         Works on sealed segments only; the active segment is untouched. Every run that changes a segment appends a \
         compactionMarker event naming the old and new segment hashes and what was dropped by which rule (summary files \
-        under <data>/compactions). --dry-run reports what would change and writes nothing.
+        under <data>/compactions), and writes a snapshot at the end of the run so replays start near their target. \
+        --dry-run reports what would change and writes nothing. The command needs the ledger's writer lock: run it \
+        while `catledger serve` is stopped, or let the server compact with `serve --compact-at HH:MM`.
         """
     )
 
@@ -25,6 +27,9 @@ struct CompactCommand: AsyncParsableCommand {
     @Option(name: .customLong("segments-per-run"), help: "Sealed segments merged into one compacted segment.")
     var segmentsPerRun = 8
 
+    @Flag(name: .customLong("no-snapshots"), help: "Do not write snapshots at the ends of compacted runs.")
+    var noSnapshots = false
+
     struct Report: Encodable {
         var dryRun: Bool
         var runs: Int
@@ -32,6 +37,7 @@ struct CompactCommand: AsyncParsableCommand {
         var bytesAfter: UInt64
         var eventsDropped: [String: Int]
         var markerSequences: [UInt64]
+        var snapshotSequences: [UInt64]
         var durationSeconds: Double
     }
 
@@ -45,7 +51,9 @@ struct CompactCommand: AsyncParsableCommand {
             let bar = ProgressBar(dryRun ? "planning" : "compacting", total: nil, enabled: !global.json && Terminal.standardErrorIsTerminal)
             let result: LedgerCompactionReport
             do {
-                result = try await ledger.compact(dryRun: dryRun, highCompression: highCompression, segmentsPerRun: segmentsPerRun) { done, _ in
+                let options = LedgerCompactionOptions(dryRun: dryRun, highCompression: highCompression, segmentsPerRun: segmentsPerRun,
+                                                      snapshotsAtRunBoundaries: !noSnapshots)
+                result = try await ledger.compact(options: options) { done, _ in
                     bar.advance(by: done - bar.done)
                 }
                 bar.finish()
@@ -57,7 +65,7 @@ struct CompactCommand: AsyncParsableCommand {
             let report = Report(
                 dryRun: dryRun, runs: result.runs.count, bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter,
                 eventsDropped: Dictionary(uniqueKeysWithValues: result.droppedByReason.map { ($0.key.rawValue, $0.value) }),
-                markerSequences: result.markerSequences, durationSeconds: Double(result.durationNanoseconds) / 1e9)
+                markerSequences: result.markerSequences, snapshotSequences: result.snapshotSequences, durationSeconds: Double(result.durationNanoseconds) / 1e9)
             if global.json {
                 try printJSON(report)
                 return
@@ -73,6 +81,9 @@ struct CompactCommand: AsyncParsableCommand {
             }
             if !report.markerSequences.isEmpty {
                 print("Compaction markers at sequence(s) \(report.markerSequences.map(String.init).joined(separator: ", ")).")
+            }
+            if !report.snapshotSequences.isEmpty {
+                print("Snapshots written at sequence(s) \(report.snapshotSequences.map(String.init).joined(separator: ", ")).")
             }
         }
     }

@@ -13,8 +13,10 @@ struct ServeCommand: AsyncParsableCommand {
         Each merchant's ledger lives in DATA_DIR/<merchant_id>. Options fall back to the environment:
         CATLEDGER_HOST, CATLEDGER_PORT, CATLEDGER_MERCHANTS (comma-separated), SQUARE_SIGNATURE_KEYS
         (comma-separated; two during a key rotation), SQUARE_NOTIFICATION_URL, SQUARE_BASE_URL and the token in
-        $SQUARE_ACCESS_TOKEN (see --square-token-env). With --offline no Square connection is made: webhooks
-        are recorded but trigger no sync, and edits are refused. SIGTERM or SIGINT shut down gracefully.
+        $SQUARE_ACCESS_TOKEN (see --square-token-env), CATLEDGER_COMPACT_AT. With --offline no Square connection
+        is made: webhooks are recorded but trigger no sync, and edits are refused. With --compact-at HH:MM every
+        ledger is compacted each night at that local time while the server keeps serving (a run never overlaps
+        another; outcomes go to the log and /metrics). SIGTERM or SIGINT shut down gracefully.
         """)
 
     @OptionGroup var global: GlobalOptions
@@ -41,6 +43,24 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Milliseconds a webhook waits for the rest of its burst before the sync starts.")
     var syncDebounceMilliseconds = 200
 
+    @Option(name: .customLong("compact-at"), help: "Compact every ledger each night at this local time (HH:MM, 24-hour).")
+    var compactAt = ProcessInfo.processInfo.environment["CATLEDGER_COMPACT_AT"]
+
+    @Option(name: .customLong("compact-time-zone"), help: "Time zone of --compact-at (default: the system's).")
+    var compactTimeZone: String?
+
+    @Flag(name: .customLong("compact-hc"), help: "Nightly compaction recompresses with LZ4 high-compression mode.")
+    var compactHighCompression = false
+
+    func validate() throws {
+        if let compactTimeZone, TimeZone(identifier: compactTimeZone) == nil {
+            throw ValidationError("--compact-time-zone \(compactTimeZone) is not a known time zone (e.g. Europe/Paris)")
+        }
+        if let compactAt, !compactAt.isEmpty, CompactionSchedule(parsing: compactAt) == nil {
+            throw ValidationError("--compact-at takes a local time HH:MM (24-hour), not \"\(compactAt)\"")
+        }
+    }
+
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let environment = ProcessInfo.processInfo.environment
@@ -61,7 +81,11 @@ struct ServeCommand: AsyncParsableCommand {
             let configuration = LedgerServerConfiguration(
                 host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: merchantIDs, signatureKeys: keys,
                 notificationURL: notificationURL, square: offline ? nil : try square.configuration(),
-                syncDebounce: .milliseconds(max(0, syncDebounceMilliseconds)))
+                syncDebounce: .milliseconds(max(0, syncDebounceMilliseconds)),
+                compactionSchedule: compactAt.flatMap { text in
+                    text.isEmpty ? nil : CompactionSchedule(parsing: text, timeZone: compactTimeZone.flatMap(TimeZone.init(identifier:)) ?? .current)
+                },
+                compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression))
             let json = global.json
             try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
                 if json {

@@ -1,0 +1,109 @@
+// The server's compaction: every merchant's ledger, once a night at a configured local time, or
+// on demand. A run never overlaps another (a second trigger while one runs is skipped, logged and
+// counted); the outcome of each run is logged per merchant and exported as metrics.
+
+import CatalogLedger
+import CatalogModel
+import Foundation
+import Logging
+
+/// What became of one trigger of the server's compaction.
+public enum CompactionRunOutcome: String, Sendable, CaseIterable {
+    /// Every merchant's ledger was compacted.
+    case completed
+    /// At least one merchant's compaction threw (the others still ran).
+    case failed
+    /// A run was already in progress; this trigger did nothing.
+    case skippedOverlap = "skipped_overlap"
+}
+
+/// One merchant's part of a run: its report, or the error that stopped it.
+public struct MerchantCompactionResult: Sendable {
+    public var merchantID: MerchantID
+    public var report: LedgerCompactionReport?
+    public var error: String?
+}
+
+/// Runs compaction over the server's merchants. Thread-safety: `running` is guarded by `lock`;
+/// everything else is immutable.
+public final class NightlyCompaction: @unchecked Sendable {
+    /// Compacts one merchant's ledger; tests replace it to hold a run open.
+    public typealias Compactor = @Sendable (MerchantLedger) async throws -> LedgerCompactionReport
+
+    let merchants: [MerchantLedger]
+    let metrics: ServerMetrics
+    let logger: Logger
+    let compactor: Compactor
+    private let lock = NSLock()
+    private var running = false
+
+    public init(merchants: [MerchantLedger], metrics: ServerMetrics, logger: Logger,
+                options: LedgerCompactionOptions = LedgerCompactionOptions(), compactor: Compactor? = nil) {
+        self.merchants = merchants.sorted { $0.merchantID.rawValue < $1.merchantID.rawValue }
+        self.metrics = metrics
+        self.logger = logger
+        self.compactor = compactor ?? { merchant in try await merchant.ledger.compact(options: options) }
+    }
+
+    public var isRunning: Bool { lock.withLock { running } }
+
+    /// Compacts every merchant's ledger now, unless a run is in progress (then it returns
+    /// `.skippedOverlap` at once). `trigger` names the cause in the log ("schedule", "manual").
+    @discardableResult
+    public func runNow(trigger: String) async -> (outcome: CompactionRunOutcome, results: [MerchantCompactionResult]) {
+        let entered = lock.withLock {
+            guard !running else { return false }
+            running = true
+            return true
+        }
+        guard entered else {
+            logger.warning("compaction skipped: a run is still in progress", metadata: ["trigger": "\(trigger)"])
+            metrics.compactionRun(.skippedOverlap, duration: .zero)
+            return (.skippedOverlap, [])
+        }
+        defer { lock.withLock { running = false } }
+        let started = ContinuousClock.now
+        logger.info("compaction started", metadata: ["trigger": "\(trigger)", "merchants": "\(merchants.count)"])
+        var results: [MerchantCompactionResult] = []
+        for merchant in merchants {
+            do {
+                let report = try await compactor(merchant)
+                results.append(MerchantCompactionResult(merchantID: merchant.merchantID, report: report, error: nil))
+                metrics.compacted(report)
+                logger.info("compaction finished", metadata: [
+                    "merchant": "\(merchant.merchantID.rawValue)", "runs": "\(report.runs.count)",
+                    "bytes_before": "\(report.bytesBefore)", "bytes_after": "\(report.bytesAfter)",
+                    "dropped": "\(report.droppedByReason.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: ","))",
+                    "snapshots": "\(report.snapshotSequences.count)",
+                    "seconds": "\(Double(report.durationNanoseconds) / 1e9)",
+                ])
+            } catch {
+                results.append(MerchantCompactionResult(merchantID: merchant.merchantID, report: nil, error: "\(error)"))
+                logger.error("compaction failed", metadata: ["merchant": "\(merchant.merchantID.rawValue)", "error": "\(error)"])
+            }
+        }
+        let outcome: CompactionRunOutcome = results.contains { $0.error != nil } ? .failed : .completed
+        metrics.compactionRun(outcome, duration: ContinuousClock.now - started)
+        return (outcome, results)
+    }
+
+    /// Runs `runNow` at each scheduled time until the task is cancelled. `now` and `sleep` are the
+    /// clock (injected by tests); a run that overruns into the next scheduled time makes that
+    /// trigger a skipped one, never a second concurrent run.
+    public func runScheduled(_ schedule: CompactionSchedule, now: @Sendable () -> Date = { Date() },
+                             sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }) async {
+        logger.info("nightly compaction scheduled", metadata: ["at": "\(schedule)"])
+        while !Task.isCancelled {
+            let current = now()
+            let next = schedule.nextRun(after: current)
+            let wait = next.timeIntervalSince(current)
+            do {
+                try await sleep(.milliseconds(Int64((wait * 1000).rounded(.up))))
+            } catch {
+                return  // cancelled: the server is shutting down
+            }
+            guard !Task.isCancelled else { return }
+            await runNow(trigger: "schedule")
+        }
+    }
+}

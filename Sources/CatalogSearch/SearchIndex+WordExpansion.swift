@@ -49,17 +49,22 @@ extension SearchIndex {
 
         // Completions are read in word order up to a bound, then the most frequent are kept:
         // a one-letter prefix must not scan the whole vocabulary.
-        let completions = try Row.fetchAll(
+        var completions: [(termId: Int64, termLength: Int, docCount: Int64)] = []
+        let rows = try Row.fetchCursor(
             db.cachedStatement(sql: """
                 SELECT term_id, term, doc_count FROM search_term WHERE term > ? AND term < ? ORDER BY term LIMIT ?
                 """),
             arguments: [word, word + "\u{10FFFF}", prefixCompletionsMax * 16])
-        let frequent = completions.sorted { ($0[2] as Int64) > ($1[2] as Int64) }.prefix(prefixCompletionsMax)
-        for row in frequent {
+        while let row = try rows.next() {
             let term: String = row[1]
+            completions.append((termId: row[0], termLength: term.unicodeScalars.count, docCount: row[2]))
+        }
+        let frequent = completions.sorted { $0.docCount != $1.docCount ? $0.docCount > $1.docCount : $0.termId < $1.termId }
+            .prefix(prefixCompletionsMax)
+        for completion in frequent {
             expansion.offer(
-                termId: row[0], kind: .prefix(queryLength: wordLength, termLength: term.unicodeScalars.count),
-                docCount: row[2])
+                termId: completion.termId, kind: .prefix(queryLength: wordLength, termLength: completion.termLength),
+                docCount: completion.docCount)
         }
 
         let editsAllowed = EditDistance.editsAllowed(queryWordLength: wordLength)

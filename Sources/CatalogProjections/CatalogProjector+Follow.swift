@@ -17,7 +17,7 @@ extension CatalogProjector {
     /// every event queued behind it, for as long as the disk takes to sync.
     public func follow(applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
         let checkpoint = try catchUp()
-        let batch = ProjectionBatch(writer: writer, reader: reader, indexSearch: true)
+        let batch = ProjectionBatch(writer: writer, reader: reader)
         let buffer = FollowBuffer()
         let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let reader = self.reader

@@ -94,7 +94,7 @@ public final class CatalogProjector: @unchecked Sendable {
     /// Applies every durable event after the checkpoint, in batches. Returns the new checkpoint.
     @discardableResult
     public func catchUp(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
-        try Self.catchUp(pool: database, reader: reader, options: options, indexSearch: true, writer: writer,
+        try Self.catchUp(pool: database, reader: reader, options: options, writer: writer,
                          logger: logger, progress: progress) { [self] in
             try lock.withLock {
                 if let limit = options.failAfterBatches, committedBatches >= limit {
@@ -107,7 +107,7 @@ public final class CatalogProjector: @unchecked Sendable {
         }
     }
 
-    static func catchUp(pool: any DatabaseWriter, reader: LedgerReader, options: ProjectorOptions, indexSearch: Bool,
+    static func catchUp(pool: any DatabaseWriter, reader: LedgerReader, options: ProjectorOptions,
                         writer: ProjectionWriter, logger: Logger, progress: ((ProjectionProgress) -> Void)?,
                         beforeBatch: () throws -> Void = {}, afterBatch: () -> Void = {}) throws -> UInt64? {
         let start = try pool.read { db in try ProjectionWriter.checkpoint(in: db) }.map { $0 + 1 } ?? 0
@@ -117,7 +117,7 @@ public final class CatalogProjector: @unchecked Sendable {
         var processed: UInt64 = 0
         progress?(ProjectionProgress(processed: 0, total: total))
         var cursor = try ledgerRead("events from \(start)") { try reader.events(from: start) }
-        let batch = ProjectionBatch(writer: writer, reader: reader, indexSearch: indexSearch)
+        let batch = ProjectionBatch(writer: writer, reader: reader)
         var events: [LedgerEvent] = []
         events.reserveCapacity(options.batchEventsMax)
         var done = false

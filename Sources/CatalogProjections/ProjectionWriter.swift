@@ -201,7 +201,7 @@ struct ProjectionWriter: Sendable {
     }
 
     static func checkpoint(in db: Database) throws -> UInt64? {
-        try Int64.fetchOne(db, sql: "SELECT sequence FROM projection_checkpoint WHERE name = ?",
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT sequence FROM projection_checkpoint WHERE name = ?"),
                            arguments: [checkpointName]).map { UInt64($0) }
     }
 

@@ -57,7 +57,9 @@ struct ProjectionsBench: ParsableCommand {
         let eventCount = try await generated.write(events: sizes.events, layout: layout)
         log("generated \(eventCount) events in \(String(format: "%.1f", seconds(ContinuousClock.now - generateStart))) s")
 
-        // 2. Rebuild from sequence 0, with the peak RSS of this phase alone.
+        // 2. Rebuild from sequence 0, with the peak RSS of this phase alone. Memory the generator
+        // freed is handed back to the system first, so that it does not count as the rebuild's.
+        _ = malloc_trim(0)
         resetPeakRSS()
         let rssBefore = currentRSSKiB()
         let projector = try CatalogProjector(layout: layout)
@@ -87,7 +89,8 @@ struct ProjectionsBench: ParsableCommand {
             seed: seed, events: eventCount, items: sizes.items, variations: sizes.variations, objects: state.objects.count,
             rebuildSeconds: rebuildSeconds, floorSeconds: floorSeconds, rebuildOverFloor: rebuildSeconds / floorSeconds,
             rebuildPeakRSSMiB: Double(rebuildPeakKiB) / 1024, rssBeforeRebuildMiB: Double(rssBefore) / 1024,
-            lagEvents: lag.count, lagP50Millis: lag.p50Millis, lagP99Millis: lag.p99Millis, lagMaxMillis: lag.maxMillis)
+            lagEvents: lag.count, lagP50Millis: lag.p50Millis, lagP99Millis: lag.p99Millis, lagMaxMillis: lag.maxMillis,
+            lagCommits: lag.commits, lagCPUCores: lag.cpuCores, lagLoadAverage: lag.loadAverage)
         report.print(asJSON: json)
         if directory == nil { try? FileManager.default.removeItem(atPath: root) }
     }
@@ -113,6 +116,12 @@ struct ProjectionsBench: ParsableCommand {
         var p50Millis: Double
         var p99Millis: Double
         var maxMillis: Double
+        /// Projection transactions committed while following (fewer than events: a burst is one).
+        var commits: Int
+        /// CPU time of the whole process (appenders, ledger, follower) over wall time, in cores.
+        var cpuCores: Double
+        /// The machine's one-minute load average, the larger of its values at start and end.
+        var loadAverage: Double
     }
 
     /// Appends one standalone variation observation every millisecond (each append is durable
@@ -130,6 +139,8 @@ struct ProjectionsBench: ParsableCommand {
         visible.startAfter(ledger.nextSequence - 1)
         let durable = TimesBySequence()
         let start = ContinuousClock.now
+        let cpuStart = processCPUMicros()
+        let loadAverageStart = loadAverage()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<events {
                 let due = start + .milliseconds(index)
@@ -147,6 +158,8 @@ struct ProjectionsBench: ParsableCommand {
         while (try projector.checkpoint() ?? 0) < last, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
         }
+        let cpuSeconds = (processCPUMicros() - cpuStart) / 1e6
+        let wallSeconds = seconds(ContinuousClock.now - start)
         following.cancel()
         _ = await following.result
         try await ledger.close()
@@ -157,7 +170,8 @@ struct ProjectionsBench: ParsableCommand {
             lags.append(max(0, seconds(seen - appended) * 1000))
         }
         return LagFigures(count: lags.count, p50Millis: percentile(lags, 0.5), p99Millis: percentile(lags, 0.99),
-                          maxMillis: lags.max() ?? 0)
+                          maxMillis: lags.max() ?? 0, commits: visible.commits, cpuCores: cpuSeconds / wallSeconds,
+                          loadAverage: max(loadAverageStart, loadAverage()))
     }
 
     private func log(_ message: String) {
@@ -189,11 +203,16 @@ final class TimesBySequence: @unchecked Sendable {
 
     func record(_ sequence: UInt64, at time: ContinuousClock.Instant) { lock.withLock { times[sequence] = time } }
 
-    func startAfter(_ sequence: UInt64) { lock.withLock { recordedThrough = sequence } }
+    /// Commits recorded since `startAfter`.
+    private var commitCount = 0
+    var commits: Int { lock.withLock { commitCount } }
+
+    func startAfter(_ sequence: UInt64) { lock.withLock { recordedThrough = sequence; commitCount = 0 } }
 
     /// Records `time` for every sequence after the last one recorded this way, through `sequence`.
     func recordThrough(_ sequence: UInt64, at time: ContinuousClock.Instant) {
         lock.withLock {
+            commitCount += 1
             let first = recordedThrough.map { $0 + 1 } ?? sequence
             if first <= sequence { for s in first...sequence { times[s] = time } }
             recordedThrough = sequence
@@ -201,6 +220,17 @@ final class TimesBySequence: @unchecked Sendable {
     }
     func time(of sequence: UInt64) -> ContinuousClock.Instant? { lock.withLock { times[sequence] } }
     func all() -> [(UInt64, ContinuousClock.Instant)] { lock.withLock { times.map { ($0.key, $0.value) } } }
+}
+
+/// glibc's `malloc_trim`, which its Swift module map leaves out: returns freed heap memory to the
+/// system.
+@_silgen_name("malloc_trim")
+func malloc_trim(_ pad: Int) -> Int32
+
+/// The one-minute load average (/proc/loadavg), or 0 when unknown.
+func loadAverage() -> Double {
+    guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return 0 }
+    return Double(text.split(separator: " ").first ?? "") ?? 0
 }
 
 /// Peak resident set size of this process, from /proc/self/status (VmHWM), in KiB.
@@ -236,6 +266,9 @@ struct ProjectionsBenchReport: Encodable {
     var lagP50Millis: Double
     var lagP99Millis: Double
     var lagMaxMillis: Double
+    var lagCommits: Int
+    var lagCPUCores: Double
+    var lagLoadAverage: Double
 
     var meetsTargets: Bool { rebuildOverFloor <= 3 && rebuildPeakRSSMiB < 1024 && lagP99Millis < 50 }
 
@@ -257,6 +290,8 @@ struct ProjectionsBenchReport: Encodable {
         Swift.print(String(format: "rebuild peak RSS %.0f MiB (target < 1024), RSS before %.0f MiB", rebuildPeakRSSMiB, rssBeforeRebuildMiB))
         Swift.print(String(format: "append-to-visible lag at 1000 events/s over %d events: p50 %.2f ms, p99 %.2f ms (target < 50), max %.2f ms",
                            lagEvents, lagP50Millis, lagP99Millis, lagMaxMillis))
+        Swift.print(String(format: "  %d projection commits (%.1f events each); process CPU %.2f cores; load average %.1f",
+                           lagCommits, Double(lagEvents) / Double(max(lagCommits, 1)), lagCPUCores, lagLoadAverage))
         Swift.print("targets: \(meetsTargets ? "met" : "NOT met")")
     }
 }

@@ -71,17 +71,16 @@ extension SearchIndex {
         if expansion.candidates.values.allSatisfy({ $0.kind != .exact }), editsAllowed > 0,
             !TextFolding.containsDigit(word)
         {
-            let variants = Array(EditDistance.deletionVariants(of: word, depth: editsAllowed))
-            let placeholders = Array(repeating: "?", count: variants.count).joined(separator: ",")
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
+            // Sorted so that the argument, and the order rows come in, never depend on hashing.
+            let variants = EditDistance.deletionVariants(of: word, depth: editsAllowed).sorted()
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(sql: """
                     SELECT DISTINCT t.term_id, t.term, t.doc_count
                     FROM search_term_deletion d JOIN search_term t ON t.term_id = d.term_id
-                    WHERE d.deletion IN (\(placeholders))
-                    """,
-                arguments: StatementArguments(variants))
-            for row in rows {
+                    WHERE d.deletion IN (SELECT value FROM json_each(?))
+                    """),
+                arguments: [SQLList.json(variants)])
+            while let row = try rows.next() {
                 let term: String = row[1]
                 let edits = EditDistance.optimalStringAlignmentDistance(word, term, bound: editsAllowed)
                 if edits >= 1 && edits <= editsAllowed {

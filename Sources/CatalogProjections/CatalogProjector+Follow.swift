@@ -35,8 +35,13 @@ extension CatalogProjector {
             group.addTask { await checkpointer.run() }
             for await _ in wakeUps {
                 while case let events = buffer.drain(max: options.batchEventsMax), let last = events.last {
-                    try Self.write(database, "events \(events[0].sequence)...\(last.sequence)") { db in
-                        try batch.apply(events, in: db)
+                    // The asynchronous write runs on the database's own writer queue and suspends
+                    // this task meanwhile, so the (few) cooperative threads stay free for the
+                    // appenders and the log follower instead of waiting on SQLite.
+                    do {
+                        try await database.write { db in try batch.apply(events, in: db) }
+                    } catch let error as DatabaseError {
+                        throw ProjectionError(.database, "\(error)", location: "events \(events[0].sequence)...\(last.sequence)")
                     }
                     applied?(last.sequence)
                 }

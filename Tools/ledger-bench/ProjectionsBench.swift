@@ -105,7 +105,7 @@ struct ProjectionsBench: ParsableCommand {
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF") }
         try ProjectionSchema.migrator().migrate(queue)
         try queue.write { db in try ProjectionReplay.writeObjects(of: state, in: db) }
-        try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
+        _ = try queue.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
         let elapsed = seconds(ContinuousClock.now - start)
         try queue.close()
         return elapsed

@@ -212,7 +212,11 @@ struct SearchBenchReport: Encodable {
         }
         func ms(_ micros: Double) -> String { String(format: "%.3f ms", micros / 1000) }
         Swift.print("documents \(documents) (\(items) generated items + fixture), database \(databaseBytes / 1_048_576) MiB")
-        Swift.print("index build \(String(format: "%.1f", buildSeconds)) s (\(Int(Double(documents) / buildSeconds)) documents/s)")
+        if buildSeconds > 0 {
+            Swift.print("index build \(String(format: "%.1f", buildSeconds)) s (\(Int(Double(documents) / buildSeconds)) documents/s)")
+        } else {
+            Swift.print("index build not timed (reused the index of a previous --keep run)")
+        }
         Swift.print("indexed search over \(queries) queries: p50 \(ms(p50Micros)), p99 \(ms(p99Micros)), max \(ms(maxMicros))")
         Swift.print("  CPU time per query: p50 \(ms(cpuP50Micros)), p99 \(ms(cpuP99Micros))")
         for (kind, figures) in byKind.sorted(by: { $0.key < $1.key }) {

@@ -21,9 +21,9 @@ extension CatalogProjector {
         let buffer = FollowBuffer()
         let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let reader = self.reader
-        let checkpointer = try WALCheckpointer(path: databasePath, interval: options.followCheckpointInterval)
-        try setAutomaticCheckpoints(pages: 0)
-        defer { try? setAutomaticCheckpoints(pages: WALCheckpointer.sqliteDefaultPages) }
+        let checkpointer = try options.followCheckpointInterval.map { try WALCheckpointer(path: databasePath, interval: $0) }
+        if checkpointer != nil { try setAutomaticCheckpoints(pages: 0) }
+        defer { if checkpointer != nil { try? setAutomaticCheckpoints(pages: WALCheckpointer.sqliteDefaultPages) } }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 defer { wake.finish() }
@@ -32,7 +32,7 @@ extension CatalogProjector {
                     wake.yield()
                 }
             }
-            group.addTask { await checkpointer.run() }
+            if let checkpointer { group.addTask { await checkpointer.run() } }
             for await _ in wakeUps {
                 while case let events = buffer.drain(max: options.batchEventsMax), let last = events.last {
                     // The asynchronous write runs on the database's own writer queue and suspends

@@ -13,8 +13,9 @@ public struct ProjectorOptions: Sendable {
     public var failAfterBatches: Int?
     /// SQLite page cache per connection, in KiB.
     public var cacheKiB = 65_536
-    /// While following the tail, how often the WAL is checkpointed (off the commit path).
-    public var followCheckpointInterval: Duration = .milliseconds(250)
+    /// While following the tail, how often the WAL is checkpointed off the commit path; nil leaves
+    /// checkpoints to SQLite, on the commit that crosses its page threshold.
+    public var followCheckpointInterval: Duration? = .milliseconds(250)
 
     public init() {}
 }

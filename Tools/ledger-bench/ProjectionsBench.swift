@@ -29,6 +29,9 @@ struct ProjectionsBench: ParsableCommand {
     @Option(help: "Events appended during the lag measurement (default 5000, 2000 with --quick).")
     var lagEvents: Int?
 
+    @Option(help: "While following, checkpoint the WAL off the commit path every N ms (0: SQLite's checkpoints on commit).")
+    var followCheckpointMs = 250
+
     /// Synchronous entry: with this toolchain the async `run()` of a subcommand started from
     /// main.swift's top-level code is never called (the default synchronous `run()`, which prints
     /// the help, is), so the measurement runs in a task while this thread waits for it.
@@ -62,7 +65,9 @@ struct ProjectionsBench: ParsableCommand {
         _ = malloc_trim(0)
         resetPeakRSS()
         let rssBefore = currentRSSKiB()
-        let projector = try CatalogProjector(layout: layout)
+        var projectorOptions = ProjectorOptions()
+        projectorOptions.followCheckpointInterval = followCheckpointMs > 0 ? .milliseconds(followCheckpointMs) : nil
+        let projector = try CatalogProjector(layout: layout, options: projectorOptions)
         let rebuildStart = ContinuousClock.now
         var lastPercent = -1
         let quiet = json
@@ -83,13 +88,13 @@ struct ProjectionsBench: ParsableCommand {
 
         // 4. Lag at a steady 1000 events/s while the projection follows the tail.
         let lag = try await measureLag(layout: layout, projector: projector, events: lagEvents ?? (quick ? 2_000 : 5_000))
-        log("lag over \(lag.count) events: p50 \(String(format: "%.2f", lag.p50Millis)) ms, p99 \(String(format: "%.2f", lag.p99Millis)) ms")
+        log("lag over \(lag.count) of \(lag.appended) events: p50 \(String(format: "%.2f", lag.p50Millis)) ms, p99 \(String(format: "%.2f", lag.p99Millis)) ms")
 
         let report = ProjectionsBenchReport(
             seed: seed, events: eventCount, items: sizes.items, variations: sizes.variations, objects: state.objects.count,
             rebuildSeconds: rebuildSeconds, floorSeconds: floorSeconds, rebuildOverFloor: rebuildSeconds / floorSeconds,
             rebuildPeakRSSMiB: Double(rebuildPeakKiB) / 1024, rssBeforeRebuildMiB: Double(rssBefore) / 1024,
-            lagEvents: lag.count, lagP50Millis: lag.p50Millis, lagP99Millis: lag.p99Millis, lagMaxMillis: lag.maxMillis,
+            lagEvents: lag.count, lagEventsAppended: lag.appended, followCheckpointMs: followCheckpointMs, lagP50Millis: lag.p50Millis, lagP99Millis: lag.p99Millis, lagMaxMillis: lag.maxMillis,
             lagCommits: lag.commits, lagCPUCores: lag.cpuCores, lagLoadAverage: lag.loadAverage)
         report.print(asJSON: json)
         if directory == nil { try? FileManager.default.removeItem(atPath: root) }
@@ -112,7 +117,10 @@ struct ProjectionsBench: ParsableCommand {
     }
 
     struct LagFigures {
+        /// Events whose visibility was seen before the deadline (30 s after the last append).
         var count: Int
+        /// Events appended; those beyond `count` were not visible by the deadline.
+        var appended: Int
         var p50Millis: Double
         var p99Millis: Double
         var maxMillis: Double
@@ -169,7 +177,7 @@ struct ProjectionsBench: ParsableCommand {
             // The follower may commit before the appender's continuation runs: that is no lag.
             lags.append(max(0, seconds(seen - appended) * 1000))
         }
-        return LagFigures(count: lags.count, p50Millis: percentile(lags, 0.5), p99Millis: percentile(lags, 0.99),
+        return LagFigures(count: lags.count, appended: durable.all().count, p50Millis: percentile(lags, 0.5), p99Millis: percentile(lags, 0.99),
                           maxMillis: lags.max() ?? 0, commits: visible.commits, cpuCores: cpuSeconds / wallSeconds,
                           loadAverage: max(loadAverageStart, loadAverage()))
     }
@@ -263,6 +271,8 @@ struct ProjectionsBenchReport: Encodable {
     var rebuildPeakRSSMiB: Double
     var rssBeforeRebuildMiB: Double
     var lagEvents: Int
+    var lagEventsAppended: Int
+    var followCheckpointMs: Int
     var lagP50Millis: Double
     var lagP99Millis: Double
     var lagMaxMillis: Double
@@ -270,7 +280,9 @@ struct ProjectionsBenchReport: Encodable {
     var lagCPUCores: Double
     var lagLoadAverage: Double
 
-    var meetsTargets: Bool { rebuildOverFloor <= 3 && rebuildPeakRSSMiB < 1024 && lagP99Millis < 50 }
+    var meetsTargets: Bool {
+        rebuildOverFloor <= 3 && rebuildPeakRSSMiB < 1024 && lagP99Millis < 50 && lagEvents == lagEventsAppended
+    }
 
     func print(asJSON: Bool) {
         if asJSON {
@@ -288,10 +300,14 @@ struct ProjectionsBenchReport: Encodable {
         Swift.print(String(format: "rebuild %.1f s (%.0f events/s), floor %.1f s: %.2fx the floor (target <= 3x)",
                            rebuildSeconds, Double(events) / rebuildSeconds, floorSeconds, rebuildOverFloor))
         Swift.print(String(format: "rebuild peak RSS %.0f MiB (target < 1024), RSS before %.0f MiB", rebuildPeakRSSMiB, rssBeforeRebuildMiB))
-        Swift.print(String(format: "append-to-visible lag at 1000 events/s over %d events: p50 %.2f ms, p99 %.2f ms (target < 50), max %.2f ms",
-                           lagEvents, lagP50Millis, lagP99Millis, lagMaxMillis))
-        Swift.print(String(format: "  %d projection commits (%.1f events each); process CPU %.2f cores; load average %.1f",
-                           lagCommits, Double(lagEvents) / Double(max(lagCommits, 1)), lagCPUCores, lagLoadAverage))
+        Swift.print(String(format: "append-to-visible lag at 1000 events/s over %d of %d events: p50 %.2f ms, p99 %.2f ms (target < 50), max %.2f ms",
+                           lagEvents, lagEventsAppended, lagP50Millis, lagP99Millis, lagMaxMillis))
+        if lagEvents < lagEventsAppended {
+            Swift.print("  \(lagEventsAppended - lagEvents) events were not visible 30 s after the last append (left out of the percentiles)")
+        }
+        Swift.print(String(format: "  %d projection commits (%.1f events each); process CPU %.2f cores; load average %.1f; WAL checkpoints %@",
+                           lagCommits, Double(lagEvents) / Double(max(lagCommits, 1)), lagCPUCores, lagLoadAverage,
+                           followCheckpointMs > 0 ? "every \(followCheckpointMs) ms off the commit path" : "on commit (SQLite)"))
         Swift.print("targets: \(meetsTargets ? "met" : "NOT met")")
     }
 }

@@ -86,7 +86,10 @@ struct ProjectionsBench: ParsableCommand {
         let floorSeconds = try Self.floor(state: state, path: floorPath)
         log("floor (final rows only, \(state.objects.count) objects) \(String(format: "%.1f", floorSeconds)) s")
 
-        // 4. Lag at a steady 1000 events/s while the projection follows the tail.
+        // 4. Lag at a steady 1000 events/s while the projection follows the tail. The rebuild and
+        // floor phases leave a gigabyte of dirty pages at full size; flushed first, so that the
+        // kernel's write throttling for them does not land on the follower's commits.
+        flushFileSystems()
         let lag = try await measureLag(layout: layout, projector: projector, events: lagEvents ?? (quick ? 2_000 : 5_000))
         log("lag over \(lag.count) of \(lag.appended) events: p50 \(String(format: "%.2f", lag.p50Millis)) ms, p99 \(String(format: "%.2f", lag.p99Millis)) ms")
 
@@ -234,6 +237,12 @@ final class TimesBySequence: @unchecked Sendable {
 /// system.
 @_silgen_name("malloc_trim")
 func malloc_trim(_ pad: Int) -> Int32
+
+@_silgen_name("sync")
+private func sync_()
+
+/// Writes every dirty page of every file system to disk (`sync(2)`).
+func flushFileSystems() { sync_() }
 
 /// The one-minute load average (/proc/loadavg), or 0 when unknown.
 func loadAverage() -> Double {

@@ -172,7 +172,9 @@ struct ProjectionsBench: ParsableCommand {
         let cpuSeconds = (processCPUMicros() - cpuStart) / 1e6
         let wallSeconds = seconds(ContinuousClock.now - start)
         following.cancel()
-        _ = await following.result
+        if case .failure(let error) = await following.result, !(error is CancellationError) {
+            print("follower stopped with an error: \(error)")
+        }
         try await ledger.close()
         var lags: [Double] = []
         for (sequence, appended) in durable.all() {

@@ -15,16 +15,22 @@ extension CatalogProjector {
     /// reader in another process that still holds the old file open keeps its own view of it and
     /// sees the new file when it reopens. Returns the checkpoint.
     ///
-    /// Search indexing is deferred to one pass at the end: the shadow is invisible until the swap,
-    /// and indexing each item once is cheaper than re-indexing it at every change.
+    /// A rebuild starts from sequence 0, so only the final winners need rows: the log is folded
+    /// in memory with `CatalogState` (the same fold the consistency check and `replay` use), price
+    /// history and conflicts are written as the fold meets them, and each final object is written
+    /// once, then indexed for search once. Re-reading and rewriting stored winners batch by batch,
+    /// as catch-up does, would cost a read and a rewrite per event instead. Memory grows with the
+    /// catalog (every winning fact), not with the log.
     @discardableResult
     public func rebuild(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
         let shadow = shadowPath
         try Self.removeDatabaseFiles(shadow)
         let queue = try Self.openShadow(path: shadow, cacheKiB: options.cacheKiB)
-        _ = try Self.catchUp(pool: queue, reader: reader, options: options, indexSearch: false, writer: writer,
-                             logger: logger, progress: progress)
-        try Self.write(queue, "search index of \(shadow)") { db in try writer.indexAllItems(in: db) }
+        // Stop at the tail seen now; the catch-up after the swap applies what came meanwhile.
+        if let last = try Self.ledgerRead("last sequence", { try reader.lastSequence() }) {
+            _ = try ProjectionReplay.build(into: queue, reader: reader, point: .latest, throughSequence: last,
+                                           describesPoint: false, progress: progress)
+        }
         try Self.finishShadow(queue, path: shadow)
         try replacePool {
             try Self.swap(shadow, into: databasePath)

@@ -13,6 +13,9 @@ public struct ProjectorOptions: Sendable {
     public var failAfterBatches: Int?
     /// SQLite page cache per connection, in KiB.
     public var cacheKiB = 65_536
+    /// While following the tail, how often the WAL is checkpointed off the commit path; nil leaves
+    /// checkpoints to SQLite, on the commit that crosses its page threshold.
+    public var followCheckpointInterval: Duration? = .milliseconds(250)
 
     public init() {}
 }
@@ -92,7 +95,7 @@ public final class CatalogProjector: @unchecked Sendable {
     /// Applies every durable event after the checkpoint, in batches. Returns the new checkpoint.
     @discardableResult
     public func catchUp(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
-        try Self.catchUp(pool: database, reader: reader, options: options, indexSearch: true, writer: writer,
+        try Self.catchUp(pool: database, reader: reader, options: options, writer: writer,
                          logger: logger, progress: progress) { [self] in
             try lock.withLock {
                 if let limit = options.failAfterBatches, committedBatches >= limit {
@@ -105,7 +108,7 @@ public final class CatalogProjector: @unchecked Sendable {
         }
     }
 
-    static func catchUp(pool: any DatabaseWriter, reader: LedgerReader, options: ProjectorOptions, indexSearch: Bool,
+    static func catchUp(pool: any DatabaseWriter, reader: LedgerReader, options: ProjectorOptions,
                         writer: ProjectionWriter, logger: Logger, progress: ((ProjectionProgress) -> Void)?,
                         beforeBatch: () throws -> Void = {}, afterBatch: () -> Void = {}) throws -> UInt64? {
         let start = try pool.read { db in try ProjectionWriter.checkpoint(in: db) }.map { $0 + 1 } ?? 0
@@ -115,7 +118,7 @@ public final class CatalogProjector: @unchecked Sendable {
         var processed: UInt64 = 0
         progress?(ProjectionProgress(processed: 0, total: total))
         var cursor = try ledgerRead("events from \(start)") { try reader.events(from: start) }
-        let batch = ProjectionBatch(writer: writer, reader: reader, indexSearch: indexSearch)
+        let batch = ProjectionBatch(writer: writer, reader: reader)
         var events: [LedgerEvent] = []
         events.reserveCapacity(options.batchEventsMax)
         var done = false
@@ -140,37 +143,6 @@ public final class CatalogProjector: @unchecked Sendable {
         }
         logger.debug("projection caught up", metadata: ["through": "\(last)", "events": "\(processed)"])
         return last
-    }
-
-    /// Catches up, then applies new durable events as the ledger makes them durable, until the
-    /// task is cancelled. A child task follows the log into a buffer; each wake-up applies
-    /// everything buffered (up to `batchEventsMax`) in one transaction, so a burst is absorbed in a
-    /// few commits instead of one per event. `applied` is called after each commit with the new
-    /// checkpoint.
-    public func follow(applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
-        let checkpoint = try catchUp()
-        let batch = ProjectionBatch(writer: writer, reader: reader, indexSearch: true)
-        let buffer = FollowBuffer()
-        let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        let reader = self.reader
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                defer { wake.finish() }
-                for try await event in reader.follow(from: checkpoint.map { $0 + 1 } ?? 0) {
-                    buffer.append(event)
-                    wake.yield()
-                }
-            }
-            for await _ in wakeUps {
-                while case let events = buffer.drain(max: options.batchEventsMax), let last = events.last {
-                    try Self.write(database, "events \(events[0].sequence)...\(last.sequence)") { db in
-                        try batch.apply(events, in: db)
-                    }
-                    applied?(last.sequence)
-                }
-            }
-            try await group.waitForAll()
-        }
     }
 
     // MARK: Errors
@@ -199,22 +171,6 @@ public final class CatalogProjector: @unchecked Sendable {
         try lock.withLock {
             try pool.close()
             pool = try make()
-        }
-    }
-}
-
-/// Events the follower has read and the projector has not applied yet. Thread-safe (a lock).
-final class FollowBuffer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var events: [LedgerEvent] = []
-
-    func append(_ event: LedgerEvent) { lock.withLock { events.append(event) } }
-
-    func drain(max: Int) -> [LedgerEvent] {
-        lock.withLock {
-            let taken = Array(events.prefix(max))
-            events.removeFirst(taken.count)
-            return taken
         }
     }
 }

@@ -11,7 +11,6 @@ import GRDB
 struct ProjectionBatch {
     let writer: ProjectionWriter
     let reader: LedgerReader
-    let indexSearch: Bool
 
     func apply(_ events: [LedgerEvent], in db: Database) throws {
         guard let last = events.last else { return }
@@ -54,7 +53,7 @@ struct ProjectionBatch {
             guard let winner = winners[id] ?? nil else { return nil }
             return ProjectionWriter.Change(previous: before[id] ?? nil, winner: winner)
         }
-        try writer.write(changes, indexSearch: indexSearch, in: db)
+        try writer.write(changes, indexSearch: true, in: db)
         try writer.storeCheckpoint(last.sequence, in: db)
     }
 }

@@ -48,11 +48,17 @@ public enum ProjectionReplay {
     }
 
     /// Fills an empty, migrated database with the projection of the events admitted by `point`
-    /// up to `throughSequence`. Used by `replay` and by the consistency check.
+    /// up to `throughSequence`. Used by `replay`, by the consistency check and by `rebuild`, which
+    /// passes `describesPoint: false` because a live projection carries no `projection_info` rows.
     static func build(into database: any DatabaseWriter, reader: LedgerReader, point: AsOf,
-                      throughSequence: UInt64?, progress: ((ProjectionProgress) -> Void)? = nil) throws -> ReplaySummary {
+                      throughSequence: UInt64?, describesPoint: Bool = true,
+                      progress: ((ProjectionProgress) -> Void)? = nil) throws -> ReplaySummary {
         // The total is an upper bound: the scan stops early at the first event after K.
-        let total = progress == nil ? 0 : (try CatalogProjector.ledgerRead("last sequence") { try reader.lastSequence() }).map { $0 + 1 } ?? 0
+        var total: UInt64 = 0
+        if progress != nil {
+            total = (try CatalogProjector.ledgerRead("last sequence") { try reader.lastSequence() }).map { $0 + 1 } ?? 0
+            if let last = throughSequence { total = min(total, last + 1) }
+        }
         let writer = ProjectionWriter()
         var summary = ReplaySummary(path: "", point: "\(point)", squareTimeMax: point.squareTimeMax,
                                     ledgerTimeMax: point.ledgerTimeMax, throughSequence: nil, liveObjects: 0,
@@ -89,10 +95,15 @@ public enum ProjectionReplay {
             if let last = summary.throughSequence { try writer.storeCheckpoint(last, in: db) }
             summary.objects = state.objects.count
             summary.liveObjects = state.liveCount
-            var info = ["kind": throughSequence == nil ? "replay" : "fold"]
-            if let t = point.squareTimeMax { info["square_time_max"] = RFC3339.format(nanoseconds: t) }
-            if let k = point.ledgerTimeMax { info["ledger_time_max"] = RFC3339.format(nanoseconds: k) }
-            try writer.setInfo(info, in: db)
+            if describesPoint {
+                var info = ["kind": throughSequence == nil ? "replay" : "fold"]
+                if let t = point.squareTimeMax { info["square_time_max"] = RFC3339.format(nanoseconds: t) }
+                if let k = point.ledgerTimeMax { info["ledger_time_max"] = RFC3339.format(nanoseconds: k) }
+                try writer.setInfo(info, in: db)
+            }
+        }
+        if let progress, let last = summary.throughSequence {
+            progress(ProjectionProgress(processed: last + 1, total: max(total, last + 1)))
         }
         return summary
     }

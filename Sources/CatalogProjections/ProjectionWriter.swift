@@ -52,12 +52,18 @@ struct ProjectionWriter: Sendable {
             let row = RowMapping.row(for: change.winner)
             let previousRow = change.previous.map(RowMapping.row(for:))
             try store(row, replacing: previousRow?.table, in: db)
+            // Most changes (prices, overrides, versions) leave every searchable field as it was:
+            // their items' documents are already right and are not rewritten.
+            let searchable = previousRow.map { SearchDocuments.searchableFields(of: $0) != SearchDocuments.searchableFields(of: row) } ?? true
             switch row.table {
             case .catalogItems:
-                dirtyItems.insert(row.fact.header.objectID.rawValue)
+                if searchable { dirtyItems.insert(row.fact.header.objectID.rawValue) }
             case .itemVariations:
-                if let item = row.parentItemID { dirtyItems.insert(item); referencedItems.insert(item) }
-            case .categories:
+                if let item = row.parentItemID {
+                    if searchable { dirtyItems.insert(item) }
+                    referencedItems.insert(item)
+                }
+            case .categories where searchable:
                 let items = try String.fetchAll(
                     db.cachedStatement(sql: "SELECT item_id FROM item_categories WHERE category_id = ?"),
                     arguments: [row.fact.header.objectID.rawValue])
@@ -195,7 +201,7 @@ struct ProjectionWriter: Sendable {
     }
 
     static func checkpoint(in db: Database) throws -> UInt64? {
-        try Int64.fetchOne(db, sql: "SELECT sequence FROM projection_checkpoint WHERE name = ?",
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT sequence FROM projection_checkpoint WHERE name = ?"),
                            arguments: [checkpointName]).map { UInt64($0) }
     }
 

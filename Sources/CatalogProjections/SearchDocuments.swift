@@ -6,6 +6,27 @@ import GRDB
 /// has no live variation. A deleted item has none. Reading rows rather than one fact lets a
 /// category rename or a variation change reach every document that shows it.
 enum SearchDocuments {
+    /// What of a row the search documents are made of (its table, whether it is deleted, and the
+    /// columns `documents(itemID:in:)` reads). Two rows with equal fields give equal documents, so
+    /// a change that keeps them equal needs no refresh. Keep in step with `documents`.
+    static func searchableFields(of row: ObjectRow) -> [DatabaseValue] {
+        var fields: [DatabaseValue] = [row.table.rawValue.databaseValue, row.fact.header.isDeleted.databaseValue]
+        switch row.table {
+        case .catalogItems:
+            // name, description, category_ids (the item's category links follow from them).
+            fields += [row.values[0], row.values[1], row.values[3]]
+        case .itemVariations:
+            // item_id, name, sku, upc.
+            fields += row.values.prefix(4)
+        case .categories:
+            fields += [row.values[0]]
+        default:
+            break
+        }
+        return fields
+    }
+
+
     static func documents(itemID: String, in db: Database) throws -> [SearchDocument] {
         guard let item = try Row.fetchOne(
             db.cachedStatement(sql: "SELECT name, description, is_deleted FROM catalog_items WHERE id = ?"),

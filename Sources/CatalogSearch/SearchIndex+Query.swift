@@ -71,9 +71,11 @@ extension SearchIndex {
         }
         guard let categoryId, !matches.isEmpty else { return matches }
         let inCategory = Set(try Int64.fetchAll(
-            db,
-            sql: "SELECT doc_id FROM search_document_category WHERE category_id = ? AND doc_id IN (\(placeholders(matches.count)))",
-            arguments: StatementArguments([categoryId] as [DatabaseValueConvertible] + matches.map(\.docId))))
+            db.cachedStatement(sql: """
+                SELECT doc_id FROM search_document_category
+                WHERE category_id = ? AND doc_id IN (SELECT value FROM json_each(?))
+                """),
+            arguments: [categoryId, SQLList.json(matches.map(\.docId))]))
         return matches.filter { inCategory.contains($0.docId) }
     }
 
@@ -189,27 +191,22 @@ extension SearchIndex {
     private func scoreByTermLists(docIds: [Int64], expansions: [WordExpansion], in db: Database) throws -> [ScoredDocument] {
         let scorer = TermListScorer(expansions)
         var scored: [ScoredDocument] = []
-        let batchSize = 500
-        var start = 0
-        while start < docIds.count {
-            let batch = Array(docIds[start..<min(start + batchSize, docIds.count)])
-            start += batchSize
-            let rows = try Row.fetchCursor(
-                db,
-                sql: "SELECT doc_id, terms FROM search_document_terms WHERE doc_id IN (\(placeholders(batch.count)))",
-                arguments: StatementArguments(batch))
-            while let row = try rows.next() {
-                let docId: Int64 = row[0]
-                let outcome = try row.withUnsafeData(atIndex: 1) { bytes in
-                    bytes.map { scorer.score(docId: docId, termList: $0) }
-                }
-                switch outcome {
-                case .some(.some(.some(let document))): scored.append(document)
-                case .some(.some(.none)): continue
-                default:
-                    throw SearchIndexError(
-                        code: .corruptRow, message: "malformed term list", location: "search_document_terms doc \(docId)")
-                }
+        guard !docIds.isEmpty else { return scored }
+        let termLists = try db.cachedStatement(sql: """
+            SELECT d.doc_id, d.terms FROM json_each(?) j JOIN search_document_terms d ON d.doc_id = j.value
+            """)
+        let rows = try Row.fetchCursor(termLists, arguments: [SQLList.json(docIds)])
+        while let row = try rows.next() {
+            let docId: Int64 = row[0]
+            let outcome = try row.withUnsafeData(atIndex: 1) { bytes in
+                bytes.map { scorer.score(docId: docId, termList: $0) }
+            }
+            switch outcome {
+            case .some(.some(.some(let document))): scored.append(document)
+            case .some(.some(.none)): continue
+            default:
+                throw SearchIndexError(
+                    code: .corruptRow, message: "malformed term list", location: "search_document_terms doc \(docId)")
             }
         }
         return scored
@@ -220,12 +217,11 @@ extension SearchIndex {
         guard !page.isEmpty else { return [] }
         var rowsById: [Int64: Row] = [:]
         let rows = try Row.fetchAll(
-            db,
-            sql: """
-                SELECT doc_id, item_id, variation_key, item_name, variation_name, sku
-                FROM search_document WHERE doc_id IN (\(placeholders(page.count)))
-                """,
-            arguments: StatementArguments(page.map(\.docId)))
+            db.cachedStatement(sql: """
+                SELECT d.doc_id, d.item_id, d.variation_key, d.item_name, d.variation_name, d.sku
+                FROM json_each(?) j JOIN search_document d ON d.doc_id = j.value
+                """),
+            arguments: [SQLList.json(page.map(\.docId))])
         for row in rows { rowsById[row[0]] = row }
         return try page.map { scored in
             guard let row = rowsById[scored.docId] else {
@@ -237,10 +233,4 @@ extension SearchIndex {
                 variationName: row[4], sku: row[5], score: scored.score, matchedField: scored.matchedField)
         }
     }
-}
-
-/// "?,?,?" for an SQL IN list of `count` values.
-func placeholders(_ count: Int) -> String {
-    precondition(count > 0, "an IN list needs at least one value")
-    return Array(repeating: "?", count: count).joined(separator: ",")
 }

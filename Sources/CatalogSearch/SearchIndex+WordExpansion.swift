@@ -49,34 +49,38 @@ extension SearchIndex {
 
         // Completions are read in word order up to a bound, then the most frequent are kept:
         // a one-letter prefix must not scan the whole vocabulary.
-        let completions = try Row.fetchAll(
+        var completions: [(termId: Int64, termLength: Int, docCount: Int64)] = []
+        let rows = try Row.fetchCursor(
             db.cachedStatement(sql: """
                 SELECT term_id, term, doc_count FROM search_term WHERE term > ? AND term < ? ORDER BY term LIMIT ?
                 """),
             arguments: [word, word + "\u{10FFFF}", prefixCompletionsMax * 16])
-        let frequent = completions.sorted { ($0[2] as Int64) > ($1[2] as Int64) }.prefix(prefixCompletionsMax)
-        for row in frequent {
+        while let row = try rows.next() {
             let term: String = row[1]
+            completions.append((termId: row[0], termLength: term.unicodeScalars.count, docCount: row[2]))
+        }
+        let frequent = completions.sorted { $0.docCount != $1.docCount ? $0.docCount > $1.docCount : $0.termId < $1.termId }
+            .prefix(prefixCompletionsMax)
+        for completion in frequent {
             expansion.offer(
-                termId: row[0], kind: .prefix(queryLength: wordLength, termLength: term.unicodeScalars.count),
-                docCount: row[2])
+                termId: completion.termId, kind: .prefix(queryLength: wordLength, termLength: completion.termLength),
+                docCount: completion.docCount)
         }
 
         let editsAllowed = EditDistance.editsAllowed(queryWordLength: wordLength)
         if expansion.candidates.values.allSatisfy({ $0.kind != .exact }), editsAllowed > 0,
             !TextFolding.containsDigit(word)
         {
-            let variants = Array(EditDistance.deletionVariants(of: word, depth: editsAllowed))
-            let placeholders = Array(repeating: "?", count: variants.count).joined(separator: ",")
-            let rows = try Row.fetchAll(
-                db,
-                sql: """
+            // Sorted so that the argument, and the order rows come in, never depend on hashing.
+            let variants = EditDistance.deletionVariants(of: word, depth: editsAllowed).sorted()
+            let rows = try Row.fetchCursor(
+                db.cachedStatement(sql: """
                     SELECT DISTINCT t.term_id, t.term, t.doc_count
                     FROM search_term_deletion d JOIN search_term t ON t.term_id = d.term_id
-                    WHERE d.deletion IN (\(placeholders))
-                    """,
-                arguments: StatementArguments(variants))
-            for row in rows {
+                    WHERE d.deletion IN (SELECT value FROM json_each(?))
+                    """),
+                arguments: [SQLList.json(variants)])
+            while let row = try rows.next() {
                 let term: String = row[1]
                 let edits = EditDistance.optimalStringAlignmentDistance(word, term, bound: editsAllowed)
                 if edits >= 1 && edits <= editsAllowed {

@@ -22,27 +22,32 @@ struct TermListScorer {
     /// has no match in the document.
     func score(docId: Int64, termList: Data) -> SearchIndex.ScoredDocument?? {
         guard termList.count % 8 == 0 else { return nil }
-        var bestScores = [Double](repeating: 0, count: wordCount)
-        var bestImpacts = [Int](repeating: -1, count: wordCount)
-        termList.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let packed = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-                offset += 8
-                guard let matches = matchesByTerm[Int64(packed >> 8)] else { continue }
-                let impact = Int(packed & 0xFF)
-                guard impact <= SearchScoring.impactMax else { continue }
-                let fieldScore = SearchScoring.fieldScore(impact: impact)
-                for match in matches where match.factor * fieldScore > bestScores[match.word] {
-                    bestScores[match.word] = match.factor * fieldScore
-                    bestImpacts[match.word] = impact
+        // Called for hundreds of candidates per query: the per-word bests live on the stack.
+        return withUnsafeTemporaryAllocation(of: (score: Double, impact: Int).self, capacity: wordCount) { best in
+            best.initialize(repeating: (score: 0, impact: -1))
+            termList.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let packed = UInt64(littleEndian: raw.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                    offset += 8
+                    guard let matches = matchesByTerm[Int64(packed >> 8)] else { continue }
+                    let impact = Int(packed & 0xFF)
+                    guard impact <= SearchScoring.impactMax else { continue }
+                    let fieldScore = SearchScoring.fieldScore(impact: impact)
+                    for match in matches where match.factor * fieldScore > best[match.word].score {
+                        best[match.word] = (score: match.factor * fieldScore, impact: impact)
+                    }
                 }
             }
+            var total = 0.0
+            var strongest = 0
+            for word in 0..<wordCount {
+                if best[word].impact < 0 { return .some(nil) }
+                total += best[word].score
+                if best[word].score > best[strongest].score { strongest = word }
+            }
+            return .some(SearchIndex.ScoredDocument(
+                docId: docId, score: total, matchedField: SearchScoring.field(ofImpact: best[strongest].impact).searchField))
         }
-        if bestImpacts.contains(-1) { return .some(nil) }
-        let strongest = bestScores.indices.max { bestScores[$0] < bestScores[$1] }!
-        return .some(SearchIndex.ScoredDocument(
-            docId: docId, score: bestScores.reduce(0, +),
-            matchedField: SearchScoring.field(ofImpact: bestImpacts[strongest]).searchField))
     }
 }

@@ -68,6 +68,15 @@ struct SegmentScanner {
     /// Reads the next item. Throws `corruptBatch`/`corruptFooter` located at the item's offset when
     /// a complete item is damaged; reports an incomplete tail as `.incomplete`.
     mutating func next() throws -> Step {
+        let step = try nextWithKnownSize()
+        guard case .incomplete = step else { return step }
+        // The size may have been read while the writer was still writing this item. Read it again:
+        // otherwise a reader waiting at the tail would see the same incomplete item forever.
+        knownSize = try file.size()
+        return try nextWithKnownSize()
+    }
+
+    private mutating func nextWithKnownSize() throws -> Step {
         if offset >= knownSize { knownSize = try file.size() }
         let start = offset
         guard start < knownSize else { return .end(offset: start) }

@@ -26,6 +26,12 @@ struct SearchBench: ParsableCommand {
     @Option(help: "Directory for the database file (default: a fresh temporary directory).")
     var directory: String?
 
+    @Flag(help: "Keep the database afterwards, and reuse one a previous --keep run left (the build is then not timed).")
+    var keep = false
+
+    @Option(help: "Print this many of the slowest queries with their latency.")
+    var slowest = 10
+
     func run() throws {
         let itemCount = items ?? (quick ? 3_000 : 100_000)
         var generator = SeededGenerator(seed: seed)
@@ -36,9 +42,12 @@ struct SearchBench: ParsableCommand {
         let documents = fixtureDocuments + generated
         let directoryURL = directory.map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-search-\(seed)-\(itemCount)")
-        try? FileManager.default.removeItem(at: directoryURL)
-        try FileManager.default.createDirectory(at: directoryURL, withIntermediateDirectories: true)
         let databaseURL = directoryURL.appendingPathComponent("search.sqlite")
+        let reused = keep && FileManager.default.fileExists(atPath: databaseURL.path)
+        if !reused {
+            try? FileManager.default.removeItem(at: directoryURL)
+            try FileManager.default.createDirectory(at: directoryURL, withIntermediateDirectories: true)
+        }
 
         var configuration = Configuration()
         configuration.prepareDatabase { db in
@@ -49,36 +58,13 @@ struct SearchBench: ParsableCommand {
         try database.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL")
         }
-        try database.write { db in
-            try SearchIndex.createSchema(db)
-            try db.execute(sql: """
-                CREATE TABLE baseline_document (
-                    doc_id INTEGER PRIMARY KEY, item_name TEXT, variation_name TEXT, sku TEXT, gtin TEXT,
-                    category_names TEXT, description TEXT)
-                """)
-        }
-
-        // Index build: every document upserted, in transactions of 10 000 as a projection batch would.
         let index = SearchIndex()
-        let buildStart = ContinuousClock.now
-        for batchStart in stride(from: 0, to: documents.count, by: 10_000) {
-            try database.write { db in
-                for document in documents[batchStart..<min(batchStart + 10_000, documents.count)] {
-                    try index.upsert(document, in: db)
-                }
-            }
-        }
-        let buildSeconds = seconds(ContinuousClock.now - buildStart)
-        log("indexed \(documents.count) documents in \(String(format: "%.1f", buildSeconds)) s")
-
-        try database.write { db in
-            let insert = try db.makeStatement(sql: "INSERT INTO baseline_document VALUES (?, ?, ?, ?, ?, ?, ?)")
-            for (offset, document) in documents.enumerated() {
-                try insert.execute(arguments: [
-                    offset + 1, document.itemName, document.variationName, document.sku, document.gtin,
-                    document.categoryNames.joined(separator: " "), document.description,
-                ])
-            }
+        var buildSeconds = 0.0
+        if reused {
+            log("reusing the index a previous --keep run left (build not timed)")
+        } else {
+            buildSeconds = try Self.build(documents, into: database, index: index)
+            log("indexed \(documents.count) documents in \(String(format: "%.1f", buildSeconds)) s")
         }
         let databaseBytes = try database.read { db in
             try Int.fetchOne(db, sql: "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size") ?? 0
@@ -93,11 +79,16 @@ struct SearchBench: ParsableCommand {
 
         var latenciesByKind: [String: [Double]] = [:]
         var all: [Double] = []
+        // CPU time beside wall time: on a shared machine the wall-clock tail is mostly time spent
+        // waiting for a core, which CPU time leaves out.
+        var cpu: [Double] = []
         var hitsTotal = 0
         for query in queries {
             let start = ContinuousClock.now
+            let cpuStart = processCPUMicros()
             hitsTotal += try runSearch(query.text)
             let micros = seconds(ContinuousClock.now - start) * 1e6
+            cpu.append(processCPUMicros() - cpuStart)
             latenciesByKind[query.kind, default: []].append(micros)
             all.append(micros)
         }
@@ -126,11 +117,51 @@ struct SearchBench: ParsableCommand {
             seed: seed, items: fixtureDocuments.count > 0 ? itemCount : itemCount, documents: documents.count,
             buildSeconds: buildSeconds, databaseBytes: databaseBytes, queries: all.count, hitsTotal: hitsTotal,
             p50Micros: percentile(all, 0.50), p99Micros: percentile(all, 0.99), maxMicros: all.max() ?? 0,
+            cpuP50Micros: percentile(cpu, 0.50), cpuP99Micros: percentile(cpu, 0.99),
             byKind: latenciesByKind.mapValues { KindFigures(count: $0.count, p50Micros: percentile($0, 0.5), p99Micros: percentile($0, 0.99)) },
             baselineQueries: baseline.count, baselineP50Micros: percentile(baseline, 0.5),
             baselineP99Micros: percentile(baseline, 0.99), indexedP50OnBaselineSampleMicros: percentile(indexedOnSample, 0.5))
         report.print(asJSON: json)
-        try? FileManager.default.removeItem(at: directoryURL)
+        if !json && slowest > 0 {
+            print("slowest queries:")
+            for (query, micros) in zip(queries, all).sorted(by: { $0.1 > $1.1 }).prefix(slowest) {
+                print(String(format: "  %8.3f ms  %@  \"%@\"", micros / 1000, query.kind, query.text))
+            }
+        }
+        if !keep { try? FileManager.default.removeItem(at: directoryURL) }
+    }
+
+    /// Creates the index and the baseline table, then upserts every document in transactions of
+    /// 10 000, as a projection batch would. Returns the index build time in seconds (the baseline
+    /// table's load is not counted).
+    static func build(_ documents: [SearchDocument], into database: DatabaseQueue, index: SearchIndex) throws -> Double {
+        try database.write { db in
+            try SearchIndex.createSchema(db)
+            try db.execute(sql: """
+                CREATE TABLE baseline_document (
+                    doc_id INTEGER PRIMARY KEY, item_name TEXT, variation_name TEXT, sku TEXT, gtin TEXT,
+                    category_names TEXT, description TEXT)
+                """)
+        }
+        let buildStart = ContinuousClock.now
+        for batchStart in stride(from: 0, to: documents.count, by: 10_000) {
+            try database.write { db in
+                for document in documents[batchStart..<min(batchStart + 10_000, documents.count)] {
+                    try index.upsert(document, in: db)
+                }
+            }
+        }
+        let buildSeconds = seconds(ContinuousClock.now - buildStart)
+        try database.write { db in
+            let insert = try db.makeStatement(sql: "INSERT INTO baseline_document VALUES (?, ?, ?, ?, ?, ?, ?)")
+            for (offset, document) in documents.enumerated() {
+                try insert.execute(arguments: [
+                    offset + 1, document.itemName, document.variationName, document.sku, document.gtin,
+                    document.categoryNames.joined(separator: " "), document.description,
+                ])
+            }
+        }
+        return buildSeconds
     }
 
     private func log(_ message: String) {
@@ -155,6 +186,8 @@ struct SearchBenchReport: Encodable {
     var p50Micros: Double
     var p99Micros: Double
     var maxMicros: Double
+    var cpuP50Micros: Double
+    var cpuP99Micros: Double
     var byKind: [String: KindFigures]
     var baselineQueries: Int
     var baselineP50Micros: Double
@@ -179,8 +212,13 @@ struct SearchBenchReport: Encodable {
         }
         func ms(_ micros: Double) -> String { String(format: "%.3f ms", micros / 1000) }
         Swift.print("documents \(documents) (\(items) generated items + fixture), database \(databaseBytes / 1_048_576) MiB")
-        Swift.print("index build \(String(format: "%.1f", buildSeconds)) s (\(Int(Double(documents) / buildSeconds)) documents/s)")
+        if buildSeconds > 0 {
+            Swift.print("index build \(String(format: "%.1f", buildSeconds)) s (\(Int(Double(documents) / buildSeconds)) documents/s)")
+        } else {
+            Swift.print("index build not timed (reused the index of a previous --keep run)")
+        }
         Swift.print("indexed search over \(queries) queries: p50 \(ms(p50Micros)), p99 \(ms(p99Micros)), max \(ms(maxMicros))")
+        Swift.print("  CPU time per query: p50 \(ms(cpuP50Micros)), p99 \(ms(cpuP99Micros))")
         for (kind, figures) in byKind.sorted(by: { $0.key < $1.key }) {
             Swift.print("  \(kind.padding(toLength: 12, withPad: " ", startingAt: 0)) n=\(figures.count)\tp50 \(ms(figures.p50Micros))\tp99 \(ms(figures.p99Micros))")
         }
@@ -191,6 +229,13 @@ struct SearchBenchReport: Encodable {
 
 func seconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+}
+
+/// CPU time of the whole process (every thread), in microseconds.
+func processCPUMicros() -> Double {
+    var time = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+    return Double(time.tv_sec) * 1e6 + Double(time.tv_nsec) / 1e3
 }
 
 func percentile(_ values: [Double], _ fraction: Double) -> Double {

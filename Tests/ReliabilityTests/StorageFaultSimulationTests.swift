@@ -55,6 +55,7 @@ struct StorageFaultSimulationTests {
         #expect(tally.crashesSurvived >= Int(count) * 2)
         #expect(tally.corruptionsInjected > 0 && tally.corruptionsDetected == tally.corruptionsInjected)
         #expect(tally.appendsFailed > 0 && tally.tornTailsCut > 0)
+        #expect(tally.compactionsCompleted > 0, "compaction runs inside the simulation")
     }
 
     @Test("long run for a wall-clock budget", .enabled(if: environment["RELIABILITY_LONG_RUN_SECONDS"] != nil))

@@ -70,20 +70,15 @@ enum ReadAPI {
     /// or every variation's for an item. Each change carries Square time and ledger time.
     static func prices(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
         let objectID = CatalogObjectID(id)
-        if let index = try merchant.caughtUpHistoryIndex() {
-            guard let last = try index.history(of: [objectID]).facts(of: objectID).last else {
-                return .error(404, "not_found", "the ledger never learned object \(id)")
-            }
-            return .encoded(last.header.objectType == .item
-                ? try index.priceHistory(ofItem: objectID) : try index.priceHistory(of: objectID))
-        }
-        let history = try merchant.history()
+        // The object's own facts come from the index when there is one (a few events), else from
+        // every event; an item's variations are looked up the same way.
+        let index = try merchant.caughtUpHistoryIndex()
+        let history = try index?.history(of: [objectID]) ?? merchant.history()
         guard let last = history.facts(of: objectID).last else {
             return .error(404, "not_found", "the ledger never learned object \(id)")
         }
-        let changes = last.header.objectType == .item
-            ? history.priceHistory(ofItem: objectID) : history.priceHistory(of: objectID)
-        return .encoded(changes)
+        guard last.header.objectType == .item else { return .encoded(history.priceHistory(of: objectID)) }
+        return .encoded(try index?.priceHistory(ofItem: objectID) ?? history.priceHistory(ofItem: objectID))
     }
 
     struct Conflict: Encodable {

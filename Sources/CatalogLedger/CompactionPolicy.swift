@@ -21,6 +21,8 @@ import CatalogModel
 public enum CompactionDropReason: String, Sendable, CaseIterable {
     case duplicateObservation = "duplicate-observation"
     case supersededSyncBookkeeping = "superseded-sync-bookkeeping"
+    /// Older than the retention horizon and stood for by the object's base fact (RetentionPlan).
+    case retention = "retention"
 }
 
 /// What the log says about sync runs (their starts and completions), learnt in any order from the

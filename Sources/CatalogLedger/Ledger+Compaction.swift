@@ -19,6 +19,8 @@ public struct LedgerCompactionReport: Sendable {
     /// Bytes of every sealed segment examined (kept as they were or rewritten).
     public var bytesExamined: UInt64 = 0
     public var durationNanoseconds: UInt64 = 0
+    /// What retention did, when a horizon was given.
+    public var retention: RetentionReport?
 
     public var bytesBefore: UInt64 { runs.reduce(0) { $0 + $1.bytesBefore } }
     public var bytesAfter: UInt64 { runs.reduce(0) { $0 + $1.bytesAfter } }
@@ -35,14 +37,23 @@ public struct LedgerCompactionOptions: Sendable {
     public var segmentsPerRun = 8
     /// Write a snapshot at the end of each compacted run that holds none yet.
     public var snapshotsAtRunBoundaries = true
+    /// Retention horizon (ledger time, nanoseconds): observations older than it that the base fact
+    /// stands for are dropped (docs/FORMAT.md, "Retention"). nil (the default) keeps everything.
+    public var retainHorizon: Int64?
+    /// With a horizon: write no retained price-history records, so price history starts at the
+    /// base facts. Never implied; callers must ask for it explicitly.
+    public var dropPriceHistory = false
 
     public init(dryRun: Bool = false, highCompression: Bool = false, segmentsPerRun: Int = 8,
-                snapshotsAtRunBoundaries: Bool = true) {
+                snapshotsAtRunBoundaries: Bool = true, retainHorizon: Int64? = nil, dropPriceHistory: Bool = false) {
         precondition(segmentsPerRun >= 1, "a run holds at least one segment")
+        precondition(!dropPriceHistory || retainHorizon != nil, "dropping price history needs a retention horizon")
         self.dryRun = dryRun
         self.highCompression = highCompression
         self.segmentsPerRun = segmentsPerRun
         self.snapshotsAtRunBoundaries = snapshotsAtRunBoundaries
+        self.retainHorizon = retainHorizon
+        self.dropPriceHistory = dropPriceHistory
     }
 }
 
@@ -82,6 +93,13 @@ extension Ledger {
         var report = LedgerCompactionReport(dryRun: dryRun)
         if !dryRun, let journal = writer.pendingCompaction() {
             report.markerSequences.append(try await recordInterruptedRun(journal))
+        }
+        var retainedDrops: Set<UInt64> = []
+        if let horizon = options.retainHorizon {
+            let (plan, retention) = try await prepareRetention(horizon: horizon, dropPriceHistory: options.dropPriceHistory,
+                                                               dryRun: dryRun)
+            retainedDrops = plan.droppedSequences
+            report.retention = retention
         }
         var policy = CompactionPolicy()
         var lookahead = SyncRunLookahead(reader: reader)
@@ -128,6 +146,7 @@ extension Ledger {
                             reason = runPolicy.decide(event)
                         }
                     }
+                    if reason == nil, kind == .objectObserved, retainedDrops.contains(record.sequence) { reason = .retention }
                     guard let reason else { return true }
                     reasons[record.sequence] = reason
                     return false

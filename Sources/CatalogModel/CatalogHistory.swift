@@ -7,18 +7,26 @@ public struct CatalogHistory: Sendable {
     public private(set) var factsByObject: [CatalogObjectID: [ObjectFact]]
     /// Correlation id of the first learning of each fact, by dedupe key.
     public private(set) var correlationByDedupeKey: [String: String]
+    /// The latest retained price history of each object whose older facts retention dropped.
+    public private(set) var retainedPrices: [CatalogObjectID: RetainedPriceHistory]
     public let events: [LedgerEvent]
 
     public init<S: Sequence>(events: S) where S.Element == LedgerEvent {
         let events = Array(events)
         var byObject: [CatalogObjectID: [String: ObjectFact]] = [:]
         var correlation: [String: String] = [:]
+        var retained: [CatalogObjectID: (sequence: UInt64, record: RetainedPriceHistory)] = [:]
         for event in events {
             let header: CatalogFactHeader
             let payload: [UInt8]
             switch event.body {
             case .objectObserved(let o): header = o.header; payload = o.payload
             case .objectDeleted(let d): header = d.header; payload = []
+            case .priceHistoryRetained(let record):
+                if retained[record.objectID].map({ $0.sequence < event.sequence }) ?? true {
+                    retained[record.objectID] = (event.sequence, record)
+                }
+                continue
             default: continue
             }
             let fact = ObjectFact(header: header, payload: payload, dedupeKey: event.dedupeKey,
@@ -33,6 +41,7 @@ public struct CatalogHistory: Sendable {
             facts.values.sorted { ObjectFact.ranks($1, above: $0) }
         }
         self.correlationByDedupeKey = correlation
+        self.retainedPrices = retained.mapValues(\.record)
         self.events = events
     }
 
@@ -40,7 +49,9 @@ public struct CatalogHistory: Sendable {
 
     /// Ids of objects that were ever nested under `parent`.
     public func childIDs(of parent: CatalogObjectID) -> [CatalogObjectID] {
-        factsByObject.compactMap { id, facts in facts.contains { $0.header.parentID == parent } ? id : nil }.sorted()
+        var ids = Set(factsByObject.compactMap { id, facts in facts.contains { $0.header.parentID == parent } ? id : nil })
+        for (id, record) in retainedPrices where record.parentIDs.contains(parent) { ids.insert(id) }
+        return ids.sorted()
     }
 
     public func state(asOf point: AsOf) -> CatalogState {

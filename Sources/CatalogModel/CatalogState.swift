@@ -16,10 +16,17 @@ public struct ObjectFact: Sendable, Hashable, Codable {
     /// associative and idempotent.
     @inline(__always)
     static func ranks(_ a: ObjectFact, above b: ObjectFact) -> Bool {
-        if a.header.version != b.header.version { return a.header.version > b.header.version }
-        if a.header.isDeleted != b.header.isDeleted { return a.header.isDeleted }
-        if a.header.updatedAtNanos != b.header.updatedAtNanos { return a.header.updatedAtNanos > b.header.updatedAtNanos }
-        return a.dedupeKey > b.dedupeKey
+        ranks(a.header, a.dedupeKey, above: b.header, b.dedupeKey)
+    }
+
+    /// The join order on the parts of two facts (header and dedupe key), for callers that hold
+    /// facts without their payloads.
+    @inline(__always)
+    public static func ranks(_ a: CatalogFactHeader, _ aKey: String, above b: CatalogFactHeader, _ bKey: String) -> Bool {
+        if a.version != b.version { return a.version > b.version }
+        if a.isDeleted != b.isDeleted { return a.isDeleted }
+        if a.updatedAtNanos != b.updatedAtNanos { return a.updatedAtNanos > b.updatedAtNanos }
+        return aKey > bKey
     }
 }
 

@@ -10,6 +10,7 @@ public enum EventBody: Sendable, Hashable {
     case upsertAccepted(UpsertAcceptance)
     case upsertRejected(UpsertRejection)
     case compactionMarker(CompactionMarker)
+    case priceHistoryRetained(RetainedPriceHistory)
 
     public var kind: EventKind {
         switch self {
@@ -23,6 +24,7 @@ public enum EventBody: Sendable, Hashable {
         case .upsertAccepted: .upsertAccepted
         case .upsertRejected: .upsertRejected
         case .compactionMarker: .compactionMarker
+        case .priceHistoryRetained: .priceHistoryRetained
         }
     }
 

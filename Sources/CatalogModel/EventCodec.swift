@@ -18,6 +18,10 @@
 ///     accepted = idempotencyKey:str versions count (client:str object:str)* response:bytes
 ///     rejected = idempotencyKey:str status:u16 errorBody:bytes count bytes*
 ///     compaction = throughSequence:u64 digest:bytes
+///     retained = type:str id:str baseDedupeKey:str baseSequence:u64 count parent:str* count change*
+///     change   = scope:u8 opt<location:str> opt<before:str> opt<after:str> opt<money> opt<money> version:i64
+///                updatedAtNanos:i64 updatedAt:str firstRecordedAt:i64 firstSequence:u64 source:u8 opt<sku:str>
+///     money    = amount:i64 currency:str
 ///
 /// A payload must be consumed exactly; trailing bytes are an error. New kinds take new kind
 /// numbers; a change to an existing body takes a new format version.
@@ -86,6 +90,8 @@ public enum EventCodec {
         case .compactionMarker(let m):
             w.varint(m.throughSequence)
             w.data(m.stateDigest)
+        case .priceHistoryRetained(let retained):
+            writeRetained(retained, &w)
         }
         return w.bytes
     }
@@ -170,6 +176,8 @@ public enum EventCodec {
                                                    followUpObjects: objects))
         case .compactionMarker:
             body = .compactionMarker(CompactionMarker(throughSequence: try r.varint(), stateDigest: try r.data()))
+        case .priceHistoryRetained:
+            body = .priceHistoryRetained(try readRetained(&r))
         }
         guard r.isAtEnd else { throw r.malformed("\(payload.count - r.offset) trailing bytes after event body") }
         return LedgerEvent(sequence: sequence, recordedAt: recordedAt,
@@ -186,6 +194,7 @@ public enum EventCodec {
         case .localEditProposed(let e): e.requestBody.count + 128
         case .upsertAccepted(let a): a.responseBody.count + 128
         case .upsertRejected(let r): r.errorBody.count + r.followUpObjects.reduce(0) { $0 + $1.count + 4 } + 64
+        case .priceHistoryRetained(let r): r.changes.count * 96 + 128
         default: 64
         }
     }

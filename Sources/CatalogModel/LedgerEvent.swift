@@ -8,6 +8,8 @@ public enum EventSource: UInt8, Sendable, Codable, CaseIterable, CustomStringCon
     case localEdit = 6
     case appReport = 7
     case importFile = 8
+    /// Written by compaction itself (retained price history).
+    case compaction = 9
 
     public var description: String {
         switch self {
@@ -19,6 +21,7 @@ public enum EventSource: UInt8, Sendable, Codable, CaseIterable, CustomStringCon
         case .localEdit: "local edit"
         case .appReport: "app report"
         case .importFile: "import"
+        case .compaction: "compaction"
         }
     }
 }
@@ -35,6 +38,8 @@ public enum EventKind: UInt8, Sendable, Codable, CaseIterable {
     case upsertRejected = 9
     /// Reserved: marks a compaction point. Decoded, ignored by the fold.
     case compactionMarker = 10
+    /// The price history of an object whose older facts retention dropped. Read by `CatalogHistory`.
+    case priceHistoryRetained = 11
 }
 
 /// The routing header of a catalog fact, stored beside the payload so that the fold, routing

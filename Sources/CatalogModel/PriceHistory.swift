@@ -48,14 +48,22 @@ public struct PriceChange: Sendable, Hashable, Codable, CustomStringConvertible 
 extension CatalogHistory {
     /// Every change of base price, per-location price and pricing type of a variation or
     /// modifier, oldest first. The first version records each price as set from none.
+    ///
+    /// When retention dropped older facts of the object, its retained record stands for every
+    /// fact ranking at or below the record's base fact: the facts still there up to the base only
+    /// set the running prices, and changes are computed from the facts above it.
     public func priceHistory(of id: CatalogObjectID) -> [PriceChange] {
-        var result: [PriceChange] = []
+        let facts = facts(of: id)
+        let retained = retainedPrices[id]
+        let coveredCount = retained.map { record in (facts.firstIndex { $0.dedupeKey == record.baseDedupeKey }).map { $0 + 1 } ?? 0 } ?? 0
+        var result: [PriceChange] = retained?.changes ?? []
         var base: Money?
         var pricing: PricingType?
         var overrides: [LocationID: Money] = [:]
-        for fact in facts(of: id) where !fact.payload.isEmpty && !fact.header.isDeleted {
+        for (position, fact) in facts.enumerated() where !fact.payload.isEmpty && !fact.header.isDeleted {
             guard let object = try? CatalogObject(bytes: fact.payload) else { continue }
             func record(_ scope: PriceScope, _ before: Money?, _ after: Money?, _ beforeText: String?, _ afterText: String?) {
+                guard position >= coveredCount else { return }
                 result.append(PriceChange(
                     objectID: id, objectType: fact.header.objectType, sku: object.sku, scope: scope,
                     before: beforeText, after: afterText, beforeMoney: before, afterMoney: after,
@@ -82,7 +90,7 @@ extension CatalogHistory {
 
     /// Price history of every variation ever nested in `itemID`, ordered by Square time.
     public func priceHistory(ofItem itemID: CatalogObjectID) -> [PriceChange] {
-        var ids = Set(childIDs(of: itemID))
+        var ids = Set(childIDs(of: itemID))  // includes retained records' parents
         for (id, facts) in factsByObject where facts.contains(where: { fact in
             fact.header.objectType == .itemVariation && !fact.payload.isEmpty
                 && (try? CatalogObject(bytes: fact.payload))?.declaredParentID == itemID
@@ -100,7 +108,8 @@ extension CatalogHistory {
                     && (try? CatalogObject(bytes: fact.payload))?.sku == sku
             } ? id : nil
         }
-        return ids.sorted().flatMap { priceHistory(of: $0) }.sorted(by: Self.chronological)
+        let retainedIDs = retainedPrices.compactMap { id, record in record.changes.contains { $0.sku == sku } ? id : nil }
+        return Set(ids + retainedIDs).sorted().flatMap { priceHistory(of: $0) }.sorted(by: Self.chronological)
     }
 
     static func chronological(_ a: PriceChange, _ b: PriceChange) -> Bool {

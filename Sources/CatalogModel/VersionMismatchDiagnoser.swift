@@ -224,6 +224,14 @@ public struct VersionMismatchDiagnoser: Sendable {
         }
     }
 
+    /// Ids of every object a diagnosis of `edit`'s rejection reads: those named in its request
+    /// body (nested ones included) and its targets. Retention keeps their whole history.
+    public static func objectIDs(readBy edit: LocalEdit) -> Set<CatalogObjectID> {
+        var ids = Set(edit.targetIDs)
+        for object in (try? requestedObjects(in: edit.requestBody)) ?? [] where !object.id.isTemporary { ids.insert(object.id) }
+        return ids
+    }
+
     // MARK: Fix
 
     static func fix(for diagnosis: VersionMismatchDiagnosis) -> String {

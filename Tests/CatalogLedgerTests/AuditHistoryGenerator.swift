@@ -30,6 +30,9 @@ struct AuditHistoryGenerator {
     private var nowMilliseconds: Int64 = 1_790_000_000_000
     private var runCounter = 0
     private var editCounter = 0
+    private var itemCount = 8
+    /// Items local edits may target (all when nil).
+    private var editableItems: Int?
 
     init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
@@ -73,7 +76,7 @@ struct AuditHistoryGenerator {
         var objects: UInt32 = 0
         for page in 0..<pages {
             // Re-reads mostly unchanged objects: the duplicates compaction drops.
-            let ids = (0..<Int.random(in: 1...4, using: &random)).map { _ in "I\(Int.random(in: 0..<8, using: &random))" }
+            let ids = (0..<Int.random(in: 1...4, using: &random)).map { _ in "I\(Int.random(in: 0..<itemCount, using: &random))" }
             let known = Set(ids).sorted().compactMap { id in items[id].map { Self.itemJSON(id, $0) } }
             let body = #"{"objects":[\#(known.joined(separator: ","))]}"#
             record(try EventBuilder.syncPageEvents(body: Array(body.utf8), runID: runID, mode: mode, pageIndex: UInt32(page),
@@ -88,7 +91,9 @@ struct AuditHistoryGenerator {
     }
 
     private mutating func edit() throws {
-        let live = items.filter { !$0.value.deleted }.keys.sorted()
+        let live = items.filter { entry in
+            !entry.value.deleted && editableItems.map { limit in Int(entry.key.dropFirst())! < limit } ?? true
+        }.keys.sorted()
         guard let id = live.randomElement(using: &random) else { return }
         editCounter += 1
         let key = "edit-\(editCounter)"
@@ -123,14 +128,17 @@ struct AuditHistoryGenerator {
     }
 
     /// A history of `steps` steps.
-    static func generate(seed: UInt64, steps: Int) throws -> AuditHistoryGenerator {
+    /// `itemCount` items (I0, I1, ...); local edits target only the first `editableItems` when given.
+    static func generate(seed: UInt64, steps: Int, itemCount: Int = 8, editableItems: Int? = nil) throws -> AuditHistoryGenerator {
         var generator = AuditHistoryGenerator(seed: seed)
-        for index in 0..<8 { generator.changeInSquare("I\(index)") }
+        generator.itemCount = itemCount
+        generator.editableItems = editableItems
+        for index in 0..<itemCount { generator.changeInSquare("I\(index)") }
         try generator.syncRun()
         for _ in 0..<steps {
             switch Int.random(in: 0..<100, using: &generator.random) {
             case 0..<40: try generator.syncRun()
-            case 40..<75: generator.changeInSquare("I\(Int.random(in: 0..<8, using: &generator.random))")
+            case 40..<75: generator.changeInSquare("I\(Int.random(in: 0..<itemCount, using: &generator.random))")
             default: try generator.edit()
             }
         }

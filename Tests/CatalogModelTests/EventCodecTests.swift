@@ -53,7 +53,24 @@ enum GoldenEvents {
                                                                       followUpObjects: [variation])))),
             ("compaction-marker", event(.importFile, "compaction:9",
                                         .compactionMarker(CompactionMarker(throughSequence: 9, stateDigest: [0xAB, 0xCD])))),
+            ("price-history-retained", event(.compaction, RetainedPriceHistory.dedupeKey(objectID: "VAR_1", baseDedupeKey: "obs:VAR_1:100"),
+                                             .priceHistoryRetained(retainedPrices))),
         ]
+    }
+
+    /// Two versions' changes: the base price set from none, then changed, and a location price set.
+    static var retainedPrices: RetainedPriceHistory {
+        func change(_ scope: PriceScope, _ before: Money?, _ after: Money?, version: Int64, sequence: UInt64) -> PriceChange {
+            PriceChange(objectID: "VAR_1", objectType: .itemVariation, sku: version == 100 ? "SKU-1" : nil, scope: scope,
+                        before: before?.description, after: after?.description, beforeMoney: before, afterMoney: after,
+                        version: version, updatedAt: "2025-03-04T10:15:30.123Z", updatedAtNanos: 1_741_083_330_123_000_000 + version,
+                        firstRecordedAt: 1_741_083_331_000_000_000 + Int64(sequence), firstSequence: sequence, source: .incrementalSync)
+        }
+        return RetainedPriceHistory(
+            objectType: .itemVariation, objectID: "VAR_1", baseDedupeKey: "obs:VAR_1:100", baseSequence: 12, parentIDs: ["ITEM_1"],
+            changes: [change(.base, nil, Money(amount: 450, currency: "USD"), version: 90, sequence: 3),
+                      change(.base, Money(amount: 450, currency: "USD"), Money(amount: 500, currency: "USD"), version: 100, sequence: 12),
+                      change(.location("L1"), nil, Money(amount: 525, currency: "USD"), version: 100, sequence: 12)])
     }
 }
 

@@ -13,6 +13,15 @@ extension GlobalOptions {
         }
     }
 
+    /// The retention horizon for `--retain DURATION` ("90d", "12 weeks", "36h"): now minus the span.
+    func horizon(retaining duration: String) throws -> Int64 {
+        let text = duration.trimmingCharacters(in: .whitespaces)
+        guard let first = text.first, first.isNumber, !text.lowercased().hasSuffix("ago") else {
+            throw CLIError(.usage, "cannot read the retention \"\(duration)\": give a span such as 90d, 12w or 36h")
+        }
+        return try time("\(text) ago")
+    }
+
     func asOf(at: String?, asKnownAt: String?) throws -> AsOf {
         AsOf(squareTimeMax: try at.map(time), ledgerTimeMax: try asKnownAt.map(time))
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CatalogLedger
+import CatalogModel
 import Foundation
 import LedgerStorage
 
@@ -13,6 +14,12 @@ struct CompactCommand: AsyncParsableCommand {
         under <data>/compactions), and writes a snapshot at the end of the run so replays start near their target. \
         --dry-run reports what would change and writes nothing. The command needs the ledger's writer lock: run it \
         while `catledger serve` is stopped, or let the server compact with `serve --compact-at HH:MM`.
+
+        Retention (off by default): --retain 90d also drops observations recorded more than 90 days ago that each \
+        object's base fact at that horizon stands for. It never drops tombstones, conflict records or the history of \
+        any object a rejected edit named, and it keeps price history as retained price-history records unless \
+        --drop-price-history is given. As-of answers, diagnoses and price history at or after the horizon stay \
+        identical (docs/FORMAT.md, "Retention").
         """
     )
 
@@ -30,6 +37,12 @@ struct CompactCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-snapshots"), help: "Do not write snapshots at the ends of compacted runs.")
     var noSnapshots = false
 
+    @Option(name: .customLong("retain"), help: ArgumentHelp("Keep full history only for this span (e.g. 90d, 12w); fold older observations into each object's base fact.", valueName: "DURATION"))
+    var retain: String?
+
+    @Flag(name: .customLong("drop-price-history"), help: "With --retain: do not keep the price history of the dropped observations.")
+    var dropPriceHistory = false
+
     struct Report: Encodable {
         var dryRun: Bool
         var runs: Int
@@ -39,20 +52,26 @@ struct CompactCommand: AsyncParsableCommand {
         var markerSequences: [UInt64]
         var snapshotSequences: [UInt64]
         var durationSeconds: Double
+        var retention: RetentionReport?
     }
 
     func validate() throws {
         guard segmentsPerRun >= 1 else { throw ValidationError("--segments-per-run must be at least 1") }
+        if dropPriceHistory && retain == nil {
+            throw ValidationError("--drop-price-history needs --retain DURATION (price history is only dropped with retention)")
+        }
     }
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
+            let horizon = try retain.map { try global.horizon(retaining: $0) }
             let ledger = try LedgerAccess(options: global).writer()
             let bar = ProgressBar(dryRun ? "planning" : "compacting", total: nil, enabled: !global.json && Terminal.standardErrorIsTerminal)
             let result: LedgerCompactionReport
             do {
                 let options = LedgerCompactionOptions(dryRun: dryRun, highCompression: highCompression, segmentsPerRun: segmentsPerRun,
-                                                      snapshotsAtRunBoundaries: !noSnapshots)
+                                                      snapshotsAtRunBoundaries: !noSnapshots, retainHorizon: horizon,
+                                                      dropPriceHistory: dropPriceHistory)
                 result = try await ledger.compact(options: options) { done, _ in
                     bar.advance(by: done - bar.done)
                 }
@@ -65,7 +84,8 @@ struct CompactCommand: AsyncParsableCommand {
             let report = Report(
                 dryRun: dryRun, runs: result.runs.count, bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter,
                 eventsDropped: Dictionary(uniqueKeysWithValues: result.droppedByReason.map { ($0.key.rawValue, $0.value) }),
-                markerSequences: result.markerSequences, snapshotSequences: result.snapshotSequences, durationSeconds: Double(result.durationNanoseconds) / 1e9)
+                markerSequences: result.markerSequences, snapshotSequences: result.snapshotSequences, durationSeconds: Double(result.durationNanoseconds) / 1e9,
+                retention: result.retention)
             if global.json {
                 try printJSON(report)
                 return
@@ -77,6 +97,15 @@ struct CompactCommand: AsyncParsableCommand {
             } else {
                 for (reason, count) in report.eventsDropped.sorted(by: { $0.key < $1.key }) {
                     print("  \(reason): \(count) event(s) \(dryRun ? "would be " : "")dropped")
+                }
+            }
+            if let retention = report.retention {
+                let horizonText = RFC3339.format(nanoseconds: retention.horizon)
+                print("Retention at \(horizonText): \(retention.objectsThinned) object(s) \(dryRun ? "would lose" : "lost") older observations, \(retention.objectsProtected) kept whole (named by rejected edits).")
+                if retention.priceHistoryDropped {
+                    print("  Price history of the dropped observations was not kept (--drop-price-history).")
+                } else {
+                    print("  Retained price-history records: \(retention.priceRecordsPlanned) needed, \(retention.priceRecordsAppended) appended.")
                 }
             }
             if !report.markerSequences.isEmpty {

@@ -50,6 +50,13 @@ extension HistoryIndex {
             switch event.body {
             case .objectObserved(let observation): header = observation.header; payload = observation.payload
             case .objectDeleted(let deletion): header = deletion.header
+            case .priceHistoryRetained(let record):
+                // Read with the object's facts, so price history keeps what retention dropped.
+                let id = record.objectID.rawValue
+                try fact.execute(arguments: [id, Anchor.key(event.dedupeKey), Int64(bitPattern: event.sequence)])
+                for parent in record.parentIDs { try child.execute(arguments: [parent.rawValue, id]) }
+                for value in Set(record.changes.compactMap(\.sku)) { try sku.execute(arguments: [value, id]) }
+                continue
             default: continue
             }
             let id = header.objectID.rawValue

@@ -80,6 +80,32 @@ public enum PriceHistoryRule {
     }
 }
 
+extension PriceHistoryRule {
+    /// The rows of a retained price-history record (docs/FORMAT.md, "Retention"): they replace
+    /// every row of the object up to the record's base fact, in a live projection (whose rows came
+    /// from the facts retention later dropped) and in a rebuilt one (which never saw those facts)
+    /// alike, so both hold the same rows. Changes the point does not admit are left out.
+    public static func rows(retained record: RetainedPriceHistory, admittedAt point: AsOf) -> [PriceHistoryRow] {
+        record.changes.compactMap { change -> PriceHistoryRow? in
+            if let t = point.squareTimeMax, change.updatedAtNanos > t { return nil }
+            if let k = point.ledgerTimeMax, change.firstRecordedAt > k { return nil }
+            let scope: String
+            switch change.scope.kind {
+            case .basePrice: scope = "base"
+            case .pricingType: scope = "pricing_type"
+            case .locationPrice: scope = "location:\(change.scope.locationID?.rawValue ?? "")"
+            }
+            return PriceHistoryRow(
+                sequence: change.firstSequence, objectID: change.objectID.rawValue, scope: scope,
+                objectType: change.objectType.rawValue, sku: change.sku, oldValue: change.before, newValue: change.after,
+                oldAmount: change.beforeMoney?.amount, newAmount: change.afterMoney?.amount,
+                currency: change.afterMoney?.currency ?? change.beforeMoney?.currency, version: change.version,
+                updatedAt: change.updatedAt, updatedAtNanos: change.updatedAtNanos, recordedAt: change.firstRecordedAt,
+                source: "\(change.source)")
+        }
+    }
+}
+
 /// Which fact wins, decided by `CatalogState` itself: the current winner and the event are
 /// folded into a one-object state, so the projection can never disagree with the fold.
 enum WinnerRule {

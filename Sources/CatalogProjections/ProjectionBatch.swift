@@ -45,6 +45,8 @@ struct ProjectionBatch {
                 winners[id] = winner
             case .upsertRejected:
                 try writer.insert(try ConflictDiagnosis.row(for: event, reader: reader), in: db)
+            case .priceHistoryRetained(let record):
+                _ = try writer.applyRetained(record, admittedAt: .latest, in: db)
             default:
                 continue
             }

@@ -87,6 +87,10 @@ public enum ProjectionReplay {
                     guard point.admits(event) else { continue }
                     try writer.insert(try ConflictDiagnosis.row(for: event, reader: reader), in: db)
                     summary.conflicts += 1
+                case .priceHistoryRetained(let record):
+                    state.apply(event)
+                    guard point.admits(event) else { continue }
+                    summary.priceHistoryRows += try writer.applyRetained(record, admittedAt: point, in: db)
                 default:
                     state.apply(event)
                 }

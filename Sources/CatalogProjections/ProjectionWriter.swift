@@ -181,6 +181,15 @@ struct ProjectionWriter: Sendable {
             ])
     }
 
+    /// Replaces the object's price-history rows up to `record.baseSequence` with the record's rows.
+    func applyRetained(_ record: RetainedPriceHistory, admittedAt point: AsOf, in db: Database) throws -> Int {
+        try db.cachedStatement(sql: "DELETE FROM price_history WHERE object_id = ? AND sequence <= ?")
+            .execute(arguments: [record.objectID.rawValue, Int64(bitPattern: record.baseSequence)])
+        let rows = PriceHistoryRule.rows(retained: record, admittedAt: point)
+        for row in rows { try insert(row, in: db) }
+        return rows.count
+    }
+
     func insert(_ row: VersionConflictRow, in db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT INTO version_conflicts (sequence, recorded_at, idempotency_key, http_status, classification,

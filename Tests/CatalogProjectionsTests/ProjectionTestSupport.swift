@@ -20,10 +20,11 @@ struct TemporaryLedger {
 
     /// Opens the writer without fsync (tests measure logic) and with a clock that advances one
     /// millisecond per append call, so ledger times are distinct and monotone.
-    func open(clock: ManualClock = ManualClock()) throws -> Ledger {
+    func open(clock: ManualClock = ManualClock(), segmentBytesMax: Int? = nil) throws -> Ledger {
         var options = LedgerOptions()
         options.storage.durability = .none
         options.storage.clock = { clock.tick() }
+        if let segmentBytesMax { options.storage.segmentBytesMax = segmentBytesMax }
         options.snapshotEveryEvents = 0
         return try Ledger.open(layout: layout, options: options)
     }
@@ -37,12 +38,16 @@ struct TemporaryLedger {
 final class ManualClock: @unchecked Sendable {
     private let lock = NSLock()
     private var now: Int64
+    private let stepNanoseconds: Int64
 
-    init(start: Int64 = 1_790_000_000_000_000_000) { now = start }
+    init(start: Int64 = 1_790_000_000_000_000_000, stepNanoseconds: Int64 = 1_000_000) {
+        now = start
+        self.stepNanoseconds = stepNanoseconds
+    }
 
     func tick() -> Int64 {
         lock.withLock {
-            now += 1_000_000
+            now += stepNanoseconds
             return now
         }
     }

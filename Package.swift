@@ -204,7 +204,7 @@ let package = Package(
             name: "SampleDataTests",
             dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", "LedgerStorage"]
         ),
-        .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "LedgerStorage"], exclude: ["Golden"]),
+        .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage"], exclude: ["Golden"]),
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [

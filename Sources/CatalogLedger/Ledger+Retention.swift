@@ -4,6 +4,7 @@
 
 import CatalogModel
 import Foundation
+import LedgerStorage
 
 /// What retention did (or would do) in one compaction.
 public struct RetentionReport: Sendable, Codable {
@@ -22,11 +23,17 @@ public struct RetentionReport: Sendable, Codable {
 
 extension Ledger {
     /// Reads the whole durable log once and plans retention at `horizon`.
-    func planRetention(horizon: Int64) throws -> RetentionPlan {
+    func planRetention(horizon: Int64, sealedEnd: UInt64) throws -> RetentionPlan {
         var planner = RetentionPlanner(horizon: horizon)
         var cursor = try reader.events(from: 0)
         while let event = try cursor.next() { planner.note(event) }
-        return planner.plan()
+        return planner.plan(droppableBelow: sealedEnd)
+    }
+
+    /// The first sequence after the sealed segments (0 when none is sealed).
+    func sealedEnd() async throws -> UInt64 {
+        guard let last = try await writer.sealedSegments().last, let base = SegmentFileName.parseSegment(last.segmentName) else { return 0 }
+        return last.compaction.map { $0.coveredLastSequence + 1 } ?? base + last.recordCount
     }
 
     /// The retained price-history events of the plan: per object that loses facts, its price changes
@@ -80,7 +87,7 @@ extension Ledger {
     /// Plans retention and, unless this is a dry run or price history is to be dropped, makes the
     /// retained price-history records durable. Returns the plan and its report.
     func prepareRetention(horizon: Int64, dropPriceHistory: Bool, dryRun: Bool) async throws -> (RetentionPlan, RetentionReport) {
-        let plan = try planRetention(horizon: horizon)
+        let plan = try planRetention(horizon: horizon, sealedEnd: try await sealedEnd())
         var report = RetentionReport(horizon: horizon, objectsThinned: plan.objects.count,
                                      objectsProtected: plan.protectedObjectCount, priceRecordsAppended: 0,
                                      priceRecordsPlanned: 0, priceHistoryDropped: dropPriceHistory)

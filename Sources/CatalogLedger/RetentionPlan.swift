@@ -101,8 +101,10 @@ public struct RetentionPlanner: Sendable {
         }
     }
 
-    /// Decides from everything noted.
-    public func plan() -> RetentionPlan {
+    /// Decides from everything noted. Only sequences below `droppableBelow` (the sealed segments:
+    /// compaction never rewrites the active one) are dropped; an object that would lose nothing
+    /// there is left out of the plan, so it gets no retained record either.
+    public func plan(droppableBelow: UInt64 = .max) -> RetentionPlan {
         var protected: Set<CatalogObjectID> = []
         for key in rejectedKeys { protected.formUnion(editedObjectsByKey[key] ?? []) }
         var result = RetentionPlan(horizon: horizon, objects: [], droppedSequences: [], protectedObjectCount: 0)
@@ -111,7 +113,9 @@ public struct RetentionPlanner: Sendable {
                 result.protectedObjectCount += 1
                 continue
             }
-            guard let retention = Self.retention(of: id, entry, horizon: horizon) else { continue }
+            guard var retention = Self.retention(of: id, entry, horizon: horizon) else { continue }
+            retention.droppedSequences.removeAll { $0 >= droppableBelow }
+            if retention.droppedSequences.isEmpty { continue }
             result.droppedSequences.formUnion(retention.droppedSequences)
             result.objects.append(retention)
         }

@@ -40,19 +40,26 @@ public struct LedgerCompactionOptions: Sendable {
     /// Retention horizon (ledger time, nanoseconds): observations older than it that the base fact
     /// stands for are dropped (docs/FORMAT.md, "Retention"). nil (the default) keeps everything.
     public var retainHorizon: Int64?
+    /// Retention as a span before the moment the compaction starts (nanoseconds), for a schedule
+    /// that keeps "the last 90 days" run after run; `retainHorizon` wins when both are set.
+    public var retainSpanNanoseconds: Int64?
     /// With a horizon: write no retained price-history records, so price history starts at the
     /// base facts. Never implied; callers must ask for it explicitly.
     public var dropPriceHistory = false
 
     public init(dryRun: Bool = false, highCompression: Bool = false, segmentsPerRun: Int = 8,
-                snapshotsAtRunBoundaries: Bool = true, retainHorizon: Int64? = nil, dropPriceHistory: Bool = false) {
+                snapshotsAtRunBoundaries: Bool = true, retainHorizon: Int64? = nil, retainSpanNanoseconds: Int64? = nil,
+                dropPriceHistory: Bool = false) {
         precondition(segmentsPerRun >= 1, "a run holds at least one segment")
-        precondition(!dropPriceHistory || retainHorizon != nil, "dropping price history needs a retention horizon")
+        precondition(!dropPriceHistory || retainHorizon != nil || retainSpanNanoseconds != nil,
+                     "dropping price history needs a retention horizon")
+        precondition(retainSpanNanoseconds.map { $0 >= 0 } ?? true, "a retention span is not negative")
         self.dryRun = dryRun
         self.highCompression = highCompression
         self.segmentsPerRun = segmentsPerRun
         self.snapshotsAtRunBoundaries = snapshotsAtRunBoundaries
         self.retainHorizon = retainHorizon
+        self.retainSpanNanoseconds = retainSpanNanoseconds
         self.dropPriceHistory = dropPriceHistory
     }
 }
@@ -95,7 +102,7 @@ extension Ledger {
             report.markerSequences.append(try await recordInterruptedRun(journal))
         }
         var retainedDrops: Set<UInt64> = []
-        if let horizon = options.retainHorizon {
+        if let horizon = options.retainHorizon ?? options.retainSpanNanoseconds.map({ writer.options.clock() - $0 }) {
             let (plan, retention) = try await prepareRetention(horizon: horizon, dropPriceHistory: options.dropPriceHistory,
                                                                dryRun: dryRun)
             retainedDrops = plan.droppedSequences

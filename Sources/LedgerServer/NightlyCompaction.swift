@@ -75,6 +75,7 @@ public final class NightlyCompaction: @unchecked Sendable {
                     "bytes_before": "\(report.bytesBefore)", "bytes_after": "\(report.bytesAfter)",
                     "dropped": "\(report.droppedByReason.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: ","))",
                     "snapshots": "\(report.snapshotSequences.count)",
+                    "retention": "\(report.retention.map { "horizon=\(RFC3339.format(nanoseconds: $0.horizon)) thinned=\($0.objectsThinned) price_records=\($0.priceRecordsAppended)" } ?? "off")",
                     "seconds": "\(Double(report.durationNanoseconds) / 1e9)",
                 ])
             } catch {

@@ -157,6 +157,44 @@ final class CompactionGateForTest: @unchecked Sendable {
         try await service.close()
     }
 
+    @Test("with --compact-retain the nightly run also applies retention, keeps price history and counts the rule")
+    func nightlyRetention() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nightly-retain-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        var configuration = ServerKit.configuration(root: root)
+        configuration.projections = false
+        configuration.ledgerOptions.storage.durability = .none
+        configuration.ledgerOptions.storage.segmentBytesMax = 2_048
+        configuration.ledgerOptions.snapshotEveryEvents = 0
+        let day: Int64 = 86_400 * 1_000_000_000
+        configuration.compactionOptions = LedgerCompactionOptions(retainSpanNanoseconds: 30 * day)
+        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        let ledger = try #require(service.merchant(Kit.merchant)).ledger
+        // A variation re-priced daily for 60 days, recorded as it happened.
+        let start = Int64(Date().timeIntervalSince1970 * 1e9) - 60 * day
+        for index in 0..<60 {
+            let recordedAt = start + Int64(index) * day
+            let version = recordedAt / 1_000_000
+            let json = #"{"type":"ITEM_VARIATION","id":"V1","updated_at":"\#(RFC3339.format(nanoseconds: version * 1_000_000))","version":\#(version),"is_deleted":false,"item_variation_data":{"item_id":"I1","name":"Regular","sku":"SKU-1","pricing_type":"FIXED_PRICING","price_money":{"amount":\#(300 + index),"currency":"USD"}}}"#
+            let events = try EventBuilder.eventsFromReadResponse(body: Array(#"{"objects":[\#(json)]}"#.utf8), merchantID: MerchantID(Kit.merchant),
+                                                                 source: .incrementalSync, correlationID: "day-\(index)")
+            _ = try await ledger.append(events, recordedAt: recordedAt)
+        }
+        let pricesBefore = CatalogHistory(events: try ledger.reader.allEvents()).priceHistory(of: "V1")
+
+        let (outcome, results) = await service.compaction.runNow(trigger: "manual")
+        #expect(outcome == .completed)
+        let report = try #require(results.first?.report)
+        let retention = try #require(report.retention)
+        #expect((report.droppedByReason[.retention] ?? 0) > 0, "\(report.droppedByReason)")
+        #expect(retention.objectsThinned == 1 && retention.priceRecordsAppended == 1)
+        #expect(abs(retention.horizon - (Int64(Date().timeIntervalSince1970 * 1e9) - 30 * day)) < day, "the horizon is 30 days before the run")
+        #expect(CatalogHistory(events: try ledger.reader.allEvents()).priceHistory(of: "V1") == pricesBefore, "price history kept")
+        let metrics = String(decoding: service.renderMetrics(), as: UTF8.self)
+        #expect(metrics.contains(#"catledger_compaction_events_dropped_total{reason="retention"}"#), "\(metrics)")
+        try await service.close()
+    }
+
     @Test("a trigger while a run is in progress is skipped and counted, never a second concurrent run")
     func noOverlap() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("nightly-\(UUID().uuidString)")

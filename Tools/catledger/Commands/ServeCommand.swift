@@ -16,7 +16,8 @@ struct ServeCommand: AsyncParsableCommand {
         $SQUARE_ACCESS_TOKEN (see --square-token-env), CATLEDGER_COMPACT_AT. With --offline no Square connection
         is made: webhooks are recorded but trigger no sync, and edits are refused. With --compact-at HH:MM every
         ledger is compacted each night at that local time while the server keeps serving (a run never overlaps
-        another; outcomes go to the log and /metrics). SIGTERM or SIGINT shut down gracefully.
+        another; outcomes go to the log and /metrics); --compact-retain 90d adds retention to those runs (see \
+        `catledger compact --help`). SIGTERM or SIGINT shut down gracefully.
         """)
 
     @OptionGroup var global: GlobalOptions
@@ -52,9 +53,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("compact-hc"), help: "Nightly compaction recompresses with LZ4 high-compression mode.")
     var compactHighCompression = false
 
+    @Option(name: .customLong("compact-retain"), help: ArgumentHelp("Nightly compaction also applies retention: full history only for this span (e.g. 90d), as `compact --retain`.", valueName: "DURATION"))
+    var compactRetain: String?
+
+    @Flag(name: .customLong("compact-drop-price-history"), help: "With --compact-retain: do not keep the price history of dropped observations.")
+    var compactDropPriceHistory = false
+
     func validate() throws {
         if let compactTimeZone, TimeZone(identifier: compactTimeZone) == nil {
             throw ValidationError("--compact-time-zone \(compactTimeZone) is not a known time zone (e.g. Europe/Paris)")
+        }
+        if compactDropPriceHistory && compactRetain == nil {
+            throw ValidationError("--compact-drop-price-history needs --compact-retain DURATION")
         }
         if let compactAt, !compactAt.isEmpty, CompactionSchedule(parsing: compactAt) == nil {
             throw ValidationError("--compact-at takes a local time HH:MM (24-hour), not \"\(compactAt)\"")
@@ -77,6 +87,7 @@ struct ServeCommand: AsyncParsableCommand {
                 throw CLIError(.usage, "no notification URL",
                                hint: "pass --notification-url with the URL registered with Square (signatures cover it byte for byte)")
             }
+            let retainSpan = try compactRetain.map { text in Int64(Date().timeIntervalSince1970 * 1e9) - (try global.horizon(retaining: text)) }
             let logger = try global.logger("catledger.serve")
             let configuration = LedgerServerConfiguration(
                 host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: merchantIDs, signatureKeys: keys,
@@ -85,7 +96,8 @@ struct ServeCommand: AsyncParsableCommand {
                 compactionSchedule: compactAt.flatMap { text in
                     text.isEmpty ? nil : CompactionSchedule(parsing: text, timeZone: compactTimeZone.flatMap(TimeZone.init(identifier:)) ?? .current)
                 },
-                compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression))
+                compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression, retainSpanNanoseconds: retainSpan,
+                                                           dropPriceHistory: compactDropPriceHistory))
             let json = global.json
             try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
                 if json {

@@ -46,10 +46,14 @@ public struct LedgerCompactionOptions: Sendable {
     /// With a horizon: write no retained price-history records, so price history starts at the
     /// base facts. Never implied; callers must ask for it explicitly.
     public var dropPriceHistory = false
+    /// Run on `BackgroundExecutor.compaction`, a thread at a lower priority (nice +10), so that
+    /// appends served meanwhile keep their CPU; the server's nightly compaction sets it. Off by
+    /// default: with nothing else to serve (the command, tests) full priority finishes sooner.
+    public var lowPriority = false
 
     public init(dryRun: Bool = false, highCompression: Bool = false, segmentsPerRun: Int = 8,
                 snapshotsAtRunBoundaries: Bool = true, retainHorizon: Int64? = nil, retainSpanNanoseconds: Int64? = nil,
-                dropPriceHistory: Bool = false) {
+                dropPriceHistory: Bool = false, lowPriority: Bool = false) {
         precondition(segmentsPerRun >= 1, "a run holds at least one segment")
         precondition(!dropPriceHistory || retainHorizon != nil || retainSpanNanoseconds != nil,
                      "dropping price history needs a retention horizon")
@@ -61,6 +65,7 @@ public struct LedgerCompactionOptions: Sendable {
         self.retainHorizon = retainHorizon
         self.retainSpanNanoseconds = retainSpanNanoseconds
         self.dropPriceHistory = dropPriceHistory
+        self.lowPriority = lowPriority
     }
 }
 
@@ -91,10 +96,20 @@ extension Ledger {
                                                            segmentsPerRun: segmentsPerRun), progress: progress)
     }
 
+    /// With `options.lowPriority` it runs on `BackgroundExecutor.compaction`, a thread of lower
+    /// priority, so appends and queries keep their CPU while it works (see BackgroundExecutor.swift).
     public func compact(options: LedgerCompactionOptions,
                         progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) async throws -> LedgerCompactionReport {
         guard compactionGate.enter() else { throw LedgerError.compactionInProgress(layout.root.string) }
         defer { compactionGate.leave() }
+        guard options.lowPriority else { return try await compactRuns(options: options, progress: progress) }
+        return try await withTaskExecutorPreference(BackgroundExecutor.compaction) {
+            try await compactRuns(options: options, progress: progress)
+        }
+    }
+
+    private func compactRuns(options: LedgerCompactionOptions,
+                             progress: (_ done: Int, _ total: Int) -> Void) async throws -> LedgerCompactionReport {
         let started = DispatchTime.now().uptimeNanoseconds
         let dryRun = options.dryRun
         var report = LedgerCompactionReport(dryRun: dryRun)

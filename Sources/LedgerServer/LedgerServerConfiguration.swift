@@ -51,7 +51,7 @@ public struct LedgerServerConfiguration: Sendable {
                 idleTimeout: Duration? = .seconds(60), square: SquareClientConfiguration? = nil,
                 squareTransport: (any SquareTransport)? = nil, syncDebounce: Duration = .milliseconds(200),
                 syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions(), projections: Bool = true,
-                compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions()) {
+                compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true)) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
         precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host

@@ -167,7 +167,7 @@ final class CompactionGateForTest: @unchecked Sendable {
         configuration.ledgerOptions.storage.segmentBytesMax = 2_048
         configuration.ledgerOptions.snapshotEveryEvents = 0
         let day: Int64 = 86_400 * 1_000_000_000
-        configuration.compactionOptions = LedgerCompactionOptions(retainSpanNanoseconds: 30 * day)
+        configuration.compactionOptions = LedgerCompactionOptions(retainSpanNanoseconds: 30 * day, lowPriority: true)
         let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
         let ledger = try #require(service.merchant(Kit.merchant)).ledger
         // A variation re-priced daily for 60 days, recorded as it happened.

@@ -97,7 +97,7 @@ struct ServeCommand: AsyncParsableCommand {
                     text.isEmpty ? nil : CompactionSchedule(parsing: text, timeZone: compactTimeZone.flatMap(TimeZone.init(identifier:)) ?? .current)
                 },
                 compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression, retainSpanNanoseconds: retainSpan,
-                                                           dropPriceHistory: compactDropPriceHistory))
+                                                           dropPriceHistory: compactDropPriceHistory, lowPriority: true))
             let json = global.json
             try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
                 if json {

@@ -1,0 +1,72 @@
+// A task executor on one dedicated thread of lower scheduling priority, for background work that
+// must not take CPU from the work users wait on. Compaction runs on it: its decoding, hashing and
+// recompression are long synchronous stretches which, on the cooperative pool at normal priority,
+// delay the appenders' resumptions and the writer's I/O thread (on a 2-core machine they doubled
+// the append p99). With a nice value above the process's, the kernel runs it when a core is free.
+//
+// Thread-safety: jobs queue under `condition`; the thread runs them one at a time, in order.
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
+    /// The executor compaction runs on (created on first use; its thread lives as long as the process).
+    public static let compaction = BackgroundExecutor(name: "CatalogLedger.compaction", niceIncrement: 10)
+
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    /// Guarded by `condition`.
+    private var niceApplied: Int32?
+
+    /// The nice value the thread actually got (nil before it started, or where it could not be changed).
+    public var appliedNice: Int32? { condition.withLock { niceApplied } }
+
+    public init(name: String, niceIncrement: Int32) {
+        let thread = Thread { [unowned self] in
+            self.lowerPriority(by: niceIncrement)
+            self.runJobs()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        condition.withLock {
+            jobs.append(unowned)
+            condition.signal()
+        }
+    }
+
+    private func runJobs() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty { condition.wait() }
+            let batch = jobs
+            jobs.removeAll(keepingCapacity: true)
+            condition.unlock()
+            for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
+        }
+    }
+
+    /// Linux applies `setpriority(PRIO_PROCESS, tid)` to the one thread; elsewhere (or without /proc)
+    /// this is a no-op and the work runs at normal priority.
+    private func lowerPriority(by increment: Int32) {
+        #if os(Linux)
+        // The kernel thread id, from /proc/thread-self -> "<pid>/task/<tid>" (gettid is not imported).
+        guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"),
+              let last = link.split(separator: "/").last, let threadID = id_t(last) else { return }
+        errno = 0
+        let current = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), threadID)
+        guard errno == 0 else { return }
+        let target = min(current + increment, 19)
+        if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), threadID, target) == 0 {
+            condition.withLock { niceApplied = target }
+        }
+        #endif
+    }
+}

@@ -122,6 +122,11 @@ extension Ledger {
                                                                dryRun: dryRun)
             retainedDrops = plan.droppedSequences
             report.retention = retention
+            if !dryRun && !retainedDrops.isEmpty {
+                // Snapshots hold the facts about to go: every snapshot stays a fold of the log as it is,
+                // and the runs below write new ones at their boundaries.
+                try snapshotStore.prune(keep: 0)
+            }
         }
         var policy = CompactionPolicy()
         var lookahead = SyncRunLookahead(reader: reader)

@@ -66,6 +66,8 @@ import Testing
         let before = try AuditAnswers(reader: ledger.reader, points: setup.points)
         let entityBefore = try Self.entityHistoryAfter(setup.horizon, reader: ledger.reader)
         #expect(!before.diagnoses.isEmpty, "the history holds rejected edits to diagnose")
+        // A snapshot from before retention holds facts retention drops.
+        let oldSnapshot = try #require(try ledger.writeSnapshot(through: UInt64(setup.eventsBefore.count / 2)))
 
         let report = try await ledger.compact(options: LedgerCompactionOptions(segmentsPerRun: 3, retainHorizon: setup.horizon))
         let retention = try #require(report.retention)
@@ -82,6 +84,14 @@ import Testing
         #expect(after.diagnoses == before.diagnoses, "VERSION_MISMATCH diagnoses")
         #expect(after.watermark == before.watermark && after.completedRuns == before.completedRuns, "sync watermark and completions")
         #expect(try Self.entityHistoryAfter(setup.horizon, reader: ledger.reader) == entityBefore, "entity history from the horizon on")
+        // Every snapshot is a fold of the log as it is now: as-of from snapshots equals a fresh fold
+        // at any point, before the horizon too.
+        #expect(oldSnapshot.objectCount > 0)
+        #expect(ledger.reader.snapshotInfos().allSatisfy { report.snapshotSequences.contains($0.sequence) }, "only snapshots written after retention remain")
+        for event in stride(from: 0, to: setup.eventsBefore.count, by: 97).map({ setup.eventsBefore[$0] }) {
+            let point = AsOf(ledgerTimeMax: event.recordedAt)
+            #expect(try ledger.reader.state(asOf: point).state.objects == CatalogState.fold(eventsAfter, filter: point).objects, "as-of \(point)")
+        }
 
         // What went: non-tombstone observations recorded before the horizon, of objects no rejected edit named.
         let kept = Set(eventsAfter.map(\.sequence))

@@ -107,9 +107,10 @@ struct PipelinedCommitTests {
                            fileSystem: fileSystem)
     }
 
-    /// Polls (without blocking the concurrency pool) until `condition` holds; fails the test after 10 s.
+    /// Polls (without blocking the concurrency pool) until `condition` holds; fails the test after
+    /// 120 s (generous: other suites running in parallel may block the pool threads for a while).
     static func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(120)
         while !condition() {
             guard ContinuousClock.now < deadline else {
                 Issue.record("timed out waiting until \(what)")

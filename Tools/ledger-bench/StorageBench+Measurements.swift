@@ -13,8 +13,10 @@ extension StorageBench {
     }
 
     /// `count` single-record appends spread over `appenders` tasks, each acknowledged after fdatasync.
-    static func durableAppends(directory: String, payloads: [[UInt8]], count: Int, appenders: Int) async throws -> DurableAppendRun {
-        let writer = try LogWriter.open(directory: FilePath(directory))
+    static func durableAppends(
+        directory: String, payloads: [[UInt8]], count: Int, appenders: Int, fileSystem: any FileSystem = PosixFileSystem()
+    ) async throws -> DurableAppendRun {
+        let writer = try LogWriter.open(directory: FilePath(directory), fileSystem: fileSystem)
         let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         let bytes = try await withThrowingTaskGroup(of: Int.self) { group in

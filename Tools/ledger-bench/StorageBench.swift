@@ -17,6 +17,8 @@ struct StorageBench: AsyncParsableCommand {
     @Option(help: "Scratch directory (default: a new directory under the system temporary directory).") var workDir: String?
     @Option(help: "Seed of the record generator.") var seed: UInt64 = 2024
     @Flag(help: "Measure only durable appends and SQLite's one-row transactions (for profiling).") var appendsOnly = false
+    @Option(help: "Replace LedgerStorage's fdatasync by a sleep of this many microseconds in the durable-append runs (design comparisons without the disk's noise; not durable).")
+    var simulatedSyncUs: Int?
 
     struct Sizes {
         var records: Int
@@ -50,7 +52,9 @@ struct StorageBench: AsyncParsableCommand {
         for appenders in [1, 8, 64] {
             let count = appenders == 1 ? sizes.singleAppends : sizes.concurrentAppends
             let directory = root + "/append-\(appenders)"
-            let run = try await Self.durableAppends(directory: directory, payloads: payloads, count: count, appenders: appenders)
+            let fileSystem: any FileSystem = simulatedSyncUs.map { SimulatedSyncFileSystem(syncMicroseconds: $0) } ?? PosixFileSystem()
+            let run = try await Self.durableAppends(directory: directory, payloads: payloads, count: count, appenders: appenders,
+                                                    fileSystem: fileSystem)
             record("append_events_per_s_\(appenders)", Double(count) / run.seconds)
             record("append_mb_per_s_\(appenders)", Double(run.bytes) / run.seconds / 1e6)
             // Where the time went: CPU against wall (2 cores busy = 2.0), group sizes, and the mean
@@ -58,6 +62,7 @@ struct StorageBench: AsyncParsableCommand {
             let statistics = run.statistics
             let syncs = Double(max(statistics.syncs, 1))
             record("append_cpu_cores_busy_\(appenders)", run.cpuSeconds / run.seconds)
+            record("append_cpu_us_per_event_\(appenders)", run.cpuSeconds / Double(count) * 1e6)
             record("append_calls_per_group_\(appenders)", statistics.meanGroupAppendCalls)
             record("append_calls_per_sync_\(appenders)", statistics.meanAppendCallsPerSync)
             record("append_encode_us_per_sync_\(appenders)", Double(statistics.encodeNanoseconds) / syncs / 1e3)

@@ -22,7 +22,7 @@ public final class LogWriter: @unchecked Sendable {
         var continuation: UnsafeContinuation<[AppendedRecord], Error>
     }
 
-    /// The open segment being appended to. Owned by the I/O thread.
+    /// The open segment being appended to. Owned by the commit thread.
     struct ActiveSegment {
         var file: any LedgerFile
         var base: UInt64
@@ -35,7 +35,7 @@ public final class LogWriter: @unchecked Sendable {
         var publishedIndexEntries = 0
     }
 
-    /// Where the chain stands after the last committed batch. Owned by the I/O thread.
+    /// Where the chain stands after the last written batch. Owned by the commit thread.
     struct ChainState {
         var nextSequence: UInt64
         var lastHash: [UInt8]
@@ -68,7 +68,8 @@ public final class LogWriter: @unchecked Sendable {
     private var threadFinished = false
     private var failure: LedgerStorageError?
     private var committedNextSequence: UInt64
-    /// The fdatasync stage of policy `always`; nil for the other policies.
+    /// The fdatasync stage of policy `always`; nil for the other policies. Set once in `init`
+    /// before the commit thread starts and never changed, so every thread may read it unlocked.
     private var syncStage: SyncStage?
     /// Counters and stage timings; guarded by `statisticsLock` (taken once per group).
     private let statisticsLock = NSLock()

@@ -13,6 +13,7 @@ final class GatedFileSystem: FileSystem, @unchecked Sendable {
     private var released = 0
     private var segmentWrites = 0
     private var segmentSyncsStarted = 0
+    private var syncDelayMicroseconds: UInt32 = 0
 
     init(_ inner: FaultInjectingFileSystem) { self.inner = inner }
 
@@ -26,6 +27,9 @@ final class GatedFileSystem: FileSystem, @unchecked Sendable {
             condition.broadcast()
         }
     }
+
+    /// Every later segment sync sleeps this long first (a slow disk).
+    func delaySegmentSyncs(microseconds: UInt32) { condition.withLock { syncDelayMicroseconds = microseconds } }
 
     var heldSyncs: Int { condition.withLock { held } }
     var segmentWriteCount: Int { condition.withLock { segmentWrites } }
@@ -43,7 +47,9 @@ final class GatedFileSystem: FileSystem, @unchecked Sendable {
             condition.broadcast()
             while released < ticket { condition.wait() }
         }
+        let delay = syncDelayMicroseconds
         condition.unlock()
+        if delay > 0 { usleep(delay) }
     }
 
     func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile {
@@ -202,6 +208,30 @@ struct PipelinedCommitTests {
         let records = try LogReader(directory: "/log", fileSystem: inner).readAll()
         #expect(Array(records.prefix(4)).map(\.payload) == TestSupport.records(0..<4, seed: seed).map(\.payload))
         #expect(LogVerifier.verify(directory: "/log", fileSystem: inner).isClean)
+    }
+
+    @Test("after a large sync on a slow disk, a lone append waits only briefly for company, then is synced")
+    func cohortWaitIsBounded() async throws {
+        let inner = FaultInjectingFileSystem()
+        let fileSystem = GatedFileSystem(inner)
+        let writer = try Self.openLog(fileSystem)
+        fileSystem.delaySegmentSyncs(microseconds: 40_000)
+        // Sixteen appenders at once: the syncs that cover them cover many calls each.
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for task in 0..<16 { group.addTask { _ = try await writer.append(TestSupport.records(task..<(task + 1))) } }
+            try await group.waitForAll()
+        }
+        let before = writer.commitStatistics
+        // Now one call alone: the stage may wait for more (at most 1 ms), then must sync it.
+        let started = ContinuousClock.now
+        let appended = try await writer.append(TestSupport.records(16..<17))
+        let elapsed = ContinuousClock.now - started
+        #expect(appended.map(\.sequence) == [16])
+        #expect(elapsed < .seconds(5), "a lone append took \(elapsed)")
+        let delta = writer.commitStatistics.since(before)
+        #expect(delta.syncs == 1 && delta.appendCalls == 1)
+        try writer.close()
+        #expect(try LogReader(directory: "/log", fileSystem: inner).readAll().count == 17)
     }
 
     @Test("a roll while a group awaits its sync: the group is acknowledged, sequences stay dense, the log verifies")

@@ -27,6 +27,9 @@ public struct CommitStatistics: Sendable, Equatable {
     public var syncNanoseconds: Int64 = 0
     /// Nanoseconds spent resuming the appenders' continuations.
     public var acknowledgeNanoseconds: Int64 = 0
+    /// Nanoseconds the sync stage waited for more written calls before an fdatasync (the cohort
+    /// wait, at most 1 ms each time).
+    public var cohortWaitNanoseconds: Int64 = 0
 
     public init() {}
 
@@ -48,6 +51,7 @@ public struct CommitStatistics: Sendable, Equatable {
         delta.writeNanoseconds = writeNanoseconds - earlier.writeNanoseconds
         delta.syncNanoseconds = syncNanoseconds - earlier.syncNanoseconds
         delta.acknowledgeNanoseconds = acknowledgeNanoseconds - earlier.acknowledgeNanoseconds
+        delta.cohortWaitNanoseconds = cohortWaitNanoseconds - earlier.cohortWaitNanoseconds
         return delta
     }
 

@@ -51,8 +51,9 @@ final class SyncStage: @unchecked Sendable {
     static let cohortWaitNanosecondsMax: Int64 = 1_000_000
 
     /// Starts the sync thread. `process` runs on it, once per set of groups taken from the queue,
-    /// and returns how long its fdatasync took (0 when it did not sync).
-    init(process: @escaping @Sendable ([WrittenGroup]) -> Int64) {
+    /// with how long the stage waited for that set to fill; it returns how long its fdatasync took
+    /// (0 when it did not sync).
+    init(process: @escaping @Sendable (_ groups: [WrittenGroup], _ waitedNanoseconds: Int64) -> Int64) {
         let thread = Thread { [self] in self.run(process) }
         thread.name = "LedgerStorage.LogWriter.sync"
         thread.start()
@@ -87,7 +88,7 @@ final class SyncStage: @unchecked Sendable {
         condition.unlock()
     }
 
-    private func run(_ process: ([WrittenGroup]) -> Int64) {
+    private func run(_ process: ([WrittenGroup], Int64) -> Int64) {
         var lastSyncCalls = 0
         var lastSyncNanoseconds: Int64 = 0
         condition.lock()
@@ -99,10 +100,13 @@ final class SyncStage: @unchecked Sendable {
                 condition.unlock()
                 return
             }
+            var waitedNanoseconds: Int64 = 0
             if queuedCalls < lastSyncCalls && lastSyncNanoseconds > 0 {
+                let waitStart = CommitStatistics.monotonicNanoseconds()
                 let waitNanoseconds = min(lastSyncNanoseconds / 2, Self.cohortWaitNanosecondsMax)
                 let deadline = Date(timeIntervalSinceNow: Double(waitNanoseconds) / 1e9)
                 while queuedCalls < lastSyncCalls && drainers == 0 && !stopping && condition.wait(until: deadline) {}
+                waitedNanoseconds = CommitStatistics.monotonicNanoseconds() - waitStart
             }
             let groups = queue
             lastSyncCalls = queuedCalls
@@ -110,7 +114,7 @@ final class SyncStage: @unchecked Sendable {
             queuedCalls = 0
             busy = true
             condition.unlock()
-            lastSyncNanoseconds = process(groups)
+            lastSyncNanoseconds = process(groups, waitedNanoseconds)
             condition.lock()
             busy = false
             condition.broadcast()
@@ -122,8 +126,9 @@ extension LogWriter {
     /// Runs on the sync thread: one fdatasync for `groups` (all written to the same file before it
     /// starts), then their acknowledgement; or, on failure, poison and fail them all.
     /// Returns the nanoseconds the fdatasync took, or 0 when there was none.
-    func syncAndAcknowledge(_ groups: [SyncStage.WrittenGroup]) -> Int64 {
+    func syncAndAcknowledge(_ groups: [SyncStage.WrittenGroup], waitedNanoseconds: Int64) -> Int64 {
         precondition(!groups.isEmpty)
+        noteStatistics { $0.cohortWaitNanoseconds += waitedNanoseconds }
         if let failedEarlier = currentFailure {
             let error = LedgerStorageError(.writerFailed, "writer failed earlier: \(failedEarlier)", location: failedEarlier.location)
             for group in groups { for request in group.requests { request.continuation.resume(throwing: error) } }
@@ -142,17 +147,18 @@ extension LogWriter {
             return 0
         }
         let syncNanoseconds = CommitStatistics.monotonicNanoseconds() - syncStart
+        // Counted before the callers resume, so a caller's snapshot after its append includes it.
+        noteStatistics { statistics in
+            statistics.syncs += 1
+            statistics.syncNanoseconds += syncNanoseconds
+        }
         noteDurable(nextSequence: groups.last!.nextSequence)
         let acknowledgeStart = CommitStatistics.monotonicNanoseconds()
         for group in groups {
             for (request, result) in zip(group.requests, group.results) { request.continuation.resume(returning: result) }
         }
         let acknowledgeNanoseconds = CommitStatistics.monotonicNanoseconds() - acknowledgeStart
-        noteStatistics { statistics in
-            statistics.syncs += 1
-            statistics.syncNanoseconds += syncNanoseconds
-            statistics.acknowledgeNanoseconds += acknowledgeNanoseconds
-        }
+        noteStatistics { $0.acknowledgeNanoseconds += acknowledgeNanoseconds }
         return syncNanoseconds
     }
 }

@@ -111,7 +111,7 @@ public final class LogWriter: @unchecked Sendable {
         publishActiveIndex()  // recovery rebuilt it in memory; an older file may be stale
         if options.durability == .always {
             // The stage holds the writer strongly until `close` stops it, like the commit thread.
-            syncStage = SyncStage { [self] groups in self.syncAndAcknowledge(groups) }
+            syncStage = SyncStage { [self] groups, waited in self.syncAndAcknowledge(groups, waitedNanoseconds: waited) }
         }
         let thread = Thread { [self] in self.runCommitLoop() }
         thread.name = "LedgerStorage.LogWriter"

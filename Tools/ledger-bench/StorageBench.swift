@@ -69,6 +69,7 @@ struct StorageBench: AsyncParsableCommand {
             record("append_write_us_per_sync_\(appenders)", Double(statistics.writeNanoseconds) / syncs / 1e3)
             record("append_fdatasync_us_per_sync_\(appenders)", Double(statistics.syncNanoseconds) / syncs / 1e3)
             record("append_acknowledge_us_per_sync_\(appenders)", Double(statistics.acknowledgeNanoseconds) / syncs / 1e3)
+            record("append_cohort_wait_us_per_sync_\(appenders)", Double(statistics.cohortWaitNanoseconds) / syncs / 1e3)
         }
 
         // SQLite baseline.

@@ -17,8 +17,8 @@
 // sync covers only about half of them; on a slow disk that halves throughput. So after an
 // acknowledgement the stage waits, for at most half the last fdatasync's duration (capped at 1 ms),
 // until as many append calls are written as the last sync covered: the cohort just resumed gets
-// written and joins the next sync. A lone appender never waits (its call is already there), and a
-// drain or stop cuts the wait short.
+// written and joins the next sync. A steady lone appender never waits (the last sync covered its
+// one call, and the next is already there); a drain or stop cuts the wait short.
 //
 // Thread-safety: `enqueue`, `drain` and `stop` may be called from any thread; the queue and flags
 // are guarded by `condition`. The sync thread is the only caller of `LogWriter.syncAndAcknowledge`.

@@ -40,7 +40,7 @@ final class SyncStage: @unchecked Sendable {
     private var queue: [WrittenGroup] = []
     /// Append calls in `queue`.
     private var queuedCalls = 0
-    /// Set while a caller waits in `drain`: the sync thread then syncs without waiting for more.
+    /// Callers waiting in `drain`; while nonzero the sync thread syncs without waiting for more.
     private var drainers = 0
     /// True while the sync thread syncs and acknowledges groups it took from `queue`.
     private var busy = false

@@ -76,54 +76,103 @@ public struct EncodedBatch: Sendable {
 
 public enum BatchCodec {
     /// Encodes records whose ledger times are already final (non-decreasing).
+    ///
+    /// The durable append path spends most of its CPU here, so the default (fast LZ4) path copies
+    /// each payload once into the records section and compresses straight into the batch bytes,
+    /// after the header, without zero-filling or copying the compressed body again.
     public static func encode(
         records: ArraySlice<LogRecord>, baseSequence: UInt64, previousHash: [UInt8], compression: CompressionKind,
         highCompression: Bool = false
     ) -> EncodedBatch {
         precondition(!records.isEmpty, "a batch holds at least one record")
         precondition(previousHash.count == LogFormat.hashBytes)
-        var section = [UInt8]()
-        section.reserveCapacity(records.reduce(0) { $0 + $1.payload.count + LogFormat.recordEntryHeaderBytes })
-        var previousTime = Int64.min
-        for record in records {
-            precondition(record.ledgerTime >= previousTime, "ledger times must be final and non-decreasing")
-            precondition(record.payload.count <= LogFormat.payloadBytesMax)
-            previousTime = record.ledgerTime
-            section.appendLittleEndian(record.ledgerTime)
-            section.appendLittleEndian(UInt32(record.payload.count))
-            section.append(contentsOf: record.payload)
-        }
-        precondition(section.count <= LogFormat.batchUncompressedBytesMax)
+        let section = recordsSection(records)
+        let headerBytes = LogFormat.batchHeaderBytes
 
-        var body = section
+        var bytes: [UInt8]
         var kind = CompressionKind.none
-        // High compression (used by compaction) writes the same LZ4 block format, read identically.
-        if compression == .lz4, let compressed = highCompression ? LZ4Block.compressHighCompression(section) : LZ4Block.compress(section),
-           compressed.count < section.count {
-            body = compressed
-            kind = .lz4
+        if compression == .lz4 && highCompression {
+            // High compression (used by compaction) writes the same LZ4 block format, read identically.
+            var body = section
+            if let compressed = LZ4Block.compressHighCompression(section), compressed.count < section.count {
+                body = compressed
+                kind = .lz4
+            }
+            bytes = [UInt8](repeating: 0, count: headerBytes)
+            bytes.reserveCapacity(headerBytes + body.count)
+            bytes.append(contentsOf: body)
+        } else {
+            let compress = compression == .lz4 && section.count <= Int(LZ4_MAX_INPUT_SIZE)
+            let bodyCapacity = compress ? max(Int(LZ4_compressBound(Int32(section.count))), section.count) : section.count
+            bytes = [UInt8](unsafeUninitializedCapacity: headerBytes + bodyCapacity) { buffer, initialized in
+                let body = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[headerBytes...])
+                var bodyCount = 0
+                if compress {
+                    bodyCount = section.withUnsafeBytes { source in
+                        Int(LZ4_compress_default(
+                            source.baseAddress!.assumingMemoryBound(to: CChar.self),
+                            body.baseAddress!.assumingMemoryBound(to: CChar.self),
+                            Int32(section.count), Int32(bodyCapacity)))
+                    }
+                }
+                // Stored uncompressed when LZ4 failed or did not make the section smaller.
+                if bodyCount > 0 && bodyCount < section.count {
+                    kind = .lz4
+                } else {
+                    section.withUnsafeBytes { body.copyMemory(from: $0) }
+                    bodyCount = section.count
+                }
+                UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[0..<headerBytes]).initializeMemory(as: UInt8.self, repeating: 0)
+                initialized = headerBytes + bodyCount
+            }
         }
-
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(LogFormat.batchHeaderBytes + body.count)
-        bytes.append(contentsOf: LogFormat.batchMagic)
-        bytes.appendLittleEndian(UInt32(0))  // CRC, filled below
-        bytes.appendLittleEndian(LogFormat.version)
-        bytes.append(kind.rawValue)
-        bytes.append(0)
-        bytes.appendLittleEndian(UInt32(records.count))
-        bytes.appendLittleEndian(baseSequence)
-        bytes.appendLittleEndian(records.first!.ledgerTime)
-        bytes.appendLittleEndian(records.last!.ledgerTime)
-        bytes.appendLittleEndian(UInt32(section.count))
-        bytes.appendLittleEndian(UInt32(body.count))
-        bytes.append(contentsOf: previousHash)
-        bytes.append(contentsOf: body)
+        let bodyCount = bytes.count - headerBytes
+        bytes.withUnsafeMutableBytes { header in
+            LogFormat.batchMagic.withUnsafeBytes { header.copyMemory(from: $0) }
+            // The CRC at offset 4 is filled below.
+            header.storeBytes(of: LogFormat.version.littleEndian, toByteOffset: 8, as: UInt16.self)
+            header.storeBytes(of: kind.rawValue, toByteOffset: 10, as: UInt8.self)
+            header.storeBytes(of: UInt32(records.count).littleEndian, toByteOffset: 12, as: UInt32.self)
+            header.storeBytes(of: baseSequence.littleEndian, toByteOffset: 16, as: UInt64.self)
+            header.storeBytes(of: records.first!.ledgerTime.littleEndian, toByteOffset: 24, as: Int64.self)
+            header.storeBytes(of: records.last!.ledgerTime.littleEndian, toByteOffset: 32, as: Int64.self)
+            header.storeBytes(of: UInt32(section.count).littleEndian, toByteOffset: 40, as: UInt32.self)
+            header.storeBytes(of: UInt32(bodyCount).littleEndian, toByteOffset: 44, as: UInt32.self)
+            previousHash.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: header[48..<80]).copyMemory(from: $0) }
+        }
         let crc = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[LogFormat.batchCRCScopeStart...])) }
         bytes.storeLittleEndian(crc, at: LogFormat.batchCRCOffset)
         return EncodedBatch(
             bytes: bytes, hash: hash(bytes), baseSequence: baseSequence, count: records.count,
             firstLedgerTime: records.first!.ledgerTime, lastLedgerTime: records.last!.ledgerTime)
+    }
+
+    /// The uncompressed records section: per record its ledger time (i64), payload length (u32) and
+    /// payload, little-endian, written once into a buffer of the exact size.
+    static func recordsSection(_ records: ArraySlice<LogRecord>) -> [UInt8] {
+        var sectionBytes = 0
+        var previousTime = Int64.min
+        for record in records {
+            precondition(record.ledgerTime >= previousTime, "ledger times must be final and non-decreasing")
+            precondition(record.payload.count <= LogFormat.payloadBytesMax)
+            previousTime = record.ledgerTime
+            sectionBytes += LogFormat.recordEntryHeaderBytes + record.payload.count
+        }
+        precondition(sectionBytes <= LogFormat.batchUncompressedBytesMax)
+        return [UInt8](unsafeUninitializedCapacity: sectionBytes) { buffer, initialized in
+            let section = UnsafeMutableRawBufferPointer(buffer)
+            var offset = 0
+            for record in records {
+                section.storeBytes(of: record.ledgerTime.littleEndian, toByteOffset: offset, as: Int64.self)
+                section.storeBytes(of: UInt32(record.payload.count).littleEndian, toByteOffset: offset + 8, as: UInt32.self)
+                offset += LogFormat.recordEntryHeaderBytes
+                record.payload.withUnsafeBytes { payload in
+                    UnsafeMutableRawBufferPointer(rebasing: section[offset..<(offset + payload.count)]).copyMemory(from: payload)
+                }
+                offset += record.payload.count
+            }
+            initialized = sectionBytes
+        }
     }
 
     /// SHA-256 of a whole batch (header and body): the link of the hash chain.

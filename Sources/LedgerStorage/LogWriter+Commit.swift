@@ -1,12 +1,18 @@
 // One group commit: assign sequences and final ledger times, cut batches, roll segments, write
-// once, sync per policy. Runs only on the writer's I/O thread.
+// once, sync per policy (policy `always` leaves the sync to the sync stage). Runs only on the
+// writer's commit thread.
 
 import Foundation
 
 extension LogWriter {
     /// Commits the queued requests in order. On success the in-memory state moves on; on failure it
     /// does not, and the writer is poisoned unless the file could be put back exactly as it was.
+    /// With policy `always` success means written, not durable: the caller hands the group to the
+    /// sync stage, and nothing of it may be acknowledged before that stage's fdatasync returns.
     func commit(_ requests: [[LogRecord]]) throws -> [[AppendedRecord]] {
+        let encodeStart = CommitStatistics.monotonicNanoseconds()
+        var writeNanoseconds: Int64 = 0
+        var batchCount = 0
         var records: [LogRecord] = []
         var results: [[AppendedRecord]] = []
         var sequence = chain.nextSequence
@@ -27,8 +33,9 @@ extension LogWriter {
 
         var working = active
         var workingChain = chain
-        var buffer: [UInt8] = []
-        var bufferStart = working.endOffset
+        // Encoded batches not yet written, and where the first of them goes.
+        var unwritten: [[UInt8]] = []
+        var unwrittenStart = working.endOffset
         var rolled = false
         do {
             var start = 0
@@ -42,11 +49,14 @@ extension LogWriter {
                     end += 1
                 }
                 if working.batchCount > 0 && shouldRoll(working) {
-                    if !buffer.isEmpty { try working.file.write(buffer, at: bufferStart) }
+                    try timedWrite(unwritten, to: working.file, at: unwrittenStart, adding: &writeNanoseconds)
+                    // Sealing syncs and closes the segment: earlier groups must be synced through
+                    // their own stage first, and a sync that failed meanwhile stops the roll.
+                    try drainSyncStage()
                     working = try seal(working, chain: workingChain)
                     rolled = true
-                    buffer.removeAll(keepingCapacity: true)
-                    bufferStart = working.endOffset
+                    unwritten.removeAll(keepingCapacity: true)
+                    unwrittenStart = working.endOffset
                 }
                 let batch = BatchCodec.encode(
                     records: records[start..<end], baseSequence: workingChain.nextSequence,
@@ -55,12 +65,13 @@ extension LogWriter {
                 working.endOffset += UInt64(batch.bytes.count)
                 working.batchCount += 1
                 working.recordCount += UInt64(batch.count)
-                buffer.append(contentsOf: batch.bytes)
+                unwritten.append(batch.bytes)
+                batchCount += 1
                 workingChain = ChainState(nextSequence: batch.baseSequence + UInt64(batch.count), lastHash: batch.hash,
                                           lastLedgerTime: batch.lastLedgerTime)
                 start = end
             }
-            try working.file.write(buffer, at: bufferStart)
+            try timedWrite(unwritten, to: working.file, at: unwrittenStart, adding: &writeNanoseconds)
         } catch {
             let storageError = error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
             if rolled {
@@ -72,22 +83,17 @@ extension LogWriter {
             throw storageError
         }
 
-        if options.durability == .always {
-            do {
-                try working.file.sync()
-            } catch {
-                // After a failed fsync the kernel may have dropped the dirty pages: what is durable is
-                // unknown, so only a reopen (with recovery) may continue.
-                let storageError = error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
-                poison(storageError)
-                throw storageError
-            }
+        let encodeNanoseconds = CommitStatistics.monotonicNanoseconds() - encodeStart - writeNanoseconds
+        noteStatistics { statistics in
+            statistics.batches += batchCount
+            statistics.encodeNanoseconds += encodeNanoseconds
+            statistics.writeNanoseconds += writeNanoseconds
         }
         active = working
         chain = workingChain
         publishActiveIndex()
         switch options.durability {
-        case .always: unsyncedSince = nil
+        case .always: break  // the sync stage syncs what was just written
         case .interval:
             if unsyncedSince == nil { unsyncedSince = options.clock() }
             syncIfDue(force: false)
@@ -95,6 +101,22 @@ extension LogWriter {
             if unsyncedSince == nil { unsyncedSince = options.clock() }
         }
         return results
+    }
+
+    /// Writes consecutive batches with one write: a lone batch (the usual group) as it is, several
+    /// joined into one buffer.
+    private func timedWrite(_ batches: [[UInt8]], to file: any LedgerFile, at offset: UInt64, adding elapsed: inout Int64) throws {
+        guard !batches.isEmpty else { return }
+        let start = CommitStatistics.monotonicNanoseconds()
+        defer { elapsed += CommitStatistics.monotonicNanoseconds() - start }
+        if batches.count == 1 {
+            try file.write(batches[0], at: offset)
+        } else {
+            var joined: [UInt8] = []
+            joined.reserveCapacity(batches.reduce(0) { $0 + $1.count })
+            for batch in batches { joined.append(contentsOf: batch) }
+            try file.write(joined, at: offset)
+        }
     }
 
     /// Readers (in any process) position inside the active segment with its sparse index, so the

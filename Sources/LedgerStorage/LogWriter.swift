@@ -1,10 +1,13 @@
-// The single writer of a ledger directory: group commit over a dedicated I/O thread.
+// The single writer of a ledger directory: group commit over dedicated threads.
 //
 // Thread-safety: `append` may be called from any number of tasks at once. Requests queue under
-// `condition`; one dedicated thread takes everything queued, writes it as one or more batches with
-// a single write and (policy `always`) a single fdatasync, then resumes the callers. The segment
-// state (`active`, `chain`, `manifest`) is touched only by that thread once `open` returns, which is
-// why blocking fdatasync never runs on the Swift concurrency pool.
+// `condition`; one dedicated commit thread takes everything queued and writes it as one or more
+// batches with a single write. With policy `always` it then hands the written group to the sync
+// stage (`LogWriter+SyncStage.swift`), whose own thread runs one fdatasync for every group written
+// meanwhile and resumes their callers, while the commit thread already writes the next group. With
+// the other policies the commit thread resumes the callers itself. The segment state (`active`,
+// `chain`, `manifest`) is touched only by the commit thread once `open` returns, which is why
+// blocking I/O never runs on the Swift concurrency pool.
 
 import Foundation
 import Logging
@@ -13,10 +16,13 @@ import SystemPackage
 public final class LogWriter: @unchecked Sendable {
     struct PendingAppend {
         var records: [LogRecord]
-        var continuation: CheckedContinuation<[AppendedRecord], Error>
+        /// Resumed exactly once: by the commit thread when the group fails before or while it is
+        /// written, else by the sync stage (policy `always`) or the commit thread (other policies).
+        /// Unsafe rather than checked: the check's allocation and atomics cost on every append.
+        var continuation: UnsafeContinuation<[AppendedRecord], Error>
     }
 
-    /// The open segment being appended to. Owned by the I/O thread.
+    /// The open segment being appended to. Owned by the commit thread.
     struct ActiveSegment {
         var file: any LedgerFile
         var base: UInt64
@@ -29,7 +35,7 @@ public final class LogWriter: @unchecked Sendable {
         var publishedIndexEntries = 0
     }
 
-    /// Where the chain stands after the last committed batch. Owned by the I/O thread.
+    /// Where the chain stands after the last written batch. Owned by the commit thread.
     struct ChainState {
         var nextSequence: UInt64
         var lastHash: [UInt8]
@@ -46,7 +52,7 @@ public final class LogWriter: @unchecked Sendable {
     let signal: AppendSignal
     private let lock: any LedgerFileLock
 
-    // Owned by the I/O thread after open.
+    // Owned by the commit thread after open.
     var active: ActiveSegment
     var chain: ChainState
     var manifest: Manifest
@@ -55,19 +61,19 @@ public final class LogWriter: @unchecked Sendable {
     // Guarded by `condition`.
     private let condition = NSCondition()
     private var pending: [PendingAppend] = []
-    /// Work that must not interleave with commits and rolls (the compaction switch); run by the I/O thread.
+    /// Work that must not interleave with commits and rolls (the compaction switch); run by the
+    /// commit thread once the sync stage is drained.
     private var ioJobs: [() -> Void] = []
     private var closing = false
-    /// Appends in the last committed group; the commit loop waits briefly for as many again (see
-    /// `commitDelayMax`). Owned by the I/O thread.
-    private var lastGroupSize = 0
-    /// How long a durable commit may wait for its group to fill to the previous group's size: the
-    /// appenders a commit just resumed are usually about to append again, and on a 2-core machine
-    /// they come back one by one. Far shorter than an fsync, and never waited by a lone appender.
-    static let commitDelayMax: TimeInterval = 0.000_2
     private var threadFinished = false
     private var failure: LedgerStorageError?
     private var committedNextSequence: UInt64
+    /// The fdatasync stage of policy `always`; nil for the other policies. Set once in `init`
+    /// before the commit thread starts and never changed, so every thread may read it unlocked.
+    private var syncStage: SyncStage?
+    /// Counters and stage timings; guarded by `statisticsLock` (taken once per group).
+    private let statisticsLock = NSLock()
+    private var statistics = CommitStatistics()
 
     /// Opens (creating when needed) the ledger at `directory`, takes its writer lock and recovers it.
     public static func open(
@@ -103,9 +109,21 @@ public final class LogWriter: @unchecked Sendable {
         self.committedNextSequence = recovered.chain.nextSequence
         self.signal = AppendSignal.forDirectory(directory.root.lexicallyNormalized().string)
         publishActiveIndex()  // recovery rebuilt it in memory; an older file may be stale
+        if options.durability == .always {
+            // The stage holds the writer strongly until `close` stops it, like the commit thread.
+            syncStage = SyncStage { [self] groups, waited in self.syncAndAcknowledge(groups, waitedNanoseconds: waited) }
+        }
         let thread = Thread { [self] in self.runCommitLoop() }
         thread.name = "LedgerStorage.LogWriter"
         thread.start()
+    }
+
+    /// A snapshot of the group-commit counters and stage timings since open.
+    public var commitStatistics: CommitStatistics { statisticsLock.withLock { statistics } }
+
+    /// Adds one stage's figures to the statistics. Called by the commit and sync threads.
+    func noteStatistics(_ update: (inout CommitStatistics) -> Void) {
+        statisticsLock.withLock { update(&statistics) }
     }
 
     /// The sequence the next appended record will get.
@@ -118,7 +136,7 @@ public final class LogWriter: @unchecked Sendable {
         for record in records where record.payload.count > LogFormat.payloadBytesMax {
             throw LedgerStorageError(.invalidArgument, "payload of \(record.payload.count) bytes exceeds \(LogFormat.payloadBytesMax)")
         }
-        return try await withCheckedThrowingContinuation { continuation in
+        return try await withUnsafeThrowingContinuation { continuation in
             condition.lock()
             if let failure {
                 condition.unlock()
@@ -136,7 +154,8 @@ public final class LogWriter: @unchecked Sendable {
         }
     }
 
-    /// Commits what is queued, syncs, seals nothing, releases the lock. Blocks until the I/O thread ends.
+    /// Commits what is queued, syncs, seals nothing, releases the lock. Blocks until the commit and
+    /// sync threads end.
     public func close() throws {
         condition.lock()
         if closing && threadFinished {
@@ -158,7 +177,7 @@ public final class LogWriter: @unchecked Sendable {
         }
     }
 
-    // MARK: The I/O thread.
+    // MARK: The commit thread.
 
     private func runCommitLoop() {
         while true {
@@ -179,22 +198,24 @@ public final class LogWriter: @unchecked Sendable {
                 let jobs = ioJobs
                 ioJobs.removeAll()
                 condition.unlock()
+                // Jobs may read or change the segment state: no group may be in flight meanwhile.
+                syncStage?.drain()
                 for job in jobs { job() }
                 continue
             }
             if pending.isEmpty && closing {
+                condition.unlock()
+                // Every written group is acknowledged or failed before the thread reports its end,
+                // so `close` reads the final failure state.
+                syncStage?.stop()
+                condition.lock()
                 threadFinished = true
                 condition.broadcast()
                 condition.unlock()
                 return
             }
-            if options.durability == .always, pending.count < lastGroupSize, ioJobs.isEmpty, !closing {
-                let deadline = Date().addingTimeInterval(Self.commitDelayMax)
-                while pending.count < lastGroupSize, ioJobs.isEmpty, !closing, condition.wait(until: deadline) {}
-            }
             let group = pending
             pending.removeAll()
-            lastGroupSize = group.count
             let failedEarlier = failure
             condition.unlock()
 
@@ -203,21 +224,55 @@ public final class LogWriter: @unchecked Sendable {
                 for request in group { request.continuation.resume(throwing: error) }
                 continue
             }
+            noteStatistics { statistics in
+                statistics.groups += 1
+                statistics.appendCalls += group.count
+                statistics.records += group.reduce(0) { $0 + $1.records.count }
+            }
+            let results: [[AppendedRecord]]
             do {
-                let results = try commit(group.map(\.records))
-                condition.withLock { committedNextSequence = chain.nextSequence }
-                signal.notify()
-                for (request, result) in zip(group, results) { request.continuation.resume(returning: result) }
+                results = try commit(group.map(\.records))
             } catch {
                 let storageError = error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
                 logger.error("append failed", metadata: ["error": "\(storageError)"])
                 for request in group { request.continuation.resume(throwing: storageError) }
+                continue
+            }
+            if let syncStage {
+                // Written, not yet durable: the sync stage acknowledges it after its fdatasync.
+                syncStage.enqueue(SyncStage.WrittenGroup(requests: group, results: results, file: active.file,
+                                                         nextSequence: chain.nextSequence))
+            } else {
+                noteDurable(nextSequence: chain.nextSequence)
+                let acknowledgeStart = CommitStatistics.monotonicNanoseconds()
+                for (request, result) in zip(group, results) { request.continuation.resume(returning: result) }
+                let acknowledgeNanoseconds = CommitStatistics.monotonicNanoseconds() - acknowledgeStart
+                noteStatistics { $0.acknowledgeNanoseconds += acknowledgeNanoseconds }
             }
         }
     }
 
-    /// Runs `body` on the I/O thread between two commits, so it may read and change the segment
-    /// state (`active`, `chain`, `manifest`) while no append or roll is in progress.
+    /// Publishes that every record before `nextSequence` is acknowledged, and wakes followers.
+    func noteDurable(nextSequence: UInt64) {
+        condition.withLock { committedNextSequence = nextSequence }
+        signal.notify()
+    }
+
+    /// The failure that poisoned the writer, if any.
+    var currentFailure: LedgerStorageError? { condition.withLock { failure } }
+
+    /// Blocks the commit thread until no written group awaits its fdatasync, then throws the
+    /// writer's failure if a sync failed meanwhile. A roll calls it first: sealing closes the file
+    /// the pending syncs would use.
+    func drainSyncStage() throws {
+        guard let syncStage else { return }
+        syncStage.drain()
+        if let failure = currentFailure { throw failure }
+    }
+
+    /// Runs `body` on the commit thread between two commits, with no group awaiting its sync, so it
+    /// may read and change the segment state (`active`, `chain`, `manifest`) while no append or roll
+    /// is in progress.
     func runOnIOThread<T: Sendable>(_ body: @escaping () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, Error>) in
             condition.lock()

@@ -16,6 +16,9 @@ struct StorageBench: AsyncParsableCommand {
     @Flag(help: "Print every figure and ratio as one JSON object.") var json = false
     @Option(help: "Scratch directory (default: a new directory under the system temporary directory).") var workDir: String?
     @Option(help: "Seed of the record generator.") var seed: UInt64 = 2024
+    @Flag(help: "Measure only durable appends and SQLite's one-row transactions (for profiling).") var appendsOnly = false
+    @Option(help: "Replace LedgerStorage's fdatasync by a sleep of this many microseconds in the durable-append runs (design comparisons without the disk's noise; not durable).")
+    var simulatedSyncUs: Int?
 
     struct Sizes {
         var records: Int
@@ -49,14 +52,39 @@ struct StorageBench: AsyncParsableCommand {
         for appenders in [1, 8, 64] {
             let count = appenders == 1 ? sizes.singleAppends : sizes.concurrentAppends
             let directory = root + "/append-\(appenders)"
-            let (seconds, bytes) = try await Self.durableAppends(directory: directory, payloads: payloads, count: count, appenders: appenders)
-            record("append_events_per_s_\(appenders)", Double(count) / seconds)
-            record("append_mb_per_s_\(appenders)", Double(bytes) / seconds / 1e6)
+            let fileSystem: any FileSystem = simulatedSyncUs.map { SimulatedSyncFileSystem(syncMicroseconds: $0) } ?? PosixFileSystem()
+            let run = try await Self.durableAppends(directory: directory, payloads: payloads, count: count, appenders: appenders,
+                                                    fileSystem: fileSystem)
+            record("append_events_per_s_\(appenders)", Double(count) / run.seconds)
+            record("append_mb_per_s_\(appenders)", Double(run.bytes) / run.seconds / 1e6)
+            // Where the time went: CPU against wall (2 cores busy = 2.0), group sizes, and the mean
+            // time per fdatasync'd group of each commit stage.
+            let statistics = run.statistics
+            let syncs = Double(max(statistics.syncs, 1))
+            record("append_cpu_cores_busy_\(appenders)", run.cpuSeconds / run.seconds)
+            record("append_cpu_us_per_event_\(appenders)", run.cpuSeconds / Double(count) * 1e6)
+            record("append_calls_per_group_\(appenders)", statistics.meanGroupAppendCalls)
+            record("append_calls_per_sync_\(appenders)", statistics.meanAppendCallsPerSync)
+            record("append_encode_us_per_sync_\(appenders)", Double(statistics.encodeNanoseconds) / syncs / 1e3)
+            record("append_write_us_per_sync_\(appenders)", Double(statistics.writeNanoseconds) / syncs / 1e3)
+            record("append_fdatasync_us_per_sync_\(appenders)", Double(statistics.syncNanoseconds) / syncs / 1e3)
+            record("append_acknowledge_us_per_sync_\(appenders)", Double(statistics.acknowledgeNanoseconds) / syncs / 1e3)
+            record("append_cohort_wait_us_per_sync_\(appenders)", Double(statistics.cohortWaitNanoseconds) / syncs / 1e3)
         }
 
         // SQLite baseline.
         let sqliteOneRow = try Self.sqliteInserts(path: root + "/one-row.sqlite", payloads: payloads, count: sizes.singleAppends, rowsPerTransaction: 1)
         record("sqlite_one_row_tx_events_per_s", Double(sizes.singleAppends) / sqliteOneRow.seconds)
+        if appendsOnly {
+            let cost = Self.encodeCost(payloads: payloads, groupRecords: 64)
+            record("encode_us_per_64_records", cost.encode)
+            record("encode_lz4_us_per_64_records", cost.lz4)
+            record("encode_crc32c_us_per_64_records", cost.crc)
+            record("encode_sha256_us_per_64_records", cost.sha256)
+            record("ratio_64_appenders_vs_sqlite_one_row", figures.first { $0.0 == "append_events_per_s_64" }!.1 / figures.first { $0.0 == "sqlite_one_row_tx_events_per_s" }!.1)
+            try printJSON(figures)
+            return
+        }
         let sqliteBulk = try Self.sqliteInserts(path: root + "/bulk.sqlite", payloads: payloads, count: payloads.count, rowsPerTransaction: 1000)
         record("sqlite_1000_row_tx_events_per_s", Double(payloads.count) / sqliteBulk.seconds)
         record("sqlite_file_bytes", Double(sqliteBulk.fileBytes))
@@ -87,10 +115,13 @@ struct StorageBench: AsyncParsableCommand {
         record("ratio_on_disk_vs_raw_json", Double(onDisk) / Double(rawJSONBytes))
         record("ratio_on_disk_vs_sqlite_file", Double(onDisk) / Double(sqliteBulk.fileBytes))
 
-        if json {
-            let object = Dictionary(figures, uniquingKeysWith: { _, last in last })
-            let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
-            print(String(decoding: data, as: UTF8.self))
-        }
+        try printJSON(figures)
+    }
+
+    private func printJSON(_ figures: [(String, Double)]) throws {
+        guard json else { return }
+        let object = Dictionary(figures, uniquingKeysWith: { _, last in last })
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .prettyPrinted])
+        print(String(decoding: data, as: UTF8.self))
     }
 }

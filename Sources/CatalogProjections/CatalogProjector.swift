@@ -16,6 +16,11 @@ public struct ProjectorOptions: Sendable {
     /// While following the tail, how often the WAL is checkpointed off the commit path; nil leaves
     /// checkpoints to SQLite, on the commit that crosses its page threshold.
     public var followCheckpointInterval: Duration? = .milliseconds(250)
+    /// While following, receives the timing of each commit and checkpoint (for measurement).
+    public var followTrace: (@Sendable (FollowTraceEvent) -> Void)?
+    /// With `followTrace`, also profiles every statement of a commit and sums its time by table
+    /// (SQLite's statement profiling; it slows the commit down a little).
+    public var followProfilesStatements = false
 
     public init() {}
 }

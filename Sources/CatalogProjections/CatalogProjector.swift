@@ -16,6 +16,10 @@ public struct ProjectorOptions: Sendable {
     /// While following the tail, how often the WAL is checkpointed off the commit path; nil leaves
     /// checkpoints to SQLite, on the commit that crosses its page threshold.
     public var followCheckpointInterval: Duration? = .milliseconds(250)
+    /// While following, the WAL's size in frames (pages) above which the follower checkpoints on
+    /// its own connection between two batches, so that the WAL starts over instead of growing
+    /// while commits keep coming (see `WALCheckpointer`); nil lets it grow until a pause.
+    public var followWALFramesMax: Int? = 8_192
     /// While following, receives the timing of each commit and checkpoint (for measurement).
     public var followTrace: (@Sendable (FollowTraceEvent) -> Void)?
     /// With `followTrace`, also profiles every statement of a commit and sums its time by table

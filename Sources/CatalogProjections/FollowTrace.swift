@@ -1,3 +1,5 @@
+import GRDB
+
 /// What the follower did and when, reported to `ProjectorOptions.followTrace` for measurement
 /// (the lag benchmark breaks the append-to-visible time down with it). Tracing costs a few clock
 /// reads per commit; with no observer nothing is reported.
@@ -26,11 +28,41 @@ public struct FollowCommitTiming: Sendable {
     public var statementNanosByTable: [String: UInt64]
 }
 
-/// One WAL checkpoint run by the follower's checkpointer.
+/// One WAL checkpoint run while following: by the checkpointer on its own connection, or by the
+/// follower on the writing connection between two batches (to let the WAL start over).
 public struct FollowCheckpointTiming: Sendable {
     public var startedAt: ContinuousClock.Instant
     public var finishedAt: ContinuousClock.Instant
     /// Frames in the WAL, and frames copied into the database file, as SQLite reports them.
     public var walFrames: Int
     public var checkpointedFrames: Int
+    /// True when the follower ran it on the writing connection, between two batches.
+    public var onWriter: Bool
+}
+
+/// Statement time by the table a statement writes or reads first, from SQLite's profile trace.
+/// Used on the writer connection's queue only, while one commit runs.
+final class StatementProfile: @unchecked Sendable {
+    private(set) var nanosByTable: [String: UInt64] = [:]
+
+    func record(_ event: Database.TraceEvent) {
+        guard case let .profile(statement, duration) = event else { return }
+        nanosByTable[Self.table(of: statement.sql), default: 0] += UInt64(max(0, duration) * 1e9)
+    }
+
+    /// The statement's verb and the table after INTO, UPDATE or FROM ("INSERT price_history");
+    /// search-index tables are grouped as "search"; transaction control is its verb alone (COMMIT
+    /// is the commit's own time).
+    static func table(of sql: String) -> String {
+        let words = sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "(" })
+        guard let verb = words.first?.uppercased() else { return "?" }
+        for (index, word) in words.enumerated() where index + 1 < words.count {
+            let upper = word.uppercased()
+            if upper == "INTO" || upper == "UPDATE" || upper == "FROM" {
+                let table = String(words[index + 1])
+                return "\(verb) \(table.hasPrefix("search_") ? "search" : table)"
+            }
+        }
+        return verb
+    }
 }

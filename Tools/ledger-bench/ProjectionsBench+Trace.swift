@@ -39,9 +39,10 @@ final class FollowTraceLog: @unchecked Sendable {
                 + "\(ms(commit.receivedAt)),\(ms(commit.requestedAt)),\(ms(commit.beganAt)),\(ms(commit.statementsDoneAt)),"
                 + "\(ms(commit.committedAt)),\"\(profile)\"\n"
         }
-        var checkpointRows = "started_ms,finished_ms,wal_frames,checkpointed_frames\n"
+        var checkpointRows = "started_ms,finished_ms,wal_frames,checkpointed_frames,on_writer\n"
         for checkpoint in checkpoints {
-            checkpointRows += "\(ms(checkpoint.startedAt)),\(ms(checkpoint.finishedAt)),\(checkpoint.walFrames),\(checkpoint.checkpointedFrames)\n"
+            checkpointRows += "\(ms(checkpoint.startedAt)),\(ms(checkpoint.finishedAt)),\(checkpoint.walFrames),"
+                + "\(checkpoint.checkpointedFrames),\(checkpoint.onWriter ? 1 : 0)\n"
         }
         try events.write(toFile: prefix + ".events.csv", atomically: true, encoding: .utf8)
         try commitRows.write(toFile: prefix + ".commits.csv", atomically: true, encoding: .utf8)
@@ -57,8 +58,8 @@ final class FollowTraceLog: @unchecked Sendable {
         for commit in slowest {
             let overlapping = checkpoints.filter { $0.startedAt < commit.committedAt && $0.finishedAt > commit.receivedAt }
             let checkpointNote = overlapping.map {
-                String(format: " checkpoint %.1f ms (%d/%d frames)", millis($0.finishedAt - $0.startedAt), $0.checkpointedFrames,
-                       $0.walFrames)
+                String(format: " %@checkpoint %.1f ms (%d/%d frames)", $0.onWriter ? "writer's " : "",
+                       millis($0.finishedAt - $0.startedAt), $0.checkpointedFrames, $0.walFrames)
             }.joined()
             print(String(format: "  at %.0f ms, %d events: %.1f = %.1f + %.1f + %.1f + %.1f%@",
                          millis(commit.receivedAt - start), Int(commit.lastSequence - commit.firstSequence + 1),

@@ -32,6 +32,9 @@ struct ProjectionsBench: ParsableCommand {
     @Option(help: "While following, checkpoint the WAL off the commit path every N ms (0: SQLite's checkpoints on commit).")
     var followCheckpointMs = 250
 
+    @Option(help: "While following, let the WAL start over once it holds more than N frames (0: let it grow until a pause).")
+    var followWALFramesMax = 8_192
+
     @Flag(help: "Reuse the ledger and projection an earlier run left in --directory: only the lag phase runs.")
     var reuse = false
 
@@ -66,6 +69,7 @@ struct ProjectionsBench: ParsableCommand {
         let layout = LedgerLayout(root: (root as NSString).appendingPathComponent("ledger"))
         var projectorOptions = ProjectorOptions()
         projectorOptions.followCheckpointInterval = followCheckpointMs > 0 ? .milliseconds(followCheckpointMs) : nil
+        projectorOptions.followWALFramesMax = followWALFramesMax > 0 ? followWALFramesMax : nil
         let traceLog = lagTrace.map { _ in FollowTraceLog() }
         if let traceLog {
             projectorOptions.followTrace = { traceLog.record($0) }

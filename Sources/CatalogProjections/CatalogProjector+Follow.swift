@@ -6,43 +6,97 @@ import GRDB
 extension CatalogProjector {
     /// Catches up, then applies new durable events as the ledger makes them durable, until the
     /// task is cancelled. A child task follows the log (woken by the writer's in-process append
-    /// signal, polling only for writers in other processes) and hands each event to a
-    /// `FollowApplier`, whose own thread applies everything buffered (up to `batchEventsMax`) in
-    /// one transaction, so a burst is absorbed in a few commits instead of one per event.
-    /// `applied` is called after each commit with the new checkpoint, on the applier's thread.
+    /// signal, polling only for writers in other processes) into a buffer; each wake-up applies
+    /// everything buffered (up to `batchEventsMax`) in one transaction, so a burst is absorbed in
+    /// a few commits instead of one per event. `applied` is called after each commit with the new
+    /// checkpoint.
     ///
     /// While following, WAL checkpoints (which copy pages into the database file and sync it) run
     /// on a connection of their own, off the commit path: done by the committing connection, as
     /// SQLite does by default, each one would stall the commit that crosses the threshold, and
-    /// every event queued behind it, for as long as the disk takes to sync.
+    /// every event queued behind it, for as long as the disk takes to sync. Only when the WAL has
+    /// grown past `followWALFramesMax` does one short checkpoint run between two batches, so that
+    /// the WAL starts over (see `WALCheckpointer`).
     public func follow(applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
         let checkpoint = try catchUp()
-        let applier = FollowApplier(database: database, batch: ProjectionBatch(writer: writer, reader: reader),
-                                    options: options, applied: applied)
+        let batch = ProjectionBatch(writer: writer, reader: reader)
+        let buffer = FollowBuffer()
+        let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let reader = self.reader
+        let trace = options.followTrace
+        let profiles = options.followProfilesStatements
         let checkpointer = try options.followCheckpointInterval.map {
-            try WALCheckpointer(path: databasePath, interval: $0, walFramesMax: options.followWALFramesMax,
-                                trace: options.followTrace, onLargeWAL: { applier.requestWALRestart() })
+            try WALCheckpointer(path: databasePath, interval: $0, walFramesMax: options.followWALFramesMax, trace: trace,
+                                onLargeWAL: { buffer.requestWALRestart() })
         }
         if checkpointer != nil { try setAutomaticCheckpoints(pages: 0) }
         defer { if checkpointer != nil { try? setAutomaticCheckpoints(pages: WALCheckpointer.sqliteDefaultPages) } }
-        applier.start()
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                // Ends when the task is cancelled (or throws on damage in the log); the applier
-                // then applies what it holds and stops.
-                defer { applier.finish() }
+                defer { wake.finish() }
                 for try await event in reader.follow(from: checkpoint.map { $0 + 1 } ?? 0) {
-                    applier.append(event)
+                    buffer.append(event)
+                    wake.yield()
                 }
             }
             if let checkpointer { group.addTask { await checkpointer.run() } }
-            // Returns once the applier has stopped (after the log follower) or throws its error;
-            // either way the checkpointer stops with it.
-            try await applier.completion()
+            for await _ in wakeUps {
+                while case let (events, receivedAt) = buffer.drain(max: options.batchEventsMax), let last = events.last {
+                    if buffer.takeWALRestartRequest() { await checkpointOnWriter(trace: trace) }
+                    // The asynchronous write runs on the database's own writer queue and suspends
+                    // this task meanwhile, so the (few) cooperative threads stay free for the
+                    // appenders and the log follower instead of waiting on SQLite. (A thread of the
+                    // follower's own, writing synchronously, was tried and measured worse under
+                    // CPU contention: see docs/PERFORMANCE.md.)
+                    let requestedAt = ContinuousClock.now
+                    do {
+                        let timing = try await database.writeWithoutTransaction { db in
+                            try Self.commit(events, batch: batch, profiles: profiles, in: db)
+                        }
+                        trace?(.commit(FollowCommitTiming(
+                            firstSequence: events[0].sequence, lastSequence: last.sequence, receivedAt: receivedAt,
+                            requestedAt: requestedAt, beganAt: timing.beganAt, statementsDoneAt: timing.statementsDoneAt,
+                            committedAt: timing.committedAt, statementNanosByTable: timing.statementNanosByTable)))
+                    } catch let error as DatabaseError {
+                        throw ProjectionError(.database, "\(error)", location: "events \(events[0].sequence)...\(last.sequence)")
+                    }
+                    applied?(last.sequence)
+                }
+            }
+            // The follower has stopped (cancelled): stop the checkpointer with it.
             group.cancelAll()
             try await group.waitForAll()
         }
+    }
+
+    /// Applies one batch in its own transaction on the writer connection, timing the statements
+    /// and the COMMIT (and, when asked, each statement by table).
+    private static func commit(_ events: [LedgerEvent], batch: ProjectionBatch, profiles: Bool,
+                               in db: Database) throws -> CommitTimes {
+        let beganAt = ContinuousClock.now
+        let profile = StatementProfile()
+        if profiles { db.trace(options: .profile) { profile.record($0) } }
+        defer { if profiles { db.trace(options: []) } }
+        var statementsDoneAt = beganAt
+        try db.inTransaction {
+            try batch.apply(events, in: db)
+            statementsDoneAt = ContinuousClock.now
+            return .commit
+        }
+        return CommitTimes(beganAt: beganAt, statementsDoneAt: statementsDoneAt, committedAt: ContinuousClock.now,
+                           statementNanosByTable: profile.nanosByTable)
+    }
+
+    /// A passive checkpoint on the writing connection, between two batches. It copies only the
+    /// frames committed since the checkpointer's last round and leaves the WAL fully
+    /// checkpointed, so that the next transaction writes from the WAL's beginning again. A
+    /// failure is not the batch's: the checkpointer asks again at a later round.
+    private func checkpointOnWriter(trace: (@Sendable (FollowTraceEvent) -> Void)?) async {
+        let startedAt = ContinuousClock.now
+        guard let frames = try? await database.writeWithoutTransaction({ db in try db.checkpoint(.passive) }) else { return }
+        trace?(.checkpoint(FollowCheckpointTiming(
+            startedAt: startedAt, finishedAt: .now, walFrames: frames.walFrameCount,
+            checkpointedFrames: frames.checkpointedFrameCount, onWriter: true)))
     }
 
     /// Sets `wal_autocheckpoint` of the writing connection (0: never checkpoint on commit).

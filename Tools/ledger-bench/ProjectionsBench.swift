@@ -33,7 +33,7 @@ struct ProjectionsBench: ParsableCommand {
     var followCheckpointMs = 250
 
     @Option(help: "While following, let the WAL start over once it holds more than N frames (0: let it grow until a pause).")
-    var followWALFramesMax = 8_192
+    var followWALFramesMax = 65_536
 
     @Flag(help: "Reuse the ledger and projection an earlier run left in --directory: only the lag phase runs.")
     var reuse = false

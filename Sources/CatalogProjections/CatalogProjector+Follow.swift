@@ -56,7 +56,8 @@ extension CatalogProjector {
                         trace?(.commit(FollowCommitTiming(
                             firstSequence: events[0].sequence, lastSequence: last.sequence, receivedAt: receivedAt,
                             requestedAt: requestedAt, beganAt: timing.beganAt, statementsDoneAt: timing.statementsDoneAt,
-                            committedAt: timing.committedAt, statementNanosByTable: timing.statementNanosByTable)))
+                            committedAt: timing.committedAt, cpuNanos: timing.cpuNanos,
+                            statementNanosByTable: timing.statementNanosByTable)))
                     } catch let error as DatabaseError {
                         throw ProjectionError(.database, "\(error)", location: "events \(events[0].sequence)...\(last.sequence)")
                     }
@@ -74,6 +75,7 @@ extension CatalogProjector {
     private static func commit(_ events: [LedgerEvent], batch: ProjectionBatch, profiles: Bool,
                                in db: Database) throws -> CommitTimes {
         let beganAt = ContinuousClock.now
+        let cpuAtStart = threadCPUNanos()
         let profile = StatementProfile()
         if profiles { db.trace(options: .profile) { profile.record($0) } }
         defer { if profiles { db.trace(options: []) } }
@@ -83,8 +85,9 @@ extension CatalogProjector {
             statementsDoneAt = ContinuousClock.now
             return .commit
         }
-        return CommitTimes(beganAt: beganAt, statementsDoneAt: statementsDoneAt, committedAt: ContinuousClock.now,
-                           statementNanosByTable: profile.nanosByTable)
+        let committedAt = ContinuousClock.now
+        return CommitTimes(beganAt: beganAt, statementsDoneAt: statementsDoneAt, committedAt: committedAt,
+                           cpuNanos: threadCPUNanos() - cpuAtStart, statementNanosByTable: profile.nanosByTable)
     }
 
     /// A passive checkpoint on the writing connection, between two batches. It copies only the

@@ -47,5 +47,13 @@ struct CommitTimes: Sendable {
     var beganAt: ContinuousClock.Instant
     var statementsDoneAt: ContinuousClock.Instant
     var committedAt: ContinuousClock.Instant
+    var cpuNanos: UInt64
     var statementNanosByTable: [String: UInt64]
+}
+
+/// CPU time consumed by the calling thread so far, in nanoseconds (CLOCK_THREAD_CPUTIME_ID).
+func threadCPUNanos() -> UInt64 {
+    var time = timespec()
+    guard clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time) == 0 else { return 0 }
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }

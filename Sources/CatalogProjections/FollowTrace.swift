@@ -23,6 +23,10 @@ public struct FollowCommitTiming: Sendable {
     public var statementsDoneAt: ContinuousClock.Instant
     /// When COMMIT returned.
     public var committedAt: ContinuousClock.Instant
+    /// CPU time the writing thread spent from the transaction's start to the end of COMMIT, in
+    /// nanoseconds. Unlike the instants above it does not grow while the thread waits for a core,
+    /// so it compares builds run under different machine loads.
+    public var cpuNanos: UInt64
     /// Statement time by table written (search-index tables under "search"), as measured by
     /// SQLite's statement profiling; empty unless `ProjectorOptions.followProfilesStatements`.
     public var statementNanosByTable: [String: UInt64]

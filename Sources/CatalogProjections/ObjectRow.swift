@@ -40,14 +40,11 @@ public struct LocationPriceOverride: Sendable, Hashable, Codable {
 /// replay and the consistency check all call it, so they cannot drift apart.
 public enum RowMapping {
     public static func row(for fact: ObjectFact) -> ObjectRow {
+        let table = CatalogTable.table(for: fact.header.objectType)
         // A tombstone from a delete response has no payload; a payload that does not parse keeps
         // its raw bytes and leaves the typed columns empty.
-        row(for: fact, object: fact.payload.isEmpty ? nil : try? CatalogObject(bytes: fact.payload, parentID: fact.header.parentID))
-    }
-
-    /// The rows of `fact`, given its payload already parsed (with its parent) as `object`.
-    static func row(for fact: ObjectFact, object: CatalogObject?) -> ObjectRow {
-        let table = CatalogTable.table(for: fact.header.objectType)
+        let object: CatalogObject? = fact.payload.isEmpty
+            ? nil : try? CatalogObject(bytes: fact.payload, parentID: fact.header.parentID)
         let data = object?.data
         func text(_ key: String) -> DatabaseValue { data?[key]?.stringValue.databaseValue ?? .null }
         func integer(_ key: String) -> DatabaseValue { data?[key]?.int64Value.databaseValue ?? .null }

@@ -32,12 +32,22 @@ struct PricePoint: Equatable {
 
     /// nil for a tombstone, a payload that does not parse, or a type without prices: the next live
     /// version then records its prices as set from none.
+    init?(_ fact: ObjectFact) {
+        guard let object = Self.parsed(fact) else { return nil }
+        self.init(object)
+    }
+
     init(_ object: CatalogObject) {
         base = object.priceMoney
         pricingType = object.pricingType
         locations = object.locationPriceOverrides
     }
 
+    /// The object a live fact carries, or nil for a tombstone or a payload that does not parse.
+    static func parsed(_ fact: ObjectFact) -> CatalogObject? {
+        guard !fact.header.isDeleted, !fact.payload.isEmpty else { return nil }
+        return try? CatalogObject(bytes: fact.payload)
+    }
 }
 
 /// The price-history rule, pure: which rows a change of winner from `previous` to `next` adds.
@@ -49,22 +59,11 @@ public enum PriceHistoryRule {
     public static func tracks(_ type: CatalogObjectType) -> Bool { type == .itemVariation || type == .modifier }
 
     public static func rows(previous: ObjectFact?, next: ObjectFact, sequence: UInt64, recordedAt: Int64) -> [PriceHistoryRow] {
-        rows(previous: previous, next: next, sequence: sequence, recordedAt: recordedAt) { fact in
-            try? CatalogObject(bytes: fact.payload)
-        }
-    }
-
-    /// The same, with the payloads parsed by `parse` (the follower passes its `ParsedObjectCache`).
-    /// `parse` is called only for facts that are live and carry a payload.
-    static func rows(previous: ObjectFact?, next: ObjectFact, sequence: UInt64, recordedAt: Int64,
-                     parse: (ObjectFact) -> CatalogObject?) -> [PriceHistoryRow] {
-        func prices(_ fact: ObjectFact) -> CatalogObject? {
-            fact.header.isDeleted || fact.payload.isEmpty ? nil : parse(fact)
-        }
-        // The next fact is parsed once for its prices and its SKU.
-        guard tracks(next.header.objectType), let nextObject = prices(next) else { return [] }
+        // The next fact is parsed once for its prices and its SKU (the follower's commit path
+        // parses each event's JSON several times; this is one of them fewer).
+        guard tracks(next.header.objectType), let nextObject = PricePoint.parsed(next) else { return [] }
         let after = PricePoint(nextObject)
-        let before = previous.flatMap(prices).map(PricePoint.init)
+        let before = previous.flatMap(PricePoint.init)
         let sku = nextObject.sku
         var rows: [PriceHistoryRow] = []
         func add(_ scope: String, _ old: Money?, _ new: Money?, oldText: String?, newText: String?) {

@@ -11,8 +11,6 @@ import GRDB
 struct ProjectionBatch {
     let writer: ProjectionWriter
     let reader: LedgerReader
-    /// Payloads parsed by earlier batches of this projector (see `ParsedObjectCache`).
-    let parsed = ParsedObjectCache()
 
     func apply(_ events: [LedgerEvent], in db: Database) throws {
         guard let last = events.last else { return }
@@ -40,7 +38,7 @@ struct ProjectionBatch {
                 }
                 guard let winner = WinnerRule.newWinner(current: current, event: event) else { continue }
                 for row in PriceHistoryRule.rows(previous: current, next: winner, sequence: event.sequence,
-                                                 recordedAt: event.recordedAt, parse: parsed.object(for:)) {
+                                                 recordedAt: event.recordedAt) {
                     try writer.insert(row, in: db)
                 }
                 if changed.insert(id).inserted { order.append(id) }
@@ -55,7 +53,7 @@ struct ProjectionBatch {
             guard let winner = winners[id] ?? nil else { return nil }
             return ProjectionWriter.Change(previous: before[id] ?? nil, winner: winner)
         }
-        try writer.write(changes, indexSearch: true, parsed: parsed, in: db)
+        try writer.write(changes, indexSearch: true, in: db)
         try writer.storeCheckpoint(last.sequence, in: db)
     }
 }

@@ -43,19 +43,14 @@ struct ProjectionWriter: Sendable {
 
     /// Writes the rows of every changed object, fixes item placeholders, and (unless
     /// `indexSearch` is false) refreshes the search documents of every item the changes touch.
-    /// `parsed`, when given, parses the payloads (the follower's cache); otherwise each is parsed.
-    func write(_ changes: [Change], indexSearch: Bool, parsed: ParsedObjectCache? = nil, in db: Database) throws {
-        func mapped(_ fact: ObjectFact) -> ObjectRow {
-            guard let parsed else { return RowMapping.row(for: fact) }
-            return RowMapping.row(for: fact, object: parsed.object(for: fact))
-        }
+    func write(_ changes: [Change], indexSearch: Bool, in db: Database) throws {
         var dirtyItems = Set<String>()
         var referencedItems = Set<String>()
         var releasedItems = Set<String>()
         var departedItems = Set<String>()
         for change in changes {
-            let row = mapped(change.winner)
-            let previousRow = change.previous.map(mapped)
+            let row = RowMapping.row(for: change.winner)
+            let previousRow = change.previous.map(RowMapping.row(for:))
             try store(row, replacing: previousRow?.table, in: db)
             // Most changes (prices, overrides, versions) leave every searchable field as it was:
             // their items' documents are already right and are not rewritten.

@@ -31,13 +31,13 @@ final class FollowTraceLog: @unchecked Sendable {
             let lag = seen.map { String(format: "%.3f", max(0, millis($0 - durableAt))) } ?? ""
             events += "\(sequence),\(ms(durableAt)),\(seen.map(ms) ?? ""),\(lag)\n"
         }
-        var commitRows = "first_sequence,last_sequence,events,received_ms,requested_ms,began_ms,statements_done_ms,committed_ms,statement_ms_by_table\n"
+        var commitRows = "first_sequence,last_sequence,events,received_ms,requested_ms,began_ms,statements_done_ms,committed_ms,cpu_ms,statement_ms_by_table\n"
         for commit in commits {
             let profile = commit.statementNanosByTable.sorted { $0.key < $1.key }
                 .map { "\($0.key)=\(String(format: "%.3f", Double($0.value) / 1e6))" }.joined(separator: ";")
             commitRows += "\(commit.firstSequence),\(commit.lastSequence),\(commit.lastSequence - commit.firstSequence + 1),"
                 + "\(ms(commit.receivedAt)),\(ms(commit.requestedAt)),\(ms(commit.beganAt)),\(ms(commit.statementsDoneAt)),"
-                + "\(ms(commit.committedAt)),\"\(profile)\"\n"
+                + "\(ms(commit.committedAt)),\(String(format: "%.3f", Double(commit.cpuNanos) / 1e6)),\"\(profile)\"\n"
         }
         var checkpointRows = "started_ms,finished_ms,wal_frames,checkpointed_frames,on_writer\n"
         for checkpoint in checkpoints {
@@ -47,6 +47,10 @@ final class FollowTraceLog: @unchecked Sendable {
         try events.write(toFile: prefix + ".events.csv", atomically: true, encoding: .utf8)
         try commitRows.write(toFile: prefix + ".commits.csv", atomically: true, encoding: .utf8)
         try checkpointRows.write(toFile: prefix + ".checkpoints.csv", atomically: true, encoding: .utf8)
+        let eventCount = commits.reduce(0) { $0 + Int($1.lastSequence - $1.firstSequence + 1) }
+        let cpuNanos = commits.reduce(0) { $0 + $1.cpuNanos }
+        print(String(format: "follower CPU in its transactions: %.1f µs per event (%d commits, %d events)",
+                     Double(cpuNanos) / 1e3 / Double(max(eventCount, 1)), commits.count, eventCount))
         printSlowest(commits, checkpoints: checkpoints, start: start)
     }
 

@@ -21,7 +21,7 @@ public struct ProjectorOptions: Sendable {
     /// while commits keep coming (see `WALCheckpointer`); nil lets it grow until a pause.
     /// 65,536 frames is 256 MiB at SQLite's default 4 KiB page: at the benchmark's 1000 price
     /// changes a second (about 8.5 frames each) a restart every 8 s, each costing the commit after
-    /// it a short checkpoint and a sync (about 10 to 30 ms measured under load).
+    /// it a short checkpoint and its syncs (9 to 20 ms measured under load).
     public var followWALFramesMax: Int? = 65_536
     /// While following, receives the timing of each commit and checkpoint (for measurement).
     public var followTrace: (@Sendable (FollowTraceEvent) -> Void)?

@@ -25,10 +25,13 @@ public struct FollowCommitTiming: Sendable {
     public var committedAt: ContinuousClock.Instant
     /// CPU time the writing thread spent from the transaction's start to the end of COMMIT, in
     /// nanoseconds. Unlike the instants above it does not grow while the thread waits for a core,
-    /// so it compares builds run under different machine loads.
+    /// so it compares builds run under different machine loads better (on a virtual machine, time
+    /// the hypervisor steals while the thread runs still counts).
     public var cpuNanos: UInt64
-    /// Statement time by table written (search-index tables under "search"), as measured by
-    /// SQLite's statement profiling; empty unless `ProjectorOptions.followProfilesStatements`.
+    /// Statement time by statement verb and table ("INSERT price_history"; search-index tables
+    /// as "search"), as SQLite's statement profiling measures it (in whole milliseconds per
+    /// statement on Linux, so only sums over many commits mean much); empty unless
+    /// `ProjectorOptions.followProfilesStatements`.
     public var statementNanosByTable: [String: UInt64]
 }
 

@@ -14,14 +14,21 @@ extension CatalogProjector {
     /// While following, WAL checkpoints (which copy pages into the database file and sync it) run
     /// on a connection of their own, off the commit path: done by the committing connection, as
     /// SQLite does by default, each one would stall the commit that crosses the threshold, and
-    /// every event queued behind it, for as long as the disk takes to sync.
+    /// every event queued behind it, for as long as the disk takes to sync. Only when the WAL has
+    /// grown past `followWALFramesMax` does one short checkpoint run between two batches, so that
+    /// the WAL starts over (see `WALCheckpointer`).
     public func follow(applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
         let checkpoint = try catchUp()
         let batch = ProjectionBatch(writer: writer, reader: reader)
         let buffer = FollowBuffer()
         let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
         let reader = self.reader
-        let checkpointer = try options.followCheckpointInterval.map { try WALCheckpointer(path: databasePath, interval: $0) }
+        let trace = options.followTrace
+        let profiles = options.followProfilesStatements
+        let checkpointer = try options.followCheckpointInterval.map {
+            try WALCheckpointer(path: databasePath, interval: $0, walFramesMax: options.followWALFramesMax, trace: trace,
+                                onLargeWAL: { buffer.requestWALRestart() })
+        }
         if checkpointer != nil { try setAutomaticCheckpoints(pages: 0) }
         defer { if checkpointer != nil { try? setAutomaticCheckpoints(pages: WALCheckpointer.sqliteDefaultPages) } }
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -34,12 +41,23 @@ extension CatalogProjector {
             }
             if let checkpointer { group.addTask { await checkpointer.run() } }
             for await _ in wakeUps {
-                while case let events = buffer.drain(max: options.batchEventsMax), let last = events.last {
+                while case let (events, receivedAt) = buffer.drain(max: options.batchEventsMax), let last = events.last {
+                    if buffer.takeWALRestartRequest() { await checkpointOnWriter(trace: trace) }
                     // The asynchronous write runs on the database's own writer queue and suspends
                     // this task meanwhile, so the (few) cooperative threads stay free for the
-                    // appenders and the log follower instead of waiting on SQLite.
+                    // appenders and the log follower instead of waiting on SQLite. (A thread of the
+                    // follower's own, writing synchronously, was tried and measured worse under
+                    // CPU contention: see docs/PERFORMANCE.md.)
+                    let requestedAt = ContinuousClock.now
                     do {
-                        try await database.write { db in try batch.apply(events, in: db) }
+                        let timing = try await database.writeWithoutTransaction { db in
+                            try Self.commit(events, batch: batch, profiles: profiles, in: db)
+                        }
+                        trace?(.commit(FollowCommitTiming(
+                            firstSequence: events[0].sequence, lastSequence: last.sequence, receivedAt: receivedAt,
+                            requestedAt: requestedAt, beganAt: timing.beganAt, statementsDoneAt: timing.statementsDoneAt,
+                            committedAt: timing.committedAt, cpuNanos: timing.cpuNanos,
+                            statementNanosByTable: timing.statementNanosByTable)))
                     } catch let error as DatabaseError {
                         throw ProjectionError(.database, "\(error)", location: "events \(events[0].sequence)...\(last.sequence)")
                     }
@@ -52,60 +70,44 @@ extension CatalogProjector {
         }
     }
 
+    /// Applies one batch in its own transaction on the writer connection, timing the statements
+    /// and the COMMIT (and, when asked, each statement by table).
+    private static func commit(_ events: [LedgerEvent], batch: ProjectionBatch, profiles: Bool,
+                               in db: Database) throws -> CommitTimes {
+        let beganAt = ContinuousClock.now
+        let cpuAtStart = threadCPUNanos()
+        let profile = StatementProfile()
+        if profiles { db.trace(options: .profile) { profile.record($0) } }
+        defer { if profiles { db.trace(options: []) } }
+        var statementsDoneAt = beganAt
+        try db.inTransaction {
+            try batch.apply(events, in: db)
+            statementsDoneAt = ContinuousClock.now
+            return .commit
+        }
+        let committedAt = ContinuousClock.now
+        return CommitTimes(beganAt: beganAt, statementsDoneAt: statementsDoneAt, committedAt: committedAt,
+                           cpuNanos: threadCPUNanos() - cpuAtStart, statementNanosByTable: profile.nanosByTable)
+    }
+
+    /// A passive checkpoint on the writing connection, between two batches. It copies only the
+    /// frames committed since the checkpointer's last round and leaves the WAL fully
+    /// checkpointed, so that the next transaction writes from the WAL's beginning again. A
+    /// failure is not the batch's: the checkpointer asks again at a later round.
+    private func checkpointOnWriter(trace: (@Sendable (FollowTraceEvent) -> Void)?) async {
+        let startedAt = ContinuousClock.now
+        guard let frames = try? await database.writeWithoutTransaction({ db in try db.checkpoint(.passive) }) else { return }
+        trace?(.checkpoint(FollowCheckpointTiming(
+            startedAt: startedAt, finishedAt: .now, walFrames: frames.walFrameCount,
+            checkpointedFrames: frames.checkpointedFrameCount, onWriter: true)))
+    }
+
     /// Sets `wal_autocheckpoint` of the writing connection (0: never checkpoint on commit).
     private func setAutomaticCheckpoints(pages: Int) throws {
         do {
             try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = \(pages)") }
         } catch let error as DatabaseError {
             throw ProjectionError(.database, "\(error)", location: databasePath)
-        }
-    }
-}
-
-/// Runs passive WAL checkpoints at a steady interval on its own connection. A passive checkpoint
-/// never waits for the writer nor blocks it: it copies what no reader still needs and leaves the
-/// rest for the next round. Used by one task at a time (`run`); the connection is its own.
-final class WALCheckpointer: Sendable {
-    /// SQLite's default `wal_autocheckpoint`, restored when following stops.
-    static let sqliteDefaultPages = 1_000
-
-    private let queue: DatabaseQueue
-    private let interval: Duration
-    private let path: String
-
-    init(path: String, interval: Duration) throws {
-        self.path = path
-        self.interval = interval
-        do {
-            queue = try DatabaseQueue(path: path)
-        } catch let error as DatabaseError {
-            throw ProjectionError(.database, "\(error)", location: path)
-        }
-    }
-
-    /// Checkpoints every `interval` until the task is cancelled. A failed checkpoint is retried at
-    /// the next round: the WAL only grows meanwhile, and nothing is lost.
-    func run() async {
-        while !Task.isCancelled {
-            do { try await Task.sleep(for: interval) } catch { break }
-            _ = try? await queue.writeWithoutTransaction { db in try db.checkpoint(.passive) }
-        }
-        try? queue.close()
-    }
-}
-
-/// Events the follower has read and the projector has not applied yet. Thread-safe (a lock).
-final class FollowBuffer: @unchecked Sendable {
-    private let lock = NSLock()
-    private var events: [LedgerEvent] = []
-
-    func append(_ event: LedgerEvent) { lock.withLock { events.append(event) } }
-
-    func drain(max: Int) -> [LedgerEvent] {
-        lock.withLock {
-            let taken = Array(events.prefix(max))
-            events.removeFirst(taken.count)
-            return taken
         }
     }
 }

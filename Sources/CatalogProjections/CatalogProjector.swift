@@ -16,6 +16,18 @@ public struct ProjectorOptions: Sendable {
     /// While following the tail, how often the WAL is checkpointed off the commit path; nil leaves
     /// checkpoints to SQLite, on the commit that crosses its page threshold.
     public var followCheckpointInterval: Duration? = .milliseconds(250)
+    /// While following, the WAL's size in frames (pages) above which the follower checkpoints on
+    /// its own connection between two batches, so that the WAL starts over instead of growing
+    /// while commits keep coming (see `WALCheckpointer`); nil lets it grow until a pause.
+    /// 65,536 frames is 256 MiB at SQLite's default 4 KiB page: at the benchmark's 1000 price
+    /// changes a second (about 8.5 frames each) a restart every 8 s, each costing the commit after
+    /// it a short checkpoint and its syncs (9 to 20 ms measured under load).
+    public var followWALFramesMax: Int? = 65_536
+    /// While following, receives the timing of each commit and checkpoint (for measurement).
+    public var followTrace: (@Sendable (FollowTraceEvent) -> Void)?
+    /// With `followTrace`, also profiles every statement of a commit and sums its time by table
+    /// (SQLite's statement profiling; it slows the commit down a little).
+    public var followProfilesStatements = false
 
     public init() {}
 }

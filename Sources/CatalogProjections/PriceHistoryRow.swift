@@ -33,11 +33,20 @@ struct PricePoint: Equatable {
     /// nil for a tombstone, a payload that does not parse, or a type without prices: the next live
     /// version then records its prices as set from none.
     init?(_ fact: ObjectFact) {
-        guard !fact.header.isDeleted, !fact.payload.isEmpty,
-              let object = try? CatalogObject(bytes: fact.payload) else { return nil }
+        guard let object = Self.parsed(fact) else { return nil }
+        self.init(object)
+    }
+
+    init(_ object: CatalogObject) {
         base = object.priceMoney
         pricingType = object.pricingType
         locations = object.locationPriceOverrides
+    }
+
+    /// The object a live fact carries, or nil for a tombstone or a payload that does not parse.
+    static func parsed(_ fact: ObjectFact) -> CatalogObject? {
+        guard !fact.header.isDeleted, !fact.payload.isEmpty else { return nil }
+        return try? CatalogObject(bytes: fact.payload)
     }
 }
 
@@ -50,9 +59,12 @@ public enum PriceHistoryRule {
     public static func tracks(_ type: CatalogObjectType) -> Bool { type == .itemVariation || type == .modifier }
 
     public static func rows(previous: ObjectFact?, next: ObjectFact, sequence: UInt64, recordedAt: Int64) -> [PriceHistoryRow] {
-        guard tracks(next.header.objectType), let after = PricePoint(next) else { return [] }
+        // The next fact is parsed once for its prices and its SKU (the follower's commit path
+        // parses each event's JSON several times; this is one of them fewer).
+        guard tracks(next.header.objectType), let nextObject = PricePoint.parsed(next) else { return [] }
+        let after = PricePoint(nextObject)
         let before = previous.flatMap(PricePoint.init)
-        let sku = (try? CatalogObject(bytes: next.payload))?.sku
+        let sku = nextObject.sku
         var rows: [PriceHistoryRow] = []
         func add(_ scope: String, _ old: Money?, _ new: Money?, oldText: String?, newText: String?) {
             rows.append(PriceHistoryRow(

@@ -32,6 +32,23 @@ struct ProjectionsBench: ParsableCommand {
     @Option(help: "While following, checkpoint the WAL off the commit path every N ms (0: SQLite's checkpoints on commit).")
     var followCheckpointMs = 250
 
+    @Option(help: "While following, let the WAL start over once it holds more than N frames (0: let it grow until a pause).")
+    var followWALFramesMax = 65_536
+
+    @Flag(help: "Reuse the ledger and projection an earlier run left in --directory: only the lag phase runs.")
+    var reuse = false
+
+    @Option(help: "Write the lag phase's timeline to PREFIX.events.csv, PREFIX.commits.csv and PREFIX.checkpoints.csv.")
+    var lagTrace: String?
+
+    @Flag(help: "With --lag-trace, also profile every statement of a follower commit (time by table; slows commits a little).")
+    var profileStatements = false
+
+    func validate() throws {
+        if reuse && directory == nil { throw ValidationError("--reuse needs the --directory of an earlier run") }
+        if profileStatements && lagTrace == nil { throw ValidationError("--profile-statements needs --lag-trace") }
+    }
+
     /// Synchronous entry: with this toolchain the async `run()` of a subcommand started from
     /// main.swift's top-level code is never called (the default synchronous `run()`, which prints
     /// the help, is), so the measurement runs in a task while this thread waits for it.
@@ -49,11 +66,63 @@ struct ProjectionsBench: ParsableCommand {
         let scale = quick ? 20 : 1
         let sizes = (events: 1_000_000 / scale, items: 100_000 / scale, variations: 250_000 / scale)
         let root = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-projections-\(seed)").path
-        try? FileManager.default.removeItem(atPath: root)
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let layout = LedgerLayout(root: (root as NSString).appendingPathComponent("ledger"))
-        log("projections bench: seed \(seed), \(sizes.events) events, \(sizes.items) items, \(sizes.variations) variations")
+        var projectorOptions = ProjectorOptions()
+        projectorOptions.followCheckpointInterval = followCheckpointMs > 0 ? .milliseconds(followCheckpointMs) : nil
+        projectorOptions.followWALFramesMax = followWALFramesMax > 0 ? followWALFramesMax : nil
+        let traceLog = lagTrace.map { _ in FollowTraceLog() }
+        if let traceLog {
+            projectorOptions.followTrace = { traceLog.record($0) }
+            projectorOptions.followProfilesStatements = profileStatements
+        }
 
+        let build: BuildFigures?
+        let projector: CatalogProjector
+        if reuse {
+            guard FileManager.default.fileExists(atPath: String(describing: layout.projectionsDatabase)) else {
+                throw ValidationError("no projection to reuse in \(root) (run once with --directory first)")
+            }
+            projector = try CatalogProjector(layout: layout, options: projectorOptions)
+            log("projections bench: reusing \(root) (checkpoint \(try projector.checkpoint().map(String.init) ?? "none")); lag phase only")
+            build = nil
+        } else {
+            try? FileManager.default.removeItem(atPath: root)
+            try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+            log("projections bench: seed \(seed), \(sizes.events) events, \(sizes.items) items, \(sizes.variations) variations")
+            (build, projector) = try await buildPhases(layout: layout, options: projectorOptions, sizes: sizes, root: root)
+        }
+
+        // 4. Lag at a steady 1000 events/s while the projection follows the tail. The rebuild and
+        // floor phases leave a gigabyte of dirty pages at full size; flushed first, so that the
+        // kernel's write throttling for them does not land on the follower's commits.
+        flushFileSystems()
+        let lag = try await measureLag(layout: layout, projector: projector, events: lagEvents ?? (quick ? 2_000 : 5_000),
+                                       traceLog: traceLog)
+        log("lag over \(lag.count) of \(lag.appended) events: p50 \(String(format: "%.2f", lag.p50Millis)) ms, p99 \(String(format: "%.2f", lag.p99Millis)) ms")
+
+        let report = ProjectionsBenchReport(
+            seed: seed, reused: reuse, events: build?.events, items: sizes.items, variations: sizes.variations, objects: build?.objects,
+            rebuildSeconds: build?.rebuildSeconds, floorSeconds: build?.floorSeconds,
+            rebuildOverFloor: build.map { $0.rebuildSeconds / $0.floorSeconds },
+            rebuildPeakRSSMiB: build?.rebuildPeakRSSMiB, rssBeforeRebuildMiB: build?.rssBeforeRebuildMiB,
+            lagEvents: lag.count, lagEventsAppended: lag.appended, followCheckpointMs: followCheckpointMs, lagP50Millis: lag.p50Millis, lagP99Millis: lag.p99Millis, lagMaxMillis: lag.maxMillis,
+            lagCommits: lag.commits, lagCPUCores: lag.cpuCores, lagLoadAverage: lag.loadAverage)
+        report.print(asJSON: json)
+        if directory == nil { try? FileManager.default.removeItem(atPath: root) }
+    }
+
+    struct BuildFigures {
+        var events: Int
+        var objects: Int
+        var rebuildSeconds: Double
+        var floorSeconds: Double
+        var rebuildPeakRSSMiB: Double
+        var rssBeforeRebuildMiB: Double
+    }
+
+    /// Generates the ledger, rebuilds the projection from it, and times the floor.
+    func buildPhases(layout: LedgerLayout, options: ProjectorOptions, sizes: (events: Int, items: Int, variations: Int),
+                     root: String) async throws -> (BuildFigures, CatalogProjector) {
         // 1. The generated ledger (not timed).
         let generateStart = ContinuousClock.now
         var generated = ProjectionHistoryGenerator(seed: seed, items: sizes.items, variations: sizes.variations)
@@ -65,9 +134,7 @@ struct ProjectionsBench: ParsableCommand {
         _ = malloc_trim(0)
         resetPeakRSS()
         let rssBefore = currentRSSKiB()
-        var projectorOptions = ProjectorOptions()
-        projectorOptions.followCheckpointInterval = followCheckpointMs > 0 ? .milliseconds(followCheckpointMs) : nil
-        let projector = try CatalogProjector(layout: layout, options: projectorOptions)
+        let projector = try CatalogProjector(layout: layout, options: options)
         let rebuildStart = ContinuousClock.now
         var lastPercent = -1
         let quiet = json
@@ -85,22 +152,10 @@ struct ProjectionsBench: ParsableCommand {
         try? FileManager.default.removeItem(atPath: floorPath)
         let floorSeconds = try Self.floor(state: state, path: floorPath)
         log("floor (final rows only, \(state.objects.count) objects) \(String(format: "%.1f", floorSeconds)) s")
-
-        // 4. Lag at a steady 1000 events/s while the projection follows the tail. The rebuild and
-        // floor phases leave a gigabyte of dirty pages at full size; flushed first, so that the
-        // kernel's write throttling for them does not land on the follower's commits.
-        flushFileSystems()
-        let lag = try await measureLag(layout: layout, projector: projector, events: lagEvents ?? (quick ? 2_000 : 5_000))
-        log("lag over \(lag.count) of \(lag.appended) events: p50 \(String(format: "%.2f", lag.p50Millis)) ms, p99 \(String(format: "%.2f", lag.p99Millis)) ms")
-
-        let report = ProjectionsBenchReport(
-            seed: seed, events: eventCount, items: sizes.items, variations: sizes.variations, objects: state.objects.count,
-            rebuildSeconds: rebuildSeconds, floorSeconds: floorSeconds, rebuildOverFloor: rebuildSeconds / floorSeconds,
-            rebuildPeakRSSMiB: Double(rebuildPeakKiB) / 1024, rssBeforeRebuildMiB: Double(rssBefore) / 1024,
-            lagEvents: lag.count, lagEventsAppended: lag.appended, followCheckpointMs: followCheckpointMs, lagP50Millis: lag.p50Millis, lagP99Millis: lag.p99Millis, lagMaxMillis: lag.maxMillis,
-            lagCommits: lag.commits, lagCPUCores: lag.cpuCores, lagLoadAverage: lag.loadAverage)
-        report.print(asJSON: json)
-        if directory == nil { try? FileManager.default.removeItem(atPath: root) }
+        let figures = BuildFigures(events: eventCount, objects: state.objects.count, rebuildSeconds: rebuildSeconds,
+                                   floorSeconds: floorSeconds, rebuildPeakRSSMiB: Double(rebuildPeakKiB) / 1024,
+                                   rssBeforeRebuildMiB: Double(rssBefore) / 1024)
+        return (figures, projector)
     }
 
     /// Bulk-inserts the final state's rows (and search documents) into a fresh file of the same
@@ -138,8 +193,12 @@ struct ProjectionsBench: ParsableCommand {
     /// Appends one standalone variation observation every millisecond (each append is durable
     /// under the default policy before it returns) and measures when the followed projection
     /// has committed it.
-    func measureLag(layout: LedgerLayout, projector: CatalogProjector, events: Int) async throws -> LagFigures {
+    func measureLag(layout: LedgerLayout, projector: CatalogProjector, events: Int,
+                    traceLog: FollowTraceLog?) async throws -> LagFigures {
         let ledger = try Ledger.open(layout: layout)
+        // Versions after any the ledger holds, earlier lag runs on a reused ledger included (each
+        // appended fewer events than the ledger's length), so that no append is a duplicate.
+        let versionBase = ProjectionHistoryGenerator.lagVersionBase + Int64(ledger.nextSequence)
         let visible = TimesBySequence()
         // `applied` reports the checkpoint after each commit: every sequence up to it is visible.
         let following = Task {
@@ -156,7 +215,7 @@ struct ProjectionsBench: ParsableCommand {
             for index in 0..<events {
                 let due = start + .milliseconds(index)
                 if due > ContinuousClock.now { try await Task.sleep(until: due, clock: .continuous) }
-                let event = try ProjectionHistoryGenerator.lagEvent(index: index, seed: seed)
+                let event = try ProjectionHistoryGenerator.lagEvent(index: index, versionBase: versionBase)
                 group.addTask {
                     let outcome = try await ledger.append(event)
                     durable.record(outcome.sequence, at: ContinuousClock.now)
@@ -176,6 +235,10 @@ struct ProjectionsBench: ParsableCommand {
             print("follower stopped with an error: \(error)")
         }
         try await ledger.close()
+        if let traceLog, let lagTrace {
+            try traceLog.write(prefix: lagTrace, start: start, durable: durable.all(), visible: visible)
+            log("lag timeline written to \(lagTrace).{events,commits,checkpoints}.csv")
+        }
         var lags: [Double] = []
         for (sequence, appended) in durable.all() {
             guard let seen = visible.time(of: sequence) else { continue }
@@ -270,17 +333,19 @@ private func procStatusKiB(_ field: String) -> Int {
     return 0
 }
 
+/// The figures of one run; the build figures are nil when the run reused an earlier run's files.
 struct ProjectionsBenchReport: Encodable {
     var seed: UInt64
-    var events: Int
+    var reused: Bool
+    var events: Int?
     var items: Int
     var variations: Int
-    var objects: Int
-    var rebuildSeconds: Double
-    var floorSeconds: Double
-    var rebuildOverFloor: Double
-    var rebuildPeakRSSMiB: Double
-    var rssBeforeRebuildMiB: Double
+    var objects: Int?
+    var rebuildSeconds: Double?
+    var floorSeconds: Double?
+    var rebuildOverFloor: Double?
+    var rebuildPeakRSSMiB: Double?
+    var rssBeforeRebuildMiB: Double?
     var lagEvents: Int
     var lagEventsAppended: Int
     var followCheckpointMs: Int
@@ -291,8 +356,9 @@ struct ProjectionsBenchReport: Encodable {
     var lagCPUCores: Double
     var lagLoadAverage: Double
 
+    /// The targets this run measured are met (a reused run measures only the lag).
     var meetsTargets: Bool {
-        rebuildOverFloor <= 3 && rebuildPeakRSSMiB < 1024 && lagP99Millis < 50 && lagEvents == lagEventsAppended
+        (rebuildOverFloor ?? 0) <= 3 && (rebuildPeakRSSMiB ?? 0) < 1024 && lagP99Millis < 50 && lagEvents == lagEventsAppended
     }
 
     func print(asJSON: Bool) {
@@ -307,10 +373,15 @@ struct ProjectionsBenchReport: Encodable {
             Swift.print(String(decoding: data, as: UTF8.self))
             return
         }
-        Swift.print("events \(events), items \(items), variations \(variations), objects in final state \(objects)")
-        Swift.print(String(format: "rebuild %.1f s (%.0f events/s), floor %.1f s: %.2fx the floor (target <= 3x)",
-                           rebuildSeconds, Double(events) / rebuildSeconds, floorSeconds, rebuildOverFloor))
-        Swift.print(String(format: "rebuild peak RSS %.0f MiB (target < 1024), RSS before %.0f MiB", rebuildPeakRSSMiB, rssBeforeRebuildMiB))
+        if let events, let objects, let rebuildSeconds, let floorSeconds, let rebuildOverFloor, let rebuildPeakRSSMiB,
+           let rssBeforeRebuildMiB {
+            Swift.print("events \(events), items \(items), variations \(variations), objects in final state \(objects)")
+            Swift.print(String(format: "rebuild %.1f s (%.0f events/s), floor %.1f s: %.2fx the floor (target <= 3x)",
+                               rebuildSeconds, Double(events) / rebuildSeconds, floorSeconds, rebuildOverFloor))
+            Swift.print(String(format: "rebuild peak RSS %.0f MiB (target < 1024), RSS before %.0f MiB", rebuildPeakRSSMiB, rssBeforeRebuildMiB))
+        } else {
+            Swift.print("reused an earlier run's ledger and projection: rebuild, floor and peak RSS not measured")
+        }
         Swift.print(String(format: "append-to-visible lag at 1000 events/s over %d of %d events: p50 %.2f ms, p99 %.2f ms (target < 50), max %.2f ms",
                            lagEvents, lagEventsAppended, lagP50Millis, lagP99Millis, lagMaxMillis))
         if lagEvents < lagEventsAppended {
@@ -319,7 +390,7 @@ struct ProjectionsBenchReport: Encodable {
         Swift.print(String(format: "  %d projection commits (%.1f events each); process CPU %.2f cores; load average %.1f; WAL checkpoints %@",
                            lagCommits, Double(lagEvents) / Double(max(lagCommits, 1)), lagCPUCores, lagLoadAverage,
                            followCheckpointMs > 0 ? "every \(followCheckpointMs) ms off the commit path" : "on commit (SQLite)"))
-        Swift.print("targets: \(meetsTargets ? "met" : "NOT met")")
+        Swift.print("targets\(reused ? " (lag only)" : ""): \(meetsTargets ? "met" : "NOT met")")
     }
 }
 
@@ -430,10 +501,13 @@ struct ProjectionHistoryGenerator {
                                                        correlationID: run)
     }
 
-    /// One standalone observation of a variation of one of the first 100 items, at a version
-    /// later than any the history holds (a price change a webhook-triggered sync would bring).
-    static func lagEvent(index: Int, seed: UInt64) throws -> PendingEvent {
-        let version: Int64 = 2_000_000_000_000 + Int64(index)
+    /// Lag events carry versions from here on, later than any the generated history holds.
+    static let lagVersionBase: Int64 = 2_000_000_000_000
+
+    /// One standalone observation of a variation of one of the first 100 items, at version
+    /// `versionBase + index` (a price change a webhook-triggered sync would bring).
+    static func lagEvent(index: Int, versionBase: Int64) throws -> PendingEvent {
+        let version = versionBase + Int64(index)
         let item = index % 100
         let json = variation(id: "V\(item)-0", item: item, index: 0, version: version, price: 100 + Int64(index % 900),
                              override: nil)

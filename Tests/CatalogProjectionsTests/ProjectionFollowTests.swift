@@ -1,0 +1,129 @@
+import CatalogLedger
+import CatalogModel
+@testable import CatalogProjections
+import Foundation
+import GRDB
+import Testing
+
+/// What following the tail does to the projection file: its WAL stays bounded under a steady
+/// stream of commits, and losing the last unsynced commits only sends the projector back to its
+/// older checkpoint.
+struct ProjectionFollowTests {
+    @Test("under a steady stream of commits the WAL starts over once it passes followWALFramesMax, and the projection equals a rebuild")
+    func walStartsOverWhileFollowing() async throws {
+        let seed = SeededGenerator.seed()
+        print("ProjectionFollowTests.walStartsOverWhileFollowing seed \(seed) (set CATLEDGER_TEST_SEED to repeat)")
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        var history = GeneratedHistory(seed: seed)
+        try await history.append(steps: 20, to: ledger)
+
+        var options = ProjectorOptions()
+        options.followCheckpointInterval = .milliseconds(5)
+        options.followWALFramesMax = 40
+        let checkpoints = CheckpointLog()
+        options.followTrace = { event in
+            if case .checkpoint(let timing) = event { checkpoints.append(timing) }
+        }
+        let projector = try directory.projector(options: options)
+        let applied = AppliedSequence()
+        let following = Task { try await projector.follow { applied.set($0) } }
+
+        // Keep commits coming, one change at a time, until the WAL has started over after a
+        // checkpoint on the writing connection (or the deadline passes, which fails below).
+        let deadline = ContinuousClock.now + .seconds(20)
+        var steps = 0
+        while !checkpoints.restartedAfterWriterCheckpoint, ContinuousClock.now < deadline {
+            try await history.append(steps: 1, to: ledger)
+            steps += 1
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        let last = try #require(try ledger.reader.lastSequence())
+        while applied.value.map({ $0 < last }) ?? true, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        following.cancel()
+        _ = await following.result
+
+        #expect(checkpoints.restartedAfterWriterCheckpoint,
+                "no WAL restart after \(steps) changes; checkpoints: \(checkpoints.summary), seed \(seed)")
+        #expect(try projector.checkpoint() == last)
+        let report = try ProjectionConsistency.check(database: projector.database, reader: ledger.reader)
+        #expect(report.isConsistent, "\(report.differences), seed \(seed)")
+        let reference = try directory.projector("reference.sqlite")
+        try reference.rebuild()
+        #expect(try digests(projector.database) == digests(reference.database), "seed \(seed)")
+        try await ledger.close()
+    }
+
+    @Test("a projection that lost its last commits (WAL frames never synced) re-applies from its older checkpoint to the same digests")
+    func lostUnsyncedCommitsAreReapplied() async throws {
+        let seed = SeededGenerator.seed()
+        print("ProjectionFollowTests.lostUnsyncedCommitsAreReapplied seed \(seed) (set CATLEDGER_TEST_SEED to repeat)")
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        var history = GeneratedHistory(seed: seed)
+        try await history.append(steps: 120, to: ledger)
+
+        // The projection's commits are not synced (synchronous = NORMAL): a power loss may drop
+        // the last of them. Copying the database and its WAL between two commits gives the files
+        // such a loss leaves; later commits then exist only in the live files.
+        var options = ProjectorOptions()
+        options.batchEventsMax = 30
+        let projector = try directory.projector(options: options)
+        let olderCheckpoint = try #require(try projector.catchUp())
+        let savedPaths = try Self.copyDatabaseFiles(of: projector.databasePath, suffix: ".saved")
+        try await history.append(steps: 120, to: ledger)
+        let newerCheckpoint = try #require(try projector.catchUp())
+        #expect(newerCheckpoint > olderCheckpoint)
+        try projector.database.close()
+
+        for suffix in ["", "-wal", "-shm"] { unlink(projector.databasePath + suffix) }
+        for (saved, original) in savedPaths { try FileManager.default.moveItem(atPath: saved, toPath: original) }
+        let reopened = try directory.projector(options: options)
+        #expect(try reopened.checkpoint() == olderCheckpoint, "the lost commits are gone, the older checkpoint with them")
+        let behind = try ProjectionConsistency.check(database: reopened.database, reader: ledger.reader)
+        #expect(behind.isConsistent, "at the older checkpoint: \(behind.differences), seed \(seed)")
+        #expect(try reopened.catchUp() == newerCheckpoint)
+        let reference = try directory.projector("reference.sqlite")
+        try reference.rebuild()
+        #expect(try digests(reopened.database) == digests(reference.database), "seed \(seed)")
+        try await ledger.close()
+    }
+
+    /// Copies the database file and its WAL (the shared-memory index is rebuilt from the WAL on
+    /// open) next to them; returns (copy, original) pairs.
+    static func copyDatabaseFiles(of path: String, suffix: String) throws -> [(String, String)] {
+        var pairs: [(String, String)] = []
+        for fileSuffix in ["", "-wal"] where FileManager.default.fileExists(atPath: path + fileSuffix) {
+            let copy = path + fileSuffix + suffix
+            try FileManager.default.copyItem(atPath: path + fileSuffix, toPath: copy)
+            pairs.append((copy, path + fileSuffix))
+        }
+        #expect(pairs.count == 2, "the saved files hold a WAL: the loss is of WAL frames, as in WAL mode")
+        return pairs
+    }
+}
+
+/// Checkpoints reported while following, in order. Thread-safe (a lock).
+final class CheckpointLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var timings: [FollowCheckpointTiming] = []
+
+    func append(_ timing: FollowCheckpointTiming) { lock.withLock { timings.append(timing) } }
+
+    /// A checkpoint on the writing connection was followed by one that found fewer frames in the
+    /// WAL than it had: the WAL started over from its beginning.
+    var restartedAfterWriterCheckpoint: Bool {
+        lock.withLock {
+            guard let writer = timings.firstIndex(where: \.onWriter) else { return false }
+            return timings[(writer + 1)...].contains { $0.walFrames < timings[writer].walFrames }
+        }
+    }
+
+    var summary: String {
+        lock.withLock { timings.map { "\($0.onWriter ? "writer " : "")\($0.checkpointedFrames)/\($0.walFrames)" }.joined(separator: ", ") }
+    }
+}

@@ -42,6 +42,7 @@ struct ProjectionSimulationTally: Sendable, CustomStringConvertible {
     /// Acknowledged events a crash took back (durability `interval` or `none`).
     var eventsLostUnsynced = 0
     var catchUps = 0
+    var follows = 0
     var projectionCrashesBetweenBatches = 0
     var projectionCommitsRolledBack = 0
     var projectionImagesRestored = 0
@@ -64,6 +65,7 @@ struct ProjectionSimulationTally: Sendable, CustomStringConvertible {
         faultsArmed += other.faultsArmed
         eventsLostUnsynced += other.eventsLostUnsynced
         catchUps += other.catchUps
+        follows += other.follows
         projectionCrashesBetweenBatches += other.projectionCrashesBetweenBatches
         projectionCommitsRolledBack += other.projectionCommitsRolledBack
         projectionImagesRestored += other.projectionImagesRestored
@@ -81,7 +83,7 @@ struct ProjectionSimulationTally: Sendable, CustomStringConvertible {
         let policies = seedsByDurability.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
         return "\(seeds) seeds (\(policies)), \(ledgerCrashes) ledger crashes survived, \(appendsAcknowledged) appends acknowledged "
             + "(\(appendsFailed) failed under faults, \(faultsArmed) faults armed), \(eventsLostUnsynced) acknowledged unsynced events "
-            + "lost in crashes, \(catchUps) catch-ups, projection crashes: \(projectionCrashesBetweenBatches) between batches, "
+            + "lost in crashes, \(catchUps) catch-ups, \(follows) follows, projection crashes: \(projectionCrashesBetweenBatches) between batches, "
             + "\(projectionCommitsRolledBack) in a batch commit, \(projectionImagesRestored) older images restored; "
             + "projection found ahead of the log \(projectionsAheadOfLog), on a changed log \(projectionsOnChangedLog), "
             + "on a compacted checkpoint \(projectionsOnCompactedCheckpoint): \(rebuildsForced) rebuilds forced; "
@@ -124,6 +126,18 @@ final class CommitSaboteur: TransactionObserver, @unchecked Sendable {
 
 struct ProjectionFaultSimulation {
     static let logger = Logger(label: "ReliabilityTests.projection-simulation") { _ in SwiftLogNoOpLogHandler() }
+    /// Where the SQLite files go: a memory file system when there is one (`/dev/shm`), since the
+    /// projection's crashes are simulated and real fsyncs would only slow the run down;
+    /// `RELIABILITY_SCRATCH_DIRECTORY` overrides it.
+    static let scratchParent: String = {
+        if let chosen = ProcessInfo.processInfo.environment["RELIABILITY_SCRATCH_DIRECTORY"] { return chosen }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory), isDirectory.boolValue,
+           FileManager.default.isWritableFile(atPath: "/dev/shm") {
+            return "/dev/shm"
+        }
+        return FileManager.default.temporaryDirectory.path
+    }()
 
     let seed: UInt64
     private var random: SeededGenerator
@@ -162,7 +176,7 @@ struct ProjectionFaultSimulation {
         self.seed = seed
         self.random = SeededGenerator(seed: seed)
         self.catalog = SimulatedCatalog(seed: seed)
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("catledger-projsim-\(seed)-\(UUID().uuidString)").path
+        root = (Self.scratchParent as NSString).appendingPathComponent("catledger-projsim-\(seed)-\(UUID().uuidString)")
         layout = LedgerLayout(root: root)
     }
 
@@ -222,9 +236,10 @@ struct ProjectionFaultSimulation {
 
     private mutating func runStep(_ ledger: Ledger, label: String) async throws {
         switch Int.random(in: 0..<100, using: &random) {
-        case ..<52: try await append(ledger, label: label)
-        case ..<74: try catchUp(label: label, crashMode: Int.random(in: 0..<5, using: &random))
-        case ..<84: try await compact(ledger, label: label)
+        case ..<48: try await append(ledger, label: label)
+        case ..<68: try catchUp(label: label, crashMode: Int.random(in: 0..<5, using: &random))
+        case ..<76: try await follow(ledger, label: label)
+        case ..<86: try await compact(ledger, label: label)
         case ..<92: try saveImage(label: label)
         default: try restoreImageOrReopen(label: label)
         }
@@ -326,24 +341,8 @@ struct ProjectionFaultSimulation {
     /// restarted process would. Other values catch up normally.
     private mutating func catchUp(label: String, crashMode: Int) throws {
         let log = try readLog(label)
-        let expectation = expectedAgreement(log: log)
         guard let current = projector else { throw fail("\(label): no projector") }
-        let agreement = try current.checkpointAgreement()
-        if agreement.requiresRebuild != expectation.rebuild {
-            throw fail("\(label): the projector says \(agreement) but the simulation expects "
-                       + (expectation.rebuild ? "a rebuild (\(expectation.reason))" : "no rebuild"))
-        }
-        switch agreement {
-        case .aheadOfLog: tally.projectionsAheadOfLog += 1
-        case .logChanged: tally.projectionsOnChangedLog += 1
-        case .checkpointEventCompacted: tally.projectionsOnCompactedCheckpoint += 1
-        default: break
-        }
-        if agreement.requiresRebuild {
-            trace.append("\(label): projection \(agreement)")
-            projected = [:]
-            projectedThrough = nil
-        }
+        let agreement = try checkAgreement(log: log, label: label)
         tally.catchUps += 1
 
         switch crashMode {
@@ -369,7 +368,7 @@ struct ProjectionFaultSimulation {
             small.batchEventsMax = Int.random(in: 1...6, using: &random)
             try openProjector(options: small)
             let saboteur = CommitSaboteur(commitsBeforeFailure: Int.random(in: 0...2, using: &random))
-            try projector!.database.writeWithoutTransaction { db in db.add(transactionObserver: saboteur, extent: .observerLifetime) }
+            projector!.database.writeWithoutTransaction { db in db.add(transactionObserver: saboteur, extent: .observerLifetime) }
             let before = try projector!.checkpoint()
             do {
                 try projector!.catchUp()
@@ -385,6 +384,59 @@ struct ProjectionFaultSimulation {
             do { try current.catchUp() } catch { throw fail("\(label): catch-up failed: \(error)") }
             try noteProjection(log: log, label: label)
         }
+    }
+
+    /// Asks the projector whether its checkpoint still agrees with the log and compares the answer
+    /// with the simulation's own record of what the projection applied.
+    private mutating func checkAgreement(log: [UInt64: LedgerEvent], label: String) throws -> CheckpointAgreement {
+        let expectation = expectedAgreement(log: log)
+        let agreement = try projector!.checkpointAgreement()
+        if agreement.requiresRebuild != expectation.rebuild {
+            throw fail("\(label): the projector says \(agreement) but the simulation expects "
+                       + (expectation.rebuild ? "a rebuild (\(expectation.reason))" : "no rebuild"))
+        }
+        switch agreement {
+        case .aheadOfLog: tally.projectionsAheadOfLog += 1
+        case .logChanged: tally.projectionsOnChangedLog += 1
+        case .checkpointEventCompacted: tally.projectionsOnCompactedCheckpoint += 1
+        default: break
+        }
+        if agreement.requiresRebuild {
+            trace.append("\(label): projection \(agreement)")
+            projected = [:]
+            projectedThrough = nil
+        }
+        return agreement
+    }
+
+    /// Follows the log (`CatalogProjector.follow`, which catches up first) while a few events are
+    /// appended, until the projection reaches the log's end; then the follower is cancelled. The
+    /// projection ends where the log ends whatever the scheduling, so the seed still replays.
+    private mutating func follow(_ ledger: Ledger, label: String) async throws {
+        _ = try checkAgreement(log: try readLog(label), label: label)
+        guard let projector else { throw fail("\(label): no projector") }
+        let following = Task { try await projector.follow() }
+        for index in 0..<Int.random(in: 1...4, using: &random) { try await append(ledger, label: "\(label)f\(index)") }
+        let log = try readLog(label)
+        let target = log.keys.max()
+        let deadline = Date().addingTimeInterval(30)
+        var reached = false
+        while Date() < deadline {
+            let checkpoint = try projector.checkpoint()
+            if checkpoint == target { reached = true; break }
+            if let checkpoint, let target, checkpoint > target {
+                throw fail("\(label): following, the projection reached \(checkpoint), past the log's end \(target)")
+            }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        following.cancel()
+        let outcome = await following.result
+        guard reached else {
+            throw fail("\(label): following, the projection did not reach the log's end \(target.map(String.init) ?? "-") "
+                       + "in 30 s (follow ended with \(outcome))")
+        }
+        tally.follows += 1
+        try noteProjection(log: log, label: label)
     }
 
     /// Records what the projection has applied, from the log as read just before the catch-up
@@ -467,7 +519,7 @@ struct ProjectionFaultSimulation {
             }
         }
         // A missing sequence below the end is one that compaction may drop.
-        let last = previous ?? 0
+        guard let last = previous else { return log }
         for (sequence, event) in known where sequence <= last && log[sequence] == nil && !compacted.contains(sequence) {
             guard event.kind == .syncStarted || event.kind == .syncPageReceived else {
                 throw fail("\(label): sequence \(sequence) (\(event.kind)) is missing, and compaction never drops that kind")
@@ -532,3 +584,4 @@ struct ProjectionFaultSimulation {
         tally.consistencyChecks += 1
     }
 }
+

@@ -201,7 +201,7 @@ struct ProjectionFaultSimulation {
         default: options.storage.durability = .none; durabilityName = "none"
         }
         tally.seedsByDurability[durabilityName] = 1
-        options.storage.segmentBytesMax = Int.random(in: 1_500...6_000, using: &random)
+        options.storage.segmentBytesMax = Int.random(in: 1_000...3_000, using: &random)
         options.storage.segmentAgeMax = nil
         options.storage.batchRecordsMax = Int.random(in: 1...8, using: &random)
         options.storage.compression = Bool.random(using: &random) ? .lz4 : .none

@@ -49,8 +49,8 @@ public enum ProjectionReplay {
 
     /// Fills an empty, migrated database with the projection of the events admitted by `point`
     /// up to `throughSequence`. Used by `replay`, by the consistency check and by `rebuild`, which
-    /// passes `describesPoint: false` because a live projection carries no description of a point (its only
-    /// `projection_info` row is the checkpoint's anchor).
+    /// passes `describesPoint: false` because a live projection describes no point in time (its
+    /// only `projection_info` row is the checkpoint's anchor, stored here with the checkpoint).
     static func build(into database: any DatabaseWriter, reader: LedgerReader, point: AsOf,
                       throughSequence: UInt64?, describesPoint: Bool = true,
                       progress: ((ProjectionProgress) -> Void)? = nil) throws -> ReplaySummary {

@@ -18,7 +18,9 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 scratch="$root/.build/long-run"
 cd "$root"
 
-swift build -c release --build-tests --scratch-path "$scratch" 2>&1 | grep -E "error|Build" || true
+# `swift build` compiles tests without testability in release; several test targets use
+# `@testable import`, so it is asked for (`swift test` does the same by default).
+swift build -c release --build-tests --scratch-path "$scratch" -Xswiftc -enable-testing 2>&1 | grep -E "error|Build" || true
 if [ "${PIPESTATUS[0]}" -ne 0 ]; then
     echo "release build failed" >&2
     exit 1

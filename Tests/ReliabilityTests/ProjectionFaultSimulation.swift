@@ -31,99 +31,6 @@ import GRDB
 import LedgerStorage
 import Logging
 
-/// Totals of the projection simulation, for the test output and docs/RELIABILITY.md.
-struct ProjectionSimulationTally: Sendable, CustomStringConvertible {
-    var seeds = 0
-    var seedsByDurability: [String: Int] = [:]
-    var ledgerCrashes = 0
-    var appendsAcknowledged = 0
-    var appendsFailed = 0
-    var faultsArmed = 0
-    /// Acknowledged events a crash took back (durability `interval` or `none`).
-    var eventsLostUnsynced = 0
-    var catchUps = 0
-    var follows = 0
-    var projectionCrashesBetweenBatches = 0
-    var projectionCommitsRolledBack = 0
-    var projectionImagesRestored = 0
-    /// Catch-ups that found the projection holding events the log no longer had.
-    var projectionsAheadOfLog = 0
-    var projectionsOnChangedLog = 0
-    var projectionsOnCompactedCheckpoint = 0
-    var rebuildsForced = 0
-    var compactionsCompleted = 0
-    var compactionsFailed = 0
-    var eventsCompacted = 0
-    var consistencyChecks = 0
-
-    mutating func add(_ other: ProjectionSimulationTally) {
-        seeds += other.seeds
-        seedsByDurability.merge(other.seedsByDurability, uniquingKeysWith: +)
-        ledgerCrashes += other.ledgerCrashes
-        appendsAcknowledged += other.appendsAcknowledged
-        appendsFailed += other.appendsFailed
-        faultsArmed += other.faultsArmed
-        eventsLostUnsynced += other.eventsLostUnsynced
-        catchUps += other.catchUps
-        follows += other.follows
-        projectionCrashesBetweenBatches += other.projectionCrashesBetweenBatches
-        projectionCommitsRolledBack += other.projectionCommitsRolledBack
-        projectionImagesRestored += other.projectionImagesRestored
-        projectionsAheadOfLog += other.projectionsAheadOfLog
-        projectionsOnChangedLog += other.projectionsOnChangedLog
-        projectionsOnCompactedCheckpoint += other.projectionsOnCompactedCheckpoint
-        rebuildsForced += other.rebuildsForced
-        compactionsCompleted += other.compactionsCompleted
-        compactionsFailed += other.compactionsFailed
-        eventsCompacted += other.eventsCompacted
-        consistencyChecks += other.consistencyChecks
-    }
-
-    var description: String {
-        let policies = seedsByDurability.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
-        return "\(seeds) seeds (\(policies)), \(ledgerCrashes) ledger crashes survived, \(appendsAcknowledged) appends acknowledged "
-            + "(\(appendsFailed) failed under faults, \(faultsArmed) faults armed), \(eventsLostUnsynced) acknowledged unsynced events "
-            + "lost in crashes, \(catchUps) catch-ups, \(follows) follows, projection crashes: \(projectionCrashesBetweenBatches) between batches, "
-            + "\(projectionCommitsRolledBack) in a batch commit, \(projectionImagesRestored) older images restored; "
-            + "projection found ahead of the log \(projectionsAheadOfLog), on a changed log \(projectionsOnChangedLog), "
-            + "on a compacted checkpoint \(projectionsOnCompactedCheckpoint): \(rebuildsForced) rebuilds forced; "
-            + "\(compactionsCompleted) compactions completed (\(eventsCompacted) events dropped), \(compactionsFailed) failed under faults; "
-            + "\(consistencyChecks) consistency checks passed"
-    }
-}
-
-/// The ledger clock of a simulation: the simulation moves it before each append, so ledger times
-/// and interval syncs follow the seed, not the wall clock. Thread-safe (a lock).
-final class SimulationClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var now: Int64 = 1_790_000_000_000_000_000
-
-    func read() -> Int64 { lock.withLock { now } }
-    func advance(byNanoseconds nanoseconds: Int64) { lock.withLock { now += nanoseconds } }
-}
-
-/// Makes the `commitsBeforeFailure + 1`-th commit of a connection fail, so its transaction rolls
-/// back: the projection's process dying inside a batch transaction. Used by one connection.
-final class CommitSaboteur: TransactionObserver, @unchecked Sendable {
-    struct InjectedCommitFailure: Error {}
-    private var commitsLeft: Int
-    private(set) var fired = false
-
-    init(commitsBeforeFailure: Int) { commitsLeft = commitsBeforeFailure }
-
-    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool { true }
-    func databaseDidChange(with event: DatabaseEvent) {}
-    func databaseWillCommit() throws {
-        if commitsLeft == 0 && !fired {
-            fired = true
-            throw InjectedCommitFailure()
-        }
-        commitsLeft -= 1
-    }
-    func databaseDidCommit(_ db: Database) {}
-    func databaseDidRollback(_ db: Database) {}
-}
-
 struct ProjectionFaultSimulation {
     static let logger = Logger(label: "ReliabilityTests.projection-simulation") { _ in SwiftLogNoOpLogHandler() }
     /// Where the SQLite files go: a memory file system when there is one (`/dev/shm`), since the
@@ -140,37 +47,36 @@ struct ProjectionFaultSimulation {
     }()
 
     let seed: UInt64
-    private var random: SeededGenerator
-    private var catalog: SimulatedCatalog
-    private let disk = FaultInjectingFileSystem()
-    private let clock = SimulationClock()
+    var random: SeededGenerator
+    var catalog: SimulatedCatalog
+    let disk = FaultInjectingFileSystem()
+    let clock = SimulationClock()
     /// A real directory for the SQLite files and compaction summaries; the log lives at the same
     /// path inside `disk`.
-    private let root: String
-    private let layout: LedgerLayout
-    private var options = LedgerOptions()
-    private var durabilityName = ""
+    let root: String
+    let layout: LedgerLayout
+    var options = LedgerOptions()
+    var durabilityName = ""
 
     /// What the simulation knows the log holds or held, by sequence: acknowledged events, and
     /// events of failed appends or compaction markers once a read showed them.
-    private var known: [UInt64: LedgerEvent] = [:]
+    var known: [UInt64: LedgerEvent] = [:]
     /// Sequences acknowledged since the last crash (under `always`, durable).
-    private var acknowledged: Set<UInt64> = []
+    var acknowledged: Set<UInt64> = []
     /// Contents handed to a failed append: they may or may not be in the log after the crash.
-    private var attempted: Set<PendingEvent> = []
+    var attempted: Set<PendingEvent> = []
     /// Sequences compaction removed (they must hold droppable kinds).
-    private var compacted: Set<UInt64> = []
+    var compacted: Set<UInt64> = []
 
-    private var projector: CatalogProjector?
+    var projector: CatalogProjector?
     /// The events the projection applied, as the log held them when it applied them.
-    private var projected: [UInt64: LedgerEvent] = [:]
-    private var projectedThrough: UInt64?
+    var projected: [UInt64: LedgerEvent] = [:]
+    var projectedThrough: UInt64?
     /// An older copy of the projection file and what it had applied, for a projection power loss.
-    private var image: (path: String, projected: [UInt64: LedgerEvent], through: UInt64?)?
-    private var projectorGeneration = 0
+    var image: (path: String, projected: [UInt64: LedgerEvent], through: UInt64?)?
 
-    private var tally = ProjectionSimulationTally()
-    private var trace: [String] = []
+    var tally = ProjectionSimulationTally()
+    var trace: [String] = []
 
     init(seed: UInt64) {
         self.seed = seed
@@ -180,12 +86,12 @@ struct ProjectionFaultSimulation {
         layout = LedgerLayout(root: root)
     }
 
-    private func fail(_ message: String) -> SimulationFailure {
+    func fail(_ message: String) -> SimulationFailure {
         SimulationFailure(seed: seed, message: "projection simulation (\(durabilityName)): " + message
                           + "; trace: " + trace.suffix(14).joined(separator: " / "))
     }
 
-    private var projectionPath: String { (root as NSString).appendingPathComponent("projections.sqlite") }
+    var projectionPath: String { (root as NSString).appendingPathComponent("projections.sqlite") }
 
     // MARK: The scenario.
 
@@ -234,7 +140,7 @@ struct ProjectionFaultSimulation {
         return tally
     }
 
-    private mutating func runStep(_ ledger: Ledger, label: String) async throws {
+    mutating func runStep(_ ledger: Ledger, label: String) async throws {
         switch Int.random(in: 0..<100, using: &random) {
         case ..<48: try await append(ledger, label: label)
         case ..<68: try catchUp(label: label, crashMode: Int.random(in: 0..<5, using: &random))
@@ -247,7 +153,7 @@ struct ProjectionFaultSimulation {
 
     // MARK: Ledger steps.
 
-    private mutating func openLedger() async throws -> Ledger {
+    mutating func openLedger() async throws -> Ledger {
         var lastError: Error?
         // Faults armed but not consumed before the crash may fail an open; each failure uses them up.
         for _ in 0..<8 {
@@ -264,7 +170,7 @@ struct ProjectionFaultSimulation {
         throw fail("the ledger does not reopen: \(lastError.map { "\($0)" } ?? "?")")
     }
 
-    private mutating func append(_ ledger: Ledger, label: String) async throws {
+    mutating func append(_ ledger: Ledger, label: String) async throws {
         let events = catalog.nextAppend()
         armWriteFault(label: label)
         clock.advance(byNanoseconds: Int64.random(in: 1...20, using: &random) * 60_000_000_000)
@@ -290,7 +196,7 @@ struct ProjectionFaultSimulation {
     }
 
     /// Arms at most one write-side fault for the coming append (about one in six).
-    private mutating func armWriteFault(label: String) {
+    mutating func armWriteFault(label: String) {
         switch Int.random(in: 0..<18, using: &random) {
         case 0: disk.failNextSyncs(1); trace.append("\(label): fsync fault armed")
         case 1: disk.shortenNextWrites(1); trace.append("\(label): short write armed")
@@ -305,7 +211,7 @@ struct ProjectionFaultSimulation {
 
     /// Compacts every sealed segment, sometimes with a fault armed. The compaction appends its
     /// marker events; the next read of the log learns them.
-    private mutating func compact(_ ledger: Ledger, label: String) async throws {
+    mutating func compact(_ ledger: Ledger, label: String) async throws {
         if Int.random(in: 0..<4, using: &random) == 0 { armWriteFault(label: label) }
         clock.advance(byNanoseconds: 1_000_000_000)
         do {
@@ -322,14 +228,13 @@ struct ProjectionFaultSimulation {
 
     // MARK: Projection steps.
 
-    private mutating func openProjector(options projectorOptions: ProjectorOptions = ProjectorOptions()) throws {
+    mutating func openProjector(options projectorOptions: ProjectorOptions = ProjectorOptions()) throws {
         let reader = try LedgerReader(layout: layout, fileSystem: disk, logger: Self.logger)
         projector = try CatalogProjector(databasePath: projectionPath, reader: reader, options: projectorOptions, logger: Self.logger)
-        projectorGeneration += 1
     }
 
     /// Closes the projection's connections, as the end of its process would.
-    private mutating func closeProjector() throws {
+    mutating func closeProjector() throws {
         guard let projector else { return }
         tally.rebuildsForced += projector.rebuildsForcedByLog
         self.projector = nil
@@ -339,7 +244,7 @@ struct ProjectionFaultSimulation {
     /// Catches up. `crashMode` 1 abandons the catch-up between two batch transactions, 2 rolls a
     /// batch transaction back at its commit; both then drop the projector and open it again, as a
     /// restarted process would. Other values catch up normally.
-    private mutating func catchUp(label: String, crashMode: Int) throws {
+    mutating func catchUp(label: String, crashMode: Int) throws {
         let log = try readLog(label)
         guard let current = projector else { throw fail("\(label): no projector") }
         let agreement = try checkAgreement(log: log, label: label)
@@ -386,33 +291,10 @@ struct ProjectionFaultSimulation {
         }
     }
 
-    /// Asks the projector whether its checkpoint still agrees with the log and compares the answer
-    /// with the simulation's own record of what the projection applied.
-    private mutating func checkAgreement(log: [UInt64: LedgerEvent], label: String) throws -> CheckpointAgreement {
-        let expectation = expectedAgreement(log: log)
-        let agreement = try projector!.checkpointAgreement()
-        if agreement.requiresRebuild != expectation.rebuild {
-            throw fail("\(label): the projector says \(agreement) but the simulation expects "
-                       + (expectation.rebuild ? "a rebuild (\(expectation.reason))" : "no rebuild"))
-        }
-        switch agreement {
-        case .aheadOfLog: tally.projectionsAheadOfLog += 1
-        case .logChanged: tally.projectionsOnChangedLog += 1
-        case .checkpointEventCompacted: tally.projectionsOnCompactedCheckpoint += 1
-        default: break
-        }
-        if agreement.requiresRebuild {
-            trace.append("\(label): projection \(agreement)")
-            projected = [:]
-            projectedThrough = nil
-        }
-        return agreement
-    }
-
     /// Follows the log (`CatalogProjector.follow`, which catches up first) while a few events are
     /// appended, until the projection reaches the log's end; then the follower is cancelled. The
     /// projection ends where the log ends whatever the scheduling, so the seed still replays.
-    private mutating func follow(_ ledger: Ledger, label: String) async throws {
+    mutating func follow(_ ledger: Ledger, label: String) async throws {
         _ = try checkAgreement(log: try readLog(label), label: label)
         guard let projector else { throw fail("\(label): no projector") }
         let following = Task { try await projector.follow() }
@@ -439,35 +321,8 @@ struct ProjectionFaultSimulation {
         try noteProjection(log: log, label: label)
     }
 
-    /// Records what the projection has applied, from the log as read just before the catch-up
-    /// (nothing is appended meanwhile), and checks it is not ahead of the log.
-    private mutating func noteProjection(log: [UInt64: LedgerEvent], label: String) throws {
-        guard let checkpoint = try projector!.checkpoint() else {
-            projected = [:]
-            projectedThrough = nil
-            return
-        }
-        let last = log.keys.max()
-        guard let last, checkpoint <= last else {
-            throw fail("\(label): the projection's checkpoint \(checkpoint) is ahead of the log's last sequence \(last.map(String.init) ?? "-")")
-        }
-        projected = log.filter { $0.key <= checkpoint }
-        projectedThrough = checkpoint
-    }
-
-    /// Whether the projection holds events the log no longer has, by the simulation's record.
-    private func expectedAgreement(log: [UInt64: LedgerEvent]) -> (rebuild: Bool, reason: String) {
-        guard let through = projectedThrough else { return (false, "") }
-        guard let last = log.keys.max(), last >= through else { return (true, "the log ends before \(through)") }
-        if log[through] == nil { return (true, "the event at \(through) was compacted away") }
-        for (sequence, event) in projected.sorted(by: { $0.key < $1.key }) {
-            if let now = log[sequence], now != event { return (true, "sequence \(sequence) holds another event") }
-        }
-        return (false, "")
-    }
-
     /// Saves a copy of the projection as it is now (SQLite's backup), to put back later.
-    private mutating func saveImage(label: String) throws {
+    mutating func saveImage(label: String) throws {
         guard let projector else { return }
         let path = (root as NSString).appendingPathComponent("projection-image.sqlite")
         try? FileManager.default.removeItem(atPath: path)
@@ -480,7 +335,7 @@ struct ProjectionFaultSimulation {
 
     /// The projection's disk loses its recent commits: the saved image replaces the file (or, with no
     /// image, the projector is only closed and opened again).
-    private mutating func restoreImageOrReopen(label: String) throws {
+    mutating func restoreImageOrReopen(label: String) throws {
         try closeProjector()
         if let image {
             for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: projectionPath + suffix) }
@@ -492,96 +347,4 @@ struct ProjectionFaultSimulation {
         }
         try openProjector()
     }
-
-    // MARK: Checks.
-
-    /// Reads the whole log and checks it against what the simulation knows; learns events of
-    /// failed appends and compaction markers it finds.
-    private mutating func readLog(_ label: String) throws -> [UInt64: LedgerEvent] {
-        let events: [LedgerEvent]
-        do {
-            events = try LedgerReader(layout: layout, fileSystem: disk, logger: Self.logger).allEvents()
-        } catch {
-            throw fail("\(label): the log does not read back: \(error)")
-        }
-        var log: [UInt64: LedgerEvent] = [:]
-        var previous: UInt64?
-        for event in events {
-            if let previous, event.sequence <= previous { throw fail("\(label): sequence \(event.sequence) after \(previous)") }
-            previous = event.sequence
-            log[event.sequence] = event
-            if let expected = known[event.sequence] {
-                if expected != event { throw fail("\(label): sequence \(event.sequence) holds an event that differs from the one appended there") }
-            } else if event.kind == .compactionMarker || attempted.contains(event.content) {
-                known[event.sequence] = event
-            } else {
-                throw fail("\(label): sequence \(event.sequence) holds an event that was never appended")
-            }
-        }
-        // A missing sequence below the end is one that compaction may drop.
-        guard let last = previous else { return log }
-        for (sequence, event) in known where sequence <= last && log[sequence] == nil && !compacted.contains(sequence) {
-            guard event.kind == .syncStarted || event.kind == .syncPageReceived else {
-                throw fail("\(label): sequence \(sequence) (\(event.kind)) is missing, and compaction never drops that kind")
-            }
-            compacted.insert(sequence)
-        }
-        return log
-    }
-
-    /// After a crash and reopen: under `always` every acknowledged event is there; under the other
-    /// policies the log is a prefix of what was acknowledged. Forgets what the crash took back.
-    private mutating func checkLog(after label: String) throws {
-        let log = try readLog(label)
-        let end = log.keys.max().map { $0 + 1 } ?? 0
-        let lost = acknowledged.filter { $0 >= end }
-        if options.storage.durability == .always, let first = lost.min() {
-            throw fail("after \(label) acknowledged event \(first) is lost (the log ends at \(end))")
-        }
-        tally.eventsLostUnsynced += lost.count
-        if !lost.isEmpty { trace.append("\(label): \(lost.count) unsynced acknowledged events lost") }
-        for sequence in known.keys where sequence >= end { known.removeValue(forKey: sequence) }
-        acknowledged = []
-        attempted = []
-    }
-
-    /// After catching up: the checkpoint is the log's last sequence, the projection equals the
-    /// fold of the log (every table) and its objects equal `CatalogState.fold` of the events.
-    private mutating func checkProjection(after label: String) throws {
-        let events = try LedgerReader(layout: layout, fileSystem: disk, logger: Self.logger).allEvents()
-        guard let projector else { throw fail("after \(label): no projector") }
-        let checkpoint = try projector.checkpoint()
-        guard checkpoint == events.last?.sequence else {
-            throw fail("after \(label) the projection is at \(checkpoint.map(String.init) ?? "-"), the log ends at "
-                       + "\(events.last.map { String($0.sequence) } ?? "-")")
-        }
-        try checkConsistencyAtCheckpoint(label: "after \(label)")
-        let folded = CatalogState.fold(events)
-        let expected = Set(folded.objects.values.map { "\($0.header.objectID.rawValue) v\($0.header.version) deleted=\($0.header.isDeleted)" })
-        let rows = try projector.database.read { db in
-            try Row.fetchAll(db, sql: "SELECT id, version, is_deleted FROM catalog_objects")
-        }
-        let actual = Set(rows.map { row -> String in
-            let id: String = row["id"]
-            let version: Int64 = row["version"]
-            let deleted: Bool = row["is_deleted"]
-            return "\(id) v\(version) deleted=\(deleted)"
-        })
-        guard actual == expected else {
-            throw fail("after \(label) the projected objects differ from CatalogState.fold: only projected "
-                       + "\(actual.subtracting(expected).sorted().prefix(3)), only folded \(expected.subtracting(actual).sorted().prefix(3))")
-        }
-    }
-
-    /// The projection equals the fold of the log through its checkpoint, table by table.
-    private mutating func checkConsistencyAtCheckpoint(label: String) throws {
-        guard let projector else { return }
-        let report = try ProjectionConsistency.check(database: projector.database, reader: projector.reader, scratchDirectory: root)
-        guard report.isConsistent else {
-            throw fail("\(label): the projection at \(report.checkpoint.map(String.init) ?? "-") differs from the fold of the log: "
-                       + report.differences.map { "\($0.table) at \($0.firstDifferingKey ?? "?")" }.joined(separator: ", "))
-        }
-        tally.consistencyChecks += 1
-    }
 }
-

@@ -209,6 +209,7 @@ let package = Package(
             name: "ReliabilityTests",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer", "CatalogProjections",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

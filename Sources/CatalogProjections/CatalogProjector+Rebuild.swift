@@ -37,7 +37,7 @@ extension CatalogProjector {
             return try Self.openPool(path: databasePath, cacheKiB: options.cacheKiB)
         }
         logger.info("projection rebuilt and swapped in", metadata: ["path": "\(databasePath)"])
-        return try catchUp()
+        return try catchUpFromCheckpoint()
     }
 
     /// A single-connection database for a file nobody else reads yet: WAL without syncs while it

@@ -40,11 +40,14 @@ public struct ProjectionProgress: Sendable, Hashable {
 
 /// Keeps the projection database of one ledger up to date with its log.
 ///
-/// Catch-up reads from the checkpoint + 1 with a `LedgerReader` (which sees only durable events,
-/// so the projection is never ahead of the log) and applies batches, each in one transaction with
-/// its checkpoint: a crash between batches neither skips nor applies twice. `follow` then applies
-/// each new durable event as it arrives. `rebuild` replays from sequence 0 into a shadow file and
-/// swaps it in.
+/// Catch-up reads from the checkpoint + 1 with a `LedgerReader` and applies batches, each in one
+/// transaction with its checkpoint: a crash between batches neither skips nor applies twice.
+/// `follow` then applies each new event as it arrives. `rebuild` replays from sequence 0 into a
+/// shadow file and swaps it in. The reader sees complete batches as soon as they are written,
+/// before they are synced (under durability `interval` or `none`, or after a failed fsync), so a
+/// crash of the ledger may take back events the projection applied: catch-up first checks the
+/// checkpoint against the log (`checkpointAgreement`) and rebuilds when the log lost or replaced
+/// the event it was taken at.
 ///
 /// Thread-safety: one task at a time drives a projector (catch-up, follow, rebuild); any number of
 /// tasks may read through `database` or `queries` concurrently (WAL mode).
@@ -57,6 +60,7 @@ public final class CatalogProjector: @unchecked Sendable {
     private let lock = NSLock()
     private var pool: DatabasePool
     private var committedBatches = 0
+    private var forcedRebuilds = 0
 
     /// Opens (creating and migrating when needed) the projection of the ledger at `layout`, in
     /// `layout.projectionsDatabase`.
@@ -104,9 +108,27 @@ public final class CatalogProjector: @unchecked Sendable {
         try database.read { db in try ProjectionWriter.checkpoint(in: db) }
     }
 
+    /// How many times `catchUp` found the projection holding events the log no longer has (see
+    /// `checkpointAgreement`) and rebuilt it.
+    public var rebuildsForcedByLog: Int { lock.withLock { forcedRebuilds } }
+
     /// Applies every durable event after the checkpoint, in batches. Returns the new checkpoint.
+    /// When the log no longer holds the event at the checkpoint (a crash lost appends the projection
+    /// had applied, or the log was replaced), rebuilds the projection from the log instead.
     @discardableResult
     public func catchUp(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
+        let agreement = try checkpointAgreement()
+        if agreement.requiresRebuild {
+            logger.warning("the projection holds events the log no longer has; rebuilding it",
+                           metadata: ["agreement": "\(agreement)", "path": "\(databasePath)"])
+            lock.withLock { forcedRebuilds += 1 }
+            return try rebuild(progress: progress)
+        }
+        return try catchUpFromCheckpoint(progress: progress)
+    }
+
+    /// Applies every durable event after the checkpoint, trusting the checkpoint.
+    func catchUpFromCheckpoint(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
         try Self.catchUp(pool: database, reader: reader, options: options, writer: writer,
                          logger: logger, progress: progress) { [self] in
             try lock.withLock {

@@ -49,7 +49,8 @@ public enum ProjectionReplay {
 
     /// Fills an empty, migrated database with the projection of the events admitted by `point`
     /// up to `throughSequence`. Used by `replay`, by the consistency check and by `rebuild`, which
-    /// passes `describesPoint: false` because a live projection carries no `projection_info` rows.
+    /// passes `describesPoint: false` because a live projection describes no point in time (its
+    /// only `projection_info` row is the checkpoint's anchor, stored here with the checkpoint).
     static func build(into database: any DatabaseWriter, reader: LedgerReader, point: AsOf,
                       throughSequence: UInt64?, describesPoint: Bool = true,
                       progress: ((ProjectionProgress) -> Void)? = nil) throws -> ReplaySummary {
@@ -66,10 +67,12 @@ public enum ProjectionReplay {
         try CatalogProjector.write(database, "replay \(point)") { db in
             var state = CatalogState(filter: point)
             var cursor = try CatalogProjector.ledgerRead("events from 0") { try reader.events(from: 0) }
+            var lastEvent: LedgerEvent?
             while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }) {
                 if let k = point.ledgerTimeMax, event.recordedAt > k { break }
                 if let last = throughSequence, event.sequence > last { break }
                 summary.throughSequence = event.sequence
+                lastEvent = event
                 if let progress, event.sequence % 1_000 == 999 { progress(ProjectionProgress(processed: event.sequence + 1, total: total)) }
                 switch event.body {
                 case .objectObserved, .objectDeleted:
@@ -96,7 +99,7 @@ public enum ProjectionReplay {
                 }
             }
             try writeObjects(of: state, in: db)
-            if let last = summary.throughSequence { try writer.storeCheckpoint(last, in: db) }
+            if let lastEvent { try writer.storeCheckpoint(lastEvent, in: db) }
             summary.objects = state.objects.count
             summary.liveObjects = state.liveCount
             if describesPoint {

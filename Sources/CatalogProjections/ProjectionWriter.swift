@@ -1,4 +1,5 @@
 import Foundation
+import CatalogLedger
 import CatalogModel
 import CatalogSearch
 import GRDB
@@ -202,11 +203,20 @@ struct ProjectionWriter: Sendable {
             ])
     }
 
-    func storeCheckpoint(_ sequence: UInt64, in db: Database) throws {
+    /// Stores the checkpoint and its anchor (which event it was taken at, see `CheckpointAnchor`).
+    func storeCheckpoint(_ event: LedgerEvent, in db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT INTO projection_checkpoint (name, sequence) VALUES (?, ?)
             ON CONFLICT (name) DO UPDATE SET sequence = excluded.sequence
-            """).execute(arguments: [Self.checkpointName, Int64(sequence)])
+            """).execute(arguments: [Self.checkpointName, Int64(event.sequence)])
+        try db.cachedStatement(sql: """
+            INSERT INTO projection_info (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
+            """).execute(arguments: [CheckpointAnchor.infoKey, CheckpointAnchor(event: event).text])
+    }
+
+    static func checkpointAnchor(in db: Database) throws -> CheckpointAnchor? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM projection_info WHERE key = ?"),
+                            arguments: [CheckpointAnchor.infoKey]).flatMap(CheckpointAnchor.init(text:))
     }
 
     static func checkpoint(in db: Database) throws -> UInt64? {

@@ -1,18 +1,48 @@
 #!/usr/bin/env bash
-# Runs the storage fault simulation for SECONDS of wall-clock time on a release build, from a fresh
-# seed range (FIRST_SEED, default: the current Unix time), and prints the tally. A failing seed is
-# printed with the command that reruns it alone.
+# Runs the seeded fault simulations for SECONDS of wall-clock time each, on a release build of the
+# tests, from a fresh seed range (FIRST_SEED, default: the current Unix time), and prints their
+# tallies: first the storage fault simulation (LogWriter, readers, verifier, compaction), then the
+# projection fault simulation (Ledger + CatalogProjector, crashes of both). A failing seed is printed
+# with the command that reruns it alone. Exits non-zero when a simulation fails.
 #
-# Usage: Tools/reliability/long-run.sh SECONDS [FIRST_SEED]
-set -euo pipefail
+# The release build has its own scratch path (.build/long-run), so it neither replaces nor waits
+# for the debug build; its first build compiles every dependency in release (long on 2 cores).
+#
+# Usage: Tools/reliability/long-run.sh SECONDS [FIRST_SEED] [storage|projection|both]
+set -uo pipefail
 
-seconds="${1:?usage: long-run.sh SECONDS [FIRST_SEED]}"
+seconds="${1:?usage: long-run.sh SECONDS [FIRST_SEED] [storage|projection|both]}"
 first_seed="${2:-$(date +%s)}"
+suites="${3:-both}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+scratch="$root/.build/long-run"
 cd "$root"
 
-swift build -c release --build-tests 2>&1 | grep -E "error|Build" || true
-RELIABILITY_LONG_RUN_SECONDS="$seconds" RELIABILITY_FIRST_SEED="$first_seed" \
-    swift test -c release --skip-build --filter "ReliabilityTests.StorageFaultSimulationTests/longRun" 2>&1 \
-    | grep -E "storage fault simulation|FAILED|Test run|passed|failed|error" || true
-echo "rerun one seed: RELIABILITY_SEED=<seed> swift test --filter ReliabilityTests.StorageFaultSimulationTests/ciSizedRun"
+# `swift build` compiles tests without testability in release; several test targets use
+# `@testable import`, so it is asked for (`swift test` does the same by default).
+swift build -c release --build-tests --scratch-path "$scratch" -Xswiftc -enable-testing 2>&1 | grep -E "error|Build" || true
+if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+    echo "release build failed" >&2
+    exit 1
+fi
+
+status=0
+run() {
+    local name="$1" test="$2"
+    RELIABILITY_LONG_RUN_SECONDS="$seconds" RELIABILITY_FIRST_SEED="$first_seed" \
+        swift test -c release --skip-build --scratch-path "$scratch" --filter "ReliabilityTests.$test/longRun" 2>&1 \
+        | grep -E "fault simulation|FAILED|Test run|passed|failed|error"
+    if [ "${PIPESTATUS[0]}" -ne 0 ]; then status=1; fi
+    echo "rerun one seed: RELIABILITY_SEED=<seed> swift test --filter ReliabilityTests.$test/ciSizedRun ($name)"
+}
+
+case "$suites" in
+    storage) run storage StorageFaultSimulationTests ;;
+    projection) run projection ProjectionFaultSimulationTests ;;
+    both)
+        run storage StorageFaultSimulationTests
+        run projection ProjectionFaultSimulationTests
+        ;;
+    *) echo "unknown suite selection: $suites (storage, projection or both)" >&2; exit 2 ;;
+esac
+exit "$status"

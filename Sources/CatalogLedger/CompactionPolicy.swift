@@ -57,10 +57,9 @@ public struct SyncRunIndex: Sendable {
             startByRun[start.runID] = (start.mode, event.sequence)
         case .syncCompleted(let completion):
             completionByRun[completion.runID] = (completion.mode, event.sequence)
-            var sequences = completionsByMode[completion.mode, default: []]
-            let position = sequences.firstIndex { $0 >= event.sequence } ?? sequences.count
-            if position == sequences.count || sequences[position] != event.sequence { sequences.insert(event.sequence, at: position) }
-            completionsByMode[completion.mode] = sequences
+            // A binary search, and the array mutated in place (a copy per note would be quadratic).
+            let (position, present) = Self.position(of: event.sequence, in: completionsByMode[completion.mode] ?? [])
+            if !present { completionsByMode[completion.mode, default: []].insert(event.sequence, at: position) }
         default:
             break
         }
@@ -75,13 +74,37 @@ public struct SyncRunIndex: Sendable {
         guard let mode = startByRun[runID]?.mode ?? completionByRun[runID]?.mode else { return undecided }
         let completions = completionsByMode[mode] ?? []
         let start = startByRun[runID]?.sequence
+        // `completions` ascends, so each question is a binary search, not a scan: a long log holds
+        // tens of thousands of runs and every bookkeeping event asks.
         guard let completion = completionByRun[runID]?.sequence else {
             // Another run of the mode completed after this one started, before it: treated as failed.
-            if let start, completions.contains(where: { $0 > start }) { return .kept }
+            if let start, Self.firstAbove(start, in: completions) != nil { return .kept }
             return undecided
         }
-        if let start, completions.contains(where: { $0 > start && $0 < completion }) { return .kept }
-        return completions.contains(where: { $0 > completion }) ? .superseded : undecided
+        if let start, let next = Self.firstAbove(start, in: completions), next < completion { return .kept }
+        return Self.firstAbove(completion, in: completions) != nil ? .superseded : undecided
+    }
+
+    /// The least element of the ascending `sorted` greater than `value`.
+    static func firstAbove(_ value: UInt64, in sorted: [UInt64]) -> UInt64? {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] > value { high = middle } else { low = middle + 1 }
+        }
+        return low < sorted.count ? sorted[low] : nil
+    }
+
+    /// Where `value` is or would go in the ascending `sorted`, and whether it is there.
+    static func position(of value: UInt64, in sorted: [UInt64]) -> (index: Int, present: Bool) {
+        var low = 0
+        var high = sorted.count
+        while low < high {
+            let middle = (low + high) / 2
+            if sorted[middle] >= value { high = middle } else { low = middle + 1 }
+        }
+        return (low, low < sorted.count && sorted[low] == value)
     }
 }
 

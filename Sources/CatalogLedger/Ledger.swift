@@ -64,6 +64,7 @@ public final class Ledger: @unchecked Sendable {
                                         fileSystem: fileSystem, logger: logger)
         do {
             let reader = try LedgerReader(layout: layout, fileSystem: fileSystem, logger: logger)
+            try Self.removeSnapshotsBeyondLog(reader: reader)
             let (index, sinceSnapshot) = try Self.loadDedupe(reader: reader)
             return Ledger(layout: layout, writer: writer, reader: reader, options: options, logger: logger,
                           dedupe: index, eventsSinceSnapshot: sinceSnapshot)
@@ -83,6 +84,19 @@ public final class Ledger: @unchecked Sendable {
         self.dedupe = dedupe
         self.eventsSinceSnapshot = eventsSinceSnapshot
         self.snapshotStore = reader.snapshots
+    }
+
+    /// A snapshot is synced when written, the log's tail (policies `interval` and `none`) may not
+    /// be: after a crash that took back the events a snapshot covers, the snapshot describes a log
+    /// that no longer exists, and appends will reuse its sequences. Recovery has just settled the
+    /// log, so such snapshots are removed before anything reads them.
+    private static func removeSnapshotsBeyondLog(reader: LedgerReader) throws {
+        let last = try reader.lastSequence()
+        for info in reader.snapshotInfos() where last.map({ info.sequence > $0 }) ?? true {
+            reader.logger.warning("removing a snapshot beyond the end of the recovered log",
+                                  metadata: ["snapshot": "\(info.sequence)", "log_last": "\(last.map(String.init) ?? "none")"])
+            try reader.snapshots.remove(sequence: info.sequence)
+        }
     }
 
     private static func loadDedupe(reader: LedgerReader) throws -> (DedupeIndex, Int) {

@@ -23,7 +23,10 @@ extension LedgerReader {
     /// K; stretches between later snapshots whose least Square time is after T hold no admitted fact and
     /// are skipped.
     public func state(asOf point: AsOf) throws -> AsOfResult {
-        let infos = snapshotInfos()
+        // A snapshot beyond the log's end covers events a crash took back (the writer removes it when
+        // it reopens the ledger); a reader in another process must not start from it meanwhile.
+        let logLast = try lastSequence()
+        let infos = snapshotInfos().filter { info in logLast.map { info.sequence <= $0 } ?? false }
         let base = snapshots.newestReadable(among: infos, admits: { Self.snapshot($0, isAdmittedBy: point) },
                                             includeDedupe: false, logger: logger)
         var state = base.map { CatalogState(restoring: $0.state, filter: point) } ?? CatalogState(filter: point)

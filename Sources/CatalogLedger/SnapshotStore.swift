@@ -75,6 +75,10 @@ struct SnapshotStore: Sendable {
         try fileSystem.rename(temporary, to: directory.appending(name))
     }
 
+    func remove(sequence: UInt64) throws {
+        try fileSystem.remove(directory.appending(SnapshotFile.fileName(sequence: sequence)))
+    }
+
     /// Removes all but the newest `keep` snapshots.
     func prune(keep: Int) throws {
         let all = infos()

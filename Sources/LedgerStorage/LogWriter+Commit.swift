@@ -37,6 +37,7 @@ extension LogWriter {
         var unwritten: [[UInt8]] = []
         var unwrittenStart = working.endOffset
         var rolled = false
+        var sealStarted = false
         do {
             var start = 0
             while start < records.count {
@@ -53,6 +54,7 @@ extension LogWriter {
                     // Sealing syncs and closes the segment: earlier groups must be synced through
                     // their own stage first, and a sync that failed meanwhile stops the roll.
                     try drainSyncStage()
+                    sealStarted = true
                     working = try seal(working, chain: workingChain)
                     rolled = true
                     unwritten.removeAll(keepingCapacity: true)
@@ -74,7 +76,9 @@ extension LogWriter {
             try timedWrite(unwritten, to: working.file, at: unwrittenStart, adding: &writeNanoseconds)
         } catch {
             let storageError = error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
-            if rolled {
+            if rolled || sealStarted {
+                // A roll that started may have left a footer and a manifest naming the segment:
+                // truncating would cut a sealed segment, so the writer stays poisoned for recovery.
                 poison(storageError)
             } else {
                 // Put the file back to its committed length so the next group starts clean.
@@ -145,20 +149,32 @@ extension LogWriter {
     }
 
     /// Writes the footer, syncs, publishes the index and manifest, and opens the next segment.
+    ///
+    /// Any failure poisons the writer: the footer may already be on disk, and the manifest file may
+    /// or may not name the segment, so only a reopen (recovery) knows what is sealed. The in-memory
+    /// manifest changes only once the file is written, so a failed roll never leaves an entry that
+    /// compaction could later trust with stale counts.
     func seal(_ segment: ActiveSegment, chain: ChainState) throws -> ActiveSegment {
-        let footer = SegmentFooter(recordCount: segment.recordCount, batchCount: segment.batchCount,
-                                   lastLedgerTime: chain.lastLedgerTime, lastBatchHash: chain.lastHash)
-        try segment.file.write(footer.encoded(), at: segment.endOffset)
-        try segment.file.sync()
-        try directory.writeIndex(segment.index.index)
-        manifest.sealed.append(ManifestEntry(
-            segmentName: SegmentFileName.segment(base: segment.base), recordCount: segment.recordCount,
-            byteCount: segment.endOffset + UInt64(LogFormat.footerBytes), lastBatchHash: chain.lastHash))
-        try directory.writeManifest(manifest)
-        try? segment.file.close()
-        logger.debug("sealed segment", metadata: ["segment": "\(SegmentFileName.segment(base: segment.base))"])
-        return try Self.createSegment(directory: directory, base: chain.nextSequence, createdAt: options.clock(),
-                                      indexIntervalBytes: options.indexIntervalBytes)
+        do {
+            let footer = SegmentFooter(recordCount: segment.recordCount, batchCount: segment.batchCount,
+                                       lastLedgerTime: chain.lastLedgerTime, lastBatchHash: chain.lastHash)
+            try segment.file.write(footer.encoded(), at: segment.endOffset)
+            try segment.file.sync()
+            try directory.writeIndex(segment.index.index)
+            var updated = manifest
+            updated.sealed.append(ManifestEntry(
+                segmentName: SegmentFileName.segment(base: segment.base), recordCount: segment.recordCount,
+                byteCount: segment.endOffset + UInt64(LogFormat.footerBytes), lastBatchHash: chain.lastHash))
+            try directory.writeManifest(updated)
+            manifest = updated
+            try? segment.file.close()
+            logger.debug("sealed segment", metadata: ["segment": "\(SegmentFileName.segment(base: segment.base))"])
+            return try Self.createSegment(directory: directory, base: chain.nextSequence, createdAt: options.clock(),
+                                          indexIntervalBytes: options.indexIntervalBytes)
+        } catch {
+            poison(error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)"))
+            throw error
+        }
     }
 
     /// Creates an empty segment file (header only, synced, directory synced).

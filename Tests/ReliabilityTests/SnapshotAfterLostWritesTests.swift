@@ -1,8 +1,7 @@
 // Finding 8 (docs/RELIABILITY.md): under durability `interval` or `none` a snapshot can cover
 // events that a crash then takes back from the log. The snapshot is synced when written, the log's
 // tail is not, and `Ledger.open` trusts the newest snapshot: its dedupe keys and its state. The
-// test states the promise and records the known issue while CatalogLedger keeps it; once fixed,
-// `withKnownIssue` fails and the wrapper must go.
+// test states the promise: Ledger.open removes a snapshot beyond the recovered log (fixed).
 
 import CatalogLedger
 import CatalogModel
@@ -44,12 +43,11 @@ struct SnapshotAfterLostWritesTests {
         #expect(try reopened.reader.lastSequence() == nil, "the crash took back every append")
 
         // The same event appended again must be stored: the log no longer holds it.
-        await withKnownIssue("finding 8: Ledger.open trusts a snapshot newer than the log") {
-            let outcome = try await reopened.append(events[0])
-            #expect(!outcome.isDuplicate, "re-appending an event the crash took back gave \(outcome)")
-            let state = try reopened.reader.state(asOf: .latest).state
-            #expect(state.objects.count == 1, "the state holds \(state.objects.count) objects for a log of one event")
-        }
+        let outcome = try await reopened.append(events[0])
+        #expect(!outcome.isDuplicate, "re-appending an event the crash took back gave \(outcome)")
+        let state = try reopened.reader.state(asOf: .latest).state
+        #expect(state.objects.count == 1, "the state holds \(state.objects.count) objects for a log of one event")
+        #expect(reopened.reader.snapshotInfos().isEmpty, "the snapshot beyond the recovered log was removed")
         try await reopened.close()
     }
 }

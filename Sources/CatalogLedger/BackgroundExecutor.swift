@@ -14,8 +14,9 @@ import Darwin
 import Foundation
 
 public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
-    /// The executor compaction runs on (created on first use; its thread lives as long as the process).
-    public static let compaction = BackgroundExecutor(name: "CatalogLedger.compaction", niceIncrement: 10)
+    /// The executor of the ledger's maintenance: server compaction and periodic snapshots (created on
+    /// first use; its thread lives as long as the process, and runs one job at a time).
+    public static let maintenance = BackgroundExecutor(name: "CatalogLedger.maintenance", niceIncrement: 10)
 
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []

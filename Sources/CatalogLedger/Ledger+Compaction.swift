@@ -46,7 +46,7 @@ public struct LedgerCompactionOptions: Sendable {
     /// With a horizon: write no retained price-history records, so price history starts at the
     /// base facts. Never implied; callers must ask for it explicitly.
     public var dropPriceHistory = false
-    /// Run on `BackgroundExecutor.compaction`, a thread at a lower priority (nice +10), so that
+    /// Run on `BackgroundExecutor.maintenance`, a thread at a lower priority (nice +10), so that
     /// appends served meanwhile keep their CPU; the server's nightly compaction sets it. Off by
     /// default: with nothing else to serve (the command, tests) full priority finishes sooner.
     public var lowPriority = false
@@ -96,14 +96,14 @@ extension Ledger {
                                                            segmentsPerRun: segmentsPerRun), progress: progress)
     }
 
-    /// With `options.lowPriority` it runs on `BackgroundExecutor.compaction`, a thread of lower
+    /// With `options.lowPriority` it runs on `BackgroundExecutor.maintenance`, a thread of lower
     /// priority, so appends and queries keep their CPU while it works (see BackgroundExecutor.swift).
     public func compact(options: LedgerCompactionOptions,
                         progress: (_ done: Int, _ total: Int) -> Void = { _, _ in }) async throws -> LedgerCompactionReport {
         guard compactionGate.enter() else { throw LedgerError.compactionInProgress(layout.root.string) }
         defer { compactionGate.leave() }
         guard options.lowPriority else { return try await compactRuns(options: options, progress: progress) }
-        return try await withTaskExecutorPreference(BackgroundExecutor.compaction) {
+        return try await withTaskExecutorPreference(BackgroundExecutor.maintenance) {
             try await compactRuns(options: options, progress: progress)
         }
     }

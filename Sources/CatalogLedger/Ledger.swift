@@ -194,7 +194,9 @@ public final class Ledger: @unchecked Sendable {
         let due: Bool = lock.withLock {
             guard eventsSinceSnapshot >= options.snapshotEveryEvents, snapshotTask == nil else { return false }
             eventsSinceSnapshot = 0
-            snapshotTask = Task.detached { [self] in
+            // At a lower priority: a snapshot encodes the whole state, which on a small machine would
+            // otherwise take the CPU from appends and from projections following the log.
+            snapshotTask = Task.detached(executorPreference: BackgroundExecutor.maintenance) { [self] in
                 do { _ = try writeSnapshot() } catch {
                     logger.warning("background snapshot failed", metadata: ["error": "\(error)"])
                 }

@@ -191,7 +191,12 @@ extension Ledger {
                 report.markerSequences.append(try await appendMarker(run: run, reasons: reasons))
                 try writer.finishCompaction()
                 let covered = run.coveredSequences
-                if options.snapshotsAtRunBoundaries, !snapshotSequences.contains(where: covered.contains),
+                // A snapshot already inside the run, or closer before its end than the ledger's own
+                // snapshot spacing, puts replays near enough: another would cost a fold and a write.
+                let spacing = UInt64(max(0, self.options.snapshotEveryEvents))
+                let nearEnough = snapshotSequences.contains { covered.contains($0) || (spacing > 0 && $0 < covered.upperBound
+                    && covered.upperBound - $0 < spacing) }
+                if options.snapshotsAtRunBoundaries, !nearEnough,
                    let info = try writeSnapshot(through: covered.upperBound) {
                     report.snapshotSequences.append(info.sequence)
                     snapshotSequences.append(info.sequence)

@@ -8,21 +8,33 @@
 # The release build has its own scratch path (.build/long-run), so it neither replaces nor waits
 # for the debug build; its first build compiles every dependency in release (long on 2 cores).
 #
+# LONG_RUN_CONFIGURATION=debug uses the debug build `make test` already made (.build), for a long run
+# without the hour-long first release build; seeds run several times slower.
+#
 # Usage: Tools/reliability/long-run.sh SECONDS [FIRST_SEED] [storage|projection|both]
 set -uo pipefail
 
 seconds="${1:?usage: long-run.sh SECONDS [FIRST_SEED] [storage|projection|both]}"
 first_seed="${2:-$(date +%s)}"
 suites="${3:-both}"
+configuration="${LONG_RUN_CONFIGURATION:-release}"
 root="$(cd "$(dirname "$0")/../.." && pwd)"
-scratch="$root/.build/long-run"
 cd "$root"
 
-# `swift build` compiles tests without testability in release; several test targets use
-# `@testable import`, so it is asked for (`swift test` does the same by default).
-swift build -c release --build-tests --scratch-path "$scratch" -Xswiftc -enable-testing 2>&1 | grep -E "error|Build" || true
+if [ "$configuration" = "debug" ]; then
+    build_flags=()
+    test_flags=()
+    swift build --build-tests 2>&1 | grep -E "error|Build" || true
+else
+    scratch="$root/.build/long-run"
+    build_flags=(-c release --scratch-path "$scratch")
+    test_flags=(-c release --scratch-path "$scratch")
+    # `swift build` compiles tests without testability in release; several test targets use
+    # `@testable import`, so it is asked for (`swift test` does the same by default).
+    swift build "${build_flags[@]}" --build-tests -Xswiftc -enable-testing 2>&1 | grep -E "error|Build" || true
+fi
 if [ "${PIPESTATUS[0]}" -ne 0 ]; then
-    echo "release build failed" >&2
+    echo "$configuration build failed" >&2
     exit 1
 fi
 
@@ -30,7 +42,7 @@ status=0
 run() {
     local name="$1" test="$2"
     RELIABILITY_LONG_RUN_SECONDS="$seconds" RELIABILITY_FIRST_SEED="$first_seed" \
-        swift test -c release --skip-build --scratch-path "$scratch" --filter "ReliabilityTests.$test/longRun" 2>&1 \
+        swift test ${test_flags[@]+"${test_flags[@]}"} --skip-build --filter "ReliabilityTests.$test/longRun" 2>&1 \
         | grep -E "fault simulation|FAILED|Test run|passed|failed|error"
     if [ "${PIPESTATUS[0]}" -ne 0 ]; then status=1; fi
     echo "rerun one seed: RELIABILITY_SEED=<seed> swift test --filter ReliabilityTests.$test/ciSizedRun ($name)"

@@ -37,6 +37,9 @@ public struct LedgerCompactionOptions: Sendable {
     public var segmentsPerRun = 8
     /// Write a snapshot at the end of each compacted run that holds none yet.
     public var snapshotsAtRunBoundaries = true
+    /// A run-boundary snapshot is skipped when another lies fewer events before the run's end (or
+    /// inside the run): replays already start near enough, and each snapshot costs a fold and a write.
+    public var snapshotSpacingEvents: UInt64 = 100_000
     /// Retention horizon (ledger time, nanoseconds): observations older than it that the base fact
     /// stands for are dropped (docs/FORMAT.md, "Retention"). nil (the default) keeps everything.
     public var retainHorizon: Int64?
@@ -191,9 +194,7 @@ extension Ledger {
                 report.markerSequences.append(try await appendMarker(run: run, reasons: reasons))
                 try writer.finishCompaction()
                 let covered = run.coveredSequences
-                // A snapshot already inside the run, or closer before its end than the ledger's own
-                // snapshot spacing, puts replays near enough: another would cost a fold and a write.
-                let spacing = UInt64(max(0, self.options.snapshotEveryEvents))
+                let spacing = options.snapshotSpacingEvents
                 let nearEnough = snapshotSequences.contains { covered.contains($0) || (spacing > 0 && $0 < covered.upperBound
                     && covered.upperBound - $0 < spacing) }
                 if options.snapshotsAtRunBoundaries, !nearEnough,

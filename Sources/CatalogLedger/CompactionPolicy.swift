@@ -85,15 +85,11 @@ public struct SyncRunIndex: Sendable {
         return Self.firstAbove(completion, in: completions) != nil ? .superseded : undecided
     }
 
-    /// The least element of the ascending `sorted` greater than `value`.
+    /// The least element of the ascending, distinct `sorted` greater than `value`.
     static func firstAbove(_ value: UInt64, in sorted: [UInt64]) -> UInt64? {
-        var low = 0
-        var high = sorted.count
-        while low < high {
-            let middle = (low + high) / 2
-            if sorted[middle] > value { high = middle } else { low = middle + 1 }
-        }
-        return low < sorted.count ? sorted[low] : nil
+        let (index, present) = position(of: value, in: sorted)
+        let above = present ? index + 1 : index
+        return above < sorted.count ? sorted[above] : nil
     }
 
     /// Where `value` is or would go in the ascending `sorted`, and whether it is there.

@@ -33,7 +33,7 @@ extension Ledger {
     /// The first sequence after the sealed segments (0 when none is sealed).
     func sealedEnd() async throws -> UInt64 {
         guard let last = try await writer.sealedSegments().last, let base = SegmentFileName.parseSegment(last.segmentName) else { return 0 }
-        return last.compaction.map { $0.coveredLastSequence + 1 } ?? base + last.recordCount
+        return last.nextSequence(segmentBase: base)
     }
 
     /// The retained price-history events of the plan: per object that loses facts, its price changes

@@ -144,6 +144,13 @@ extension CompactedSegmentFooter {
     }
 }
 
+extension ManifestEntry {
+    /// The base sequence the segment after this one must have (as `SegmentFooter.nextSequence`).
+    public func nextSequence(segmentBase base: UInt64) -> UInt64 {
+        compaction.map { $0.coveredLastSequence + 1 } ?? base + recordCount
+    }
+}
+
 extension SegmentFooter {
     /// Size of this footer on disk.
     public var encodedByteCount: Int { compaction == nil ? LogFormat.footerBytes : LogFormat.compactedFooterBytes }

@@ -74,7 +74,7 @@ extension LogWriter {
         }
         let run = Array(sealed[firstIndex..<(firstIndex + segmentCount)])
         let lastBase = SegmentFileName.parseSegment(run.last!.segmentName)!
-        let coveredLast = (run.last!.compaction?.coveredLastSequence) ?? (lastBase + run.last!.recordCount - 1)
+        let coveredLast = run.last!.nextSequence(segmentBase: lastBase) - 1
         let chainIn = firstIndex == 0 ? LogFormat.zeroHash : Self.chainOut(of: sealed[firstIndex - 1])
         let chainOut = Self.chainOut(of: run.last!)
 

@@ -1,6 +1,7 @@
 # CatalogLedger: the two set-up commands of the README are `make demo` and `make test`.
 # Both install what a fresh Debian machine with only the Swift toolchain lacks.
 
+SHELL := /bin/bash
 SWIFT ?= swift
 DEMO_DIR ?= demo-ledger
 
@@ -29,9 +30,15 @@ demo: deps
 	rm -rf $(DEMO_DIR)
 	$(SWIFT) run catledger demo --data-dir $(DEMO_DIR)
 
+# The whole output goes to .build/test-output.log too; when a test fails, its issues are printed again
+# at the end, where a CI log that keeps only its tail still shows them.
 test: deps-test
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --parallel
+	@set -o pipefail; $(SWIFT) test --skip-build --parallel 2>&1 | tee .build/test-output.log || { \
+		status=$$?; \
+		echo; echo "== failed tests and their issues (whole output: .build/test-output.log) =="; \
+		grep -E 'recorded an issue|error: |Fatal error|Caught signal|unexpected signal' .build/test-output.log | cut -c1-700 | tail -n 12; \
+		exit $$status; }
 
 bench: deps
 	$(SWIFT) run -c release ledger-bench storage --quick

@@ -19,6 +19,8 @@ public struct LedgerCompactionReport: Sendable {
     /// Bytes of every sealed segment examined (kept as they were or rewritten).
     public var bytesExamined: UInt64 = 0
     public var durationNanoseconds: UInt64 = 0
+    /// Of the duration, the time spent writing the run-boundary snapshots.
+    public var snapshotNanoseconds: UInt64 = 0
     /// What retention did, when a horizon was given.
     public var retention: RetentionReport?
 
@@ -197,10 +199,13 @@ extension Ledger {
                 let spacing = options.snapshotSpacingEvents
                 let nearEnough = snapshotSequences.contains { covered.contains($0) || (spacing > 0 && $0 < covered.upperBound
                     && covered.upperBound - $0 < spacing) }
-                if options.snapshotsAtRunBoundaries, !nearEnough,
-                   let info = try writeSnapshot(through: covered.upperBound) {
-                    report.snapshotSequences.append(info.sequence)
-                    snapshotSequences.append(info.sequence)
+                if options.snapshotsAtRunBoundaries, !nearEnough {
+                    let snapshotStarted = DispatchTime.now().uptimeNanoseconds
+                    if let info = try writeSnapshot(through: covered.upperBound) {
+                        report.snapshotSequences.append(info.sequence)
+                        snapshotSequences.append(info.sequence)
+                    }
+                    report.snapshotNanoseconds += DispatchTime.now().uptimeNanoseconds - snapshotStarted
                 }
             }
             policy = runPolicy

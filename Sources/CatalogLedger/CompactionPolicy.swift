@@ -104,9 +104,39 @@ public struct SyncRunIndex: Sendable {
     }
 }
 
+/// A 128-bit digest of an observation's dedupe key (its UTF-8 bytes), for the policy's set of keys
+/// seen: two passes of Swift's SipHash (seeded per process) under different salts. Cheaper than
+/// keeping and comparing the key strings (about 100 bytes each, a million of them in a large run)
+/// and exact in practice: two distinct keys collide with probability about n^2 / 2^129 (10^-27 for
+/// a million keys), the same bound the ledger's own 128-bit dedupe digests accept.
+struct ObservationKeyDigest: Hashable, Sendable {
+    let first: Int
+    let second: Int
+
+    init(utf8 bytes: UnsafeRawBufferPointer) {
+        var a = Hasher()
+        a.combine(0x6F62_7331)
+        a.combine(bytes: bytes)
+        var b = Hasher()
+        b.combine(0x6F62_7332)
+        b.combine(bytes: bytes)
+        first = a.finalize()
+        second = b.finalize()
+    }
+
+    init(key: String) {
+        var key = key
+        self = key.withUTF8 { Self(utf8: UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `first` is already a uniform hash of the key.
+    func hash(into hasher: inout Hasher) { hasher.combine(first) }
+}
+
 public struct CompactionPolicy: Sendable {
-    /// Dedupe keys seen so far, in log order. Seed it with the events before the run.
-    private var seenObservationKeys: Set<String> = []
+    /// Digests of the observation dedupe keys seen so far, in log order. Seed it with the events
+    /// before the run.
+    private var seenObservationKeys: Set<ObservationKeyDigest> = []
     /// The sync runs known so far; the caller notes starts and completions into it.
     public var syncRuns: SyncRunIndex
 
@@ -119,15 +149,23 @@ public struct CompactionPolicy: Sendable {
 
     /// Notes an event that is kept regardless (outside the run being compacted).
     public mutating func note(_ event: LedgerEvent) {
-        if case .objectObserved = event.body { seenObservationKeys.insert(event.dedupeKey) }
+        if case .objectObserved = event.body { seenObservationKeys.insert(ObservationKeyDigest(key: event.dedupeKey)) }
     }
 
     /// `note` for an observation known only by its dedupe key (read without decoding the event).
-    public mutating func noteObservation(dedupeKey: String) { seenObservationKeys.insert(dedupeKey) }
+    public mutating func noteObservation(dedupeKey: String) { seenObservationKeys.insert(ObservationKeyDigest(key: dedupeKey)) }
 
     /// `decide` for an observation known only by its dedupe key (read without decoding the event).
     public mutating func decideObservation(dedupeKey: String) -> CompactionDropReason? {
-        seenObservationKeys.insert(dedupeKey).inserted ? nil : .duplicateObservation
+        decideObservation(ObservationKeyDigest(key: dedupeKey))
+    }
+
+    /// `noteObservation` for a key digest taken from the encoded event (`EventCodec.peekObservationKey`).
+    mutating func noteObservation(_ key: ObservationKeyDigest) { seenObservationKeys.insert(key) }
+
+    /// `decideObservation` for a key digest taken from the encoded event.
+    mutating func decideObservation(_ key: ObservationKeyDigest) -> CompactionDropReason? {
+        seenObservationKeys.insert(key).inserted ? nil : .duplicateObservation
     }
 
     /// The run a sync bookkeeping event belongs to, nil for other events.
@@ -142,7 +180,7 @@ public struct CompactionPolicy: Sendable {
     /// Decides for one event of the run, in log order, knowing the whole log (`syncRuns` holds every
     /// start and completion): nil keeps it, a reason drops it.
     public mutating func decide(_ event: LedgerEvent) -> CompactionDropReason? {
-        if case .objectObserved = event.body { return decideObservation(dedupeKey: event.dedupeKey) }
+        if case .objectObserved = event.body { return decideObservation(ObservationKeyDigest(key: event.dedupeKey)) }
         guard let runID = Self.syncRunID(of: event) else { return nil }
         return syncRuns.verdict(runID: runID, logFullyRead: true) == .superseded ? .supersededSyncBookkeeping : nil
     }

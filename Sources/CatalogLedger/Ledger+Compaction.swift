@@ -148,7 +148,8 @@ extension Ledger {
             try notePolicy(&policy, from: noted, below: firstBase)
             noted = firstBase
 
-            var reasons: [UInt64: CompactionDropReason] = [:]
+            // Each rule's dropped sequences, ascending (records come in log order).
+            var dropped: [CompactionDropReason: [UInt64]] = [:]
             var runPolicy = policy
             let decide: ([StoredRecord]) throws -> [Bool] = { records in
                 // Sync starts and completions of the whole run first: a run's bookkeeping is judged by
@@ -163,8 +164,8 @@ extension Ledger {
                     // an observation is judged by its dedupe key alone, read from the envelope.
                     guard let kind = EventCodec.peekKind(record.payload), CompactionPolicy.droppableKinds.contains(kind) else { return true }
                     var reason: CompactionDropReason?
-                    if kind == .objectObserved, let key = EventCodec.peekDedupeKey(record.payload) {
-                        reason = runPolicy.decideObservation(dedupeKey: key)
+                    if kind == .objectObserved, let key = EventCodec.peekObservationKey(record.payload) {
+                        reason = runPolicy.decideObservation(key)
                     } else {
                         let event = try EventCursor.decode(record)
                         if let runID = CompactionPolicy.syncRunID(of: event) {
@@ -180,7 +181,7 @@ extension Ledger {
                     }
                     if reason == nil, kind == .objectObserved, retainedDrops.contains(record.sequence) { reason = .retention }
                     guard let reason else { return true }
-                    reasons[record.sequence] = reason
+                    dropped[reason, default: []].append(record.sequence)
                     return false
                 }
             }
@@ -189,11 +190,11 @@ extension Ledger {
                                                leaveUnchanged: true, decide: decide)
             report.bytesExamined += run.bytesBefore
             if run.droppedRecordCount > 0 {
-                for reason in reasons.values { report.droppedByReason[reason, default: 0] += 1 }
+                for (reason, sequences) in dropped { report.droppedByReason[reason, default: 0] += sequences.count }
                 report.runs.append(run)
             }
             if run.switched {
-                report.markerSequences.append(try await appendMarker(run: run, reasons: reasons))
+                report.markerSequences.append(try await appendMarker(run: run, dropped: dropped))
                 try writer.finishCompaction()
                 let covered = run.coveredSequences
                 let spacing = options.snapshotSpacingEvents
@@ -231,8 +232,8 @@ extension Ledger {
             let kind = EventCodec.peekKind(record.payload)
             if kind == .syncStarted || kind == .syncCompleted { policy.syncRuns.note(try EventCursor.decode(record)) }
             guard kind == .objectObserved else { continue }
-            if let key = EventCodec.peekDedupeKey(record.payload) {
-                policy.noteObservation(dedupeKey: key)
+            if let key = EventCodec.peekObservationKey(record.payload) {
+                policy.noteObservation(key)
             } else {
                 policy.note(try EventCursor.decode(record))
             }

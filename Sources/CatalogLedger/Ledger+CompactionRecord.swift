@@ -13,15 +13,15 @@ extension Ledger {
     public var compactionSummariesDirectory: FilePath { layout.root.appending("compactions") }
 
     /// Writes the run's summary and appends the marker naming its SHA-256; returns the marker's sequence.
-    func appendMarker(run: CompactionRunReport, reasons: [UInt64: CompactionDropReason]) async throws -> UInt64 {
+    /// `dropped` holds each rule's dropped sequences in ascending order.
+    func appendMarker(run: CompactionRunReport, dropped: [CompactionDropReason: [UInt64]]) async throws -> UInt64 {
         var text = "catalog-ledger-compaction-summary 1\n"
         text += "segment \(run.compactedSegmentName) covers=\(run.coveredSequences.lowerBound)...\(run.coveredSequences.upperBound)"
         text += " kept=\(run.keptRecordCount) new-sha256=\(Self.hex(run.newFileHash)) new-last-hash=\(Self.hex(run.newLastBatchHash))"
         text += " chain-out=\(Self.hex(run.chainOutHash))\n"
         for old in run.oldSegments { text += "old \(old.name) bytes=\(old.byteCount) sha256=\(Self.hex(old.fileHash))\n" }
         for reason in CompactionDropReason.allCases {
-            let sequences = reasons.filter { $0.value == reason }.keys.sorted()
-            guard !sequences.isEmpty else { continue }
+            guard let sequences = dropped[reason], !sequences.isEmpty else { continue }
             text += "dropped \(reason.rawValue) count=\(sequences.count) sequences=\(Self.ranges(sequences))\n"
         }
         return try await appendMarker(summary: Array(text.utf8), newFileHash: run.newFileHash, covered: run.coveredSequences)
@@ -79,6 +79,18 @@ extension EventCodec {
     /// The dedupe key of an encoded event, read from the envelope without decoding the body; nil
     /// when the envelope is not one this build reads (the caller then decodes it in full).
     static func peekDedupeKey(_ payload: [UInt8]) -> String? {
+        peekDedupeKeyRange(payload).map { String(decoding: payload[$0], as: UTF8.self) }
+    }
+
+    /// `peekDedupeKey` as the digest the compaction policy keeps, without making a string.
+    static func peekObservationKey(_ payload: [UInt8]) -> ObservationKeyDigest? {
+        guard let range = peekDedupeKeyRange(payload) else { return nil }
+        return payload.withUnsafeBytes { ObservationKeyDigest(utf8: UnsafeRawBufferPointer(rebasing: $0[range])) }
+    }
+
+    /// Where the dedupe key's UTF-8 bytes lie in an encoded event (after the format version, kind,
+    /// merchant id and source byte; docs/FORMAT.md, "Event encoding").
+    private static func peekDedupeKeyRange(_ payload: [UInt8]) -> Range<Int>? {
         var offset = 2
         func varint() -> Int? {
             var value = 0
@@ -97,7 +109,7 @@ extension EventCodec {
         guard offset <= payload.count, let keyLength = varint(), keyLength >= 0, offset + keyLength <= payload.count else {
             return nil
         }
-        return String(decoding: payload[offset..<(offset + keyLength)], as: UTF8.self)
+        return offset..<(offset + keyLength)
     }
 
     /// The kind of an encoded event from its first two bytes, without decoding the rest; nil for a

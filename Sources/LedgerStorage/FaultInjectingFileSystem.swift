@@ -64,6 +64,16 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
+    /// Bytes written but not yet made durable by a sync (a crash may lose them), over the files
+    /// whose path ends with `suffix` (all files by default).
+    public func unsyncedByteCount(inFilesEndingWith suffix: String = "") -> Int {
+        withLock {
+            files.filter { $0.key.hasSuffix(suffix) }.values.reduce(0) { total, node in
+                total + (node.bytes == node.syncedBytes ? 0 : max(1, node.bytes.count - node.syncedBytes.count))
+            }
+        }
+    }
+
     /// Flips one bit of a file in place (and in its durable image).
     public func flipBit(_ path: FilePath, byteOffset: Int, bit: Int) {
         withLock {

@@ -16,11 +16,9 @@
 // cohorts that alternate (one waits in fdatasync k while the other is written for k+1), so each
 // sync covers only about half of them; on a slow disk that halves throughput. So after an
 // acknowledgement the stage waits, for at most half the last fdatasync's duration (capped at 1 ms),
-// until as many append calls are written as the last sync acknowledged plus those already written
-// when it returned: the cohort just resumed gets written and joins the one that waited, and the
-// two become one. (Waiting only for as many as the last sync covered keeps two alternating halves
-// in place: each half alone already meets that count.) A lone appender waits for its own next
-// call; a drain or stop cuts the wait short.
+// until as many append calls are written as the last sync covered: the cohort just resumed gets
+// written and joins the next sync. A steady lone appender never waits (the last sync covered its
+// one call, and the next is already there); a drain or stop cuts the wait short.
 //
 // Thread-safety: `enqueue`, `drain` and `stop` may be called from any thread; the queue and flags
 // are guarded by `condition`. The sync thread is the only caller of `LogWriter.syncAndAcknowledge`.
@@ -91,9 +89,7 @@ final class SyncStage: @unchecked Sendable {
     }
 
     private func run(_ process: ([WrittenGroup], Int64) -> Int64) {
-        // The calls the last sync acknowledged plus those already written when it returned: the
-        // cohort the next sync waits for (closed-loop callers come back after their acknowledgement).
-        var cohort = 0
+        var lastSyncCalls = 0
         var lastSyncNanoseconds: Int64 = 0
         condition.lock()
         while true {
@@ -105,22 +101,21 @@ final class SyncStage: @unchecked Sendable {
                 return
             }
             var waitedNanoseconds: Int64 = 0
-            if queuedCalls < cohort && lastSyncNanoseconds > 0 {
+            if queuedCalls < lastSyncCalls && lastSyncNanoseconds > 0 {
                 let waitStart = CommitStatistics.monotonicNanoseconds()
                 let waitNanoseconds = min(lastSyncNanoseconds / 2, Self.cohortWaitNanosecondsMax)
                 let deadline = Date(timeIntervalSinceNow: Double(waitNanoseconds) / 1e9)
-                while queuedCalls < cohort && drainers == 0 && !stopping && condition.wait(until: deadline) {}
+                while queuedCalls < lastSyncCalls && drainers == 0 && !stopping && condition.wait(until: deadline) {}
                 waitedNanoseconds = CommitStatistics.monotonicNanoseconds() - waitStart
             }
             let groups = queue
-            let syncedCalls = queuedCalls
+            lastSyncCalls = queuedCalls
             queue.removeAll(keepingCapacity: true)
             queuedCalls = 0
             busy = true
             condition.unlock()
             lastSyncNanoseconds = process(groups, waitedNanoseconds)
             condition.lock()
-            cohort = syncedCalls + queuedCalls
             busy = false
             condition.broadcast()
         }

@@ -123,11 +123,26 @@ import Testing
             let decoded = try EventCodec.decode(sequence: UInt64(index), recordedAt: item.ledgerTime, payload: payload)
             #expect(EventCodec.peekKind(payload) == decoded.kind)
             #expect(EventCodec.peekDedupeKey(payload) == decoded.dedupeKey)
+            #expect(EventCodec.peekObservationKey(payload) == ObservationKeyDigest(key: decoded.dedupeKey))
             kinds.insert(decoded.kind)
         }
         #expect(kinds.isSuperset(of: [.objectObserved, .syncStarted, .syncPageReceived, .syncCompleted, .localEditProposed, .upsertRejected]))
         #expect(EventCodec.peekDedupeKey([1]) == nil && EventCodec.peekDedupeKey([1, 1, 0x80]) == nil)
         #expect(EventCodec.peekDedupeKey([1, 1, 5, 65]) == nil, "a length past the end")
+        #expect(EventCodec.peekObservationKey([1, 1, 5, 65]) == nil)
+    }
+
+    @Test("observation key digests are equal for equal keys and differ for keys that differ in one byte")
+    func observationKeyDigests() {
+        let keys = (0..<2_000).map { "obs:ITEM-\($0 % 97):\($0 % 13):" + String(repeating: "a", count: $0 % 7) }
+        var byDigest: [ObservationKeyDigest: String] = [:]
+        for key in keys {
+            let digest = ObservationKeyDigest(key: key)
+            #expect(digest == ObservationKeyDigest(key: String(key.utf8.map { Character(UnicodeScalar($0)) })))
+            if let other = byDigest[digest] { #expect(other == key, "\(other) and \(key) share a digest") }
+            byDigest[digest] = key
+        }
+        #expect(byDigest.count == Set(keys).count)
     }
 }
 

@@ -98,7 +98,11 @@ struct FaultInjectionTests {
         let writer = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(durability: .interval(milliseconds: 20)), fileSystem: fileSystem)
         _ = try await writer.append(TestSupport.records(0..<5))
         _ = try await writer.append(TestSupport.records(5..<10))
-        try await Task.sleep(for: .milliseconds(200))
+        // The background timer syncs without another append; a loaded machine may wake it late.
+        let deadline = ContinuousClock.now + .seconds(20)
+        func unsynced() -> Int { fileSystem.unsyncedByteCount(inFilesEndingWith: ".seg") }
+        while unsynced() > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(unsynced() == 0, "the background timer never synced the segment")
         // Everything was synced by the background timer, so a crash now keeps it all.
         fileSystem.crash(seed: 3)
         try? writer.close()

@@ -33,14 +33,17 @@ import Logging
 
 struct ProjectionFaultSimulation {
     static let logger = Logger(label: "ReliabilityTests.projection-simulation") { _ in SwiftLogNoOpLogHandler() }
-    /// Where the SQLite files go: a memory file system when there is one (`/dev/shm`), since the
+    /// Where the SQLite files go: a memory file system when there is one with 1 GiB free (`/dev/shm`), since the
     /// projection's crashes are simulated and real fsyncs would only slow the run down;
     /// `RELIABILITY_SCRATCH_DIRECTORY` overrides it.
     static let scratchParent: String = {
         if let chosen = ProcessInfo.processInfo.environment["RELIABILITY_SCRATCH_DIRECTORY"] { return chosen }
         var isDirectory: ObjCBool = false
+        // Only when it has room: a container's /dev/shm may be as small as 64 MiB.
+        var space = statvfs()
         if FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory), isDirectory.boolValue,
-           FileManager.default.isWritableFile(atPath: "/dev/shm") {
+           FileManager.default.isWritableFile(atPath: "/dev/shm"), statvfs("/dev/shm", &space) == 0,
+           UInt64(space.f_bavail) * UInt64(space.f_frsize) >= 1 << 30 {
             return "/dev/shm"
         }
         return FileManager.default.temporaryDirectory.path

@@ -7,7 +7,10 @@ import SystemPackage
 /// Options of the event store; storage options pass through to the log writer.
 public struct LedgerOptions: Sendable {
     public var storage = LogWriterOptions()
-    /// A snapshot is written in the background after this many events since the last one (0: never).
+    /// A snapshot is written in the background after this many events since the last one (0: never),
+    /// and never before as many events as the newest snapshot holds objects: a snapshot encodes the
+    /// whole catalog, so a large catalog (350,000 objects: a 290 MB file, seconds to write) gets one
+    /// every 350,000 events, which keeps the snapshots a bounded multiple of the log's size.
     public var snapshotEveryEvents = 100_000
     /// How many snapshots to keep on disk (as-of queries start from the nearest one, so keep many).
     public var snapshotsKept = Int.max
@@ -52,6 +55,8 @@ public final class Ledger: @unchecked Sendable {
     private var dedupe: DedupeIndex
     private var inflight: [DedupeDigest: [CheckedContinuation<UInt64, any Error>]] = [:]
     private var eventsSinceSnapshot = 0
+    /// Objects in the newest snapshot (0 when there is none): the least spacing of the next one.
+    private var snapshotObjectCount = 0
     private var snapshotTask: Task<Void, Never>?
 
     /// Opens (creating when needed) the ledger at `layout`, recovering the log and rebuilding the dedupe
@@ -66,8 +71,10 @@ public final class Ledger: @unchecked Sendable {
             let reader = try LedgerReader(layout: layout, fileSystem: fileSystem, logger: logger)
             try Self.removeSnapshotsBeyondLog(reader: reader)
             let (index, sinceSnapshot) = try Self.loadDedupe(reader: reader)
-            return Ledger(layout: layout, writer: writer, reader: reader, options: options, logger: logger,
-                          dedupe: index, eventsSinceSnapshot: sinceSnapshot)
+            let ledger = Ledger(layout: layout, writer: writer, reader: reader, options: options, logger: logger,
+                                dedupe: index, eventsSinceSnapshot: sinceSnapshot)
+            ledger.snapshotObjectCount = reader.snapshotInfos().max { $0.sequence < $1.sequence }?.objectCount ?? 0
+            return ledger
         } catch {
             try? writer.close()
             throw error
@@ -192,12 +199,16 @@ public final class Ledger: @unchecked Sendable {
     private func scheduleSnapshotIfDue() {
         guard options.snapshotEveryEvents > 0 else { return }
         let due: Bool = lock.withLock {
-            guard eventsSinceSnapshot >= options.snapshotEveryEvents, snapshotTask == nil else { return false }
+            guard eventsSinceSnapshot >= max(options.snapshotEveryEvents, snapshotObjectCount), snapshotTask == nil else {
+                return false
+            }
             eventsSinceSnapshot = 0
             // At a lower priority: a snapshot encodes the whole state, which on a small machine would
             // otherwise take the CPU from appends and from projections following the log.
             snapshotTask = Task.detached(executorPreference: BackgroundExecutor.maintenance) { [self] in
-                do { _ = try writeSnapshot() } catch {
+                do {
+                    if let info = try writeSnapshot() { lock.withLock { snapshotObjectCount = info.objectCount } }
+                } catch {
                     logger.warning("background snapshot failed", metadata: ["error": "\(error)"])
                 }
                 lock.withLock { snapshotTask = nil }

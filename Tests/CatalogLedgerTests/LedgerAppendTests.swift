@@ -98,6 +98,33 @@ struct LedgerAppendTests {
         try await ledger.close()
     }
 
+    @Test("periodic snapshots wait for at least as many events as the newest snapshot holds objects, across reopening")
+    func periodicSnapshotsSpacedByCatalogSize() async throws {
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        func observe(_ items: Range<Int>) throws -> [[PendingEvent]] {
+            try items.map { try SampleObjects.observe(item: "I\($0)", version: 100 + Int64($0), price: Int64(100 + $0)) }
+        }
+        // 20 events (10 items and their variations) in one call: past the 4-event spacing, so a snapshot
+        // of 20 objects is written (close waits for it).
+        var ledger = try directory.open(snapshotEvery: 4)
+        _ = try await ledger.append(try observe(0..<10).flatMap { $0 })
+        try await ledger.close()
+        #expect(ledger.reader.snapshotInfos().map(\.objectCount) == [20])
+
+        // 16 more events, two at a time: each call is past 4 events since the snapshot, none past 20.
+        ledger = try directory.open(snapshotEvery: 4)
+        for events in try observe(10..<18) { _ = try await ledger.append(events) }
+        try await ledger.close()
+        #expect(ledger.reader.snapshotInfos().count == 1, "a snapshot came before as many events as the last one's objects")
+
+        // Reopened, the ledger counts the 16 events after the snapshot; 4 more reach 20.
+        ledger = try directory.open(snapshotEvery: 4)
+        for events in try observe(18..<20) { _ = try await ledger.append(events) }
+        try await ledger.close()
+        #expect(ledger.reader.snapshotInfos().map(\.objectCount) == [20, 40])
+    }
+
     @Test("a second writer on the same directory is refused, naming the holder")
     func secondWriterRefused() async throws {
         let directory = TemporaryLedger()

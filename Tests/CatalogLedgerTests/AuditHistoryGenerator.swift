@@ -30,6 +30,8 @@ struct AuditHistoryGenerator {
     private var nowMilliseconds: Int64 = 1_790_000_000_000
     private var runCounter = 0
     private var editCounter = 0
+    /// Edits Square rejected with VERSION_MISMATCH so far.
+    private(set) var rejectedEdits = 0
     private var itemCount = 8
     /// Items local edits may target (all when nil).
     private var editableItems: Int?
@@ -90,11 +92,20 @@ struct AuditHistoryGenerator {
                                                 pageCount: UInt32(pages), objectCount: objects, merchantID: Self.merchant)])
     }
 
-    private mutating func edit() throws {
-        let live = items.filter { entry in
+    /// Items a local edit may target: not deleted, among the editable ones; in id order.
+    private func liveEditableItems() -> [String] {
+        items.filter { entry in
             !entry.value.deleted && editableItems.map { limit in Int(entry.key.dropFirst())! < limit } ?? true
         }.keys.sorted()
-        guard let id = live.randomElement(using: &random) else { return }
+    }
+
+    /// A local edit of `target` (of a random live item when nil), accepted when the editor's version
+    /// is Square's, rejected with VERSION_MISMATCH otherwise.
+    private mutating func edit(target: String? = nil) throws {
+        let live = liveEditableItems()
+        guard let id = target.flatMap({ live.contains($0) ? $0 : nil }) ?? (target == nil ? live.randomElement(using: &random) : nil) else {
+            return
+        }
         editCounter += 1
         let key = "edit-\(editCounter)"
         var proposed = items[id]!
@@ -124,6 +135,7 @@ struct AuditHistoryGenerator {
                                                           followUpBody: Array(followUp.utf8), idempotencyKey: key,
                                                           merchantID: Self.merchant, correlationID: key)])
             editorVersions[id] = items[id]!.version
+            rejectedEdits += 1
         }
     }
 
@@ -141,6 +153,15 @@ struct AuditHistoryGenerator {
             case 40..<75: generator.changeInSquare("I\(Int.random(in: 0..<itemCount, using: &generator.random))")
             default: try generator.edit()
             }
+        }
+        // The diagnosis properties need a rejected edit: when the random steps made none (a short
+        // history may not), an item changes in Square behind the editor's back and is then edited
+        // from the version the editor knew.
+        var attempts = 0
+        while generator.rejectedEdits == 0, attempts < 50, let id = generator.liveEditableItems().first {
+            attempts += 1
+            generator.changeInSquare(id)
+            try generator.edit(target: id)
         }
         return generator
     }

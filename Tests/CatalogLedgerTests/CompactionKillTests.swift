@@ -46,7 +46,7 @@ import Testing
         let expected = try AuditAnswers(reader: LedgerReader(layout: template.layout), points: points, objects: historyObjects)
         let expectedFacts = try AuditAnswers(reader: LedgerReader(layout: template.layout), points: points, objects: historyObjects,
                                              derived: false)
-        #expect(!expected.diagnoses.isEmpty)
+        #expect(!expected.diagnoses.isEmpty, "the history holds rejected edits to diagnose (seed \(seed))")
         // The children then compact only what they append, so a kill lands at any step of a run.
         let first = try Ledger.open(layout: template.layout, options: options)
         _ = try await first.compact(segmentsPerRun: 2)

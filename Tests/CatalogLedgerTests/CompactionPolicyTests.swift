@@ -165,3 +165,14 @@ import Testing
         try await ledger.close()
     }
 }
+
+@Suite struct AuditHistoryGeneratorTests {
+    @Test("every generated history holds a rejected edit, however short, so the diagnosis properties always have one")
+    func everyHistoryHoldsARejection() throws {
+        for seed in UInt64(1)...300 {
+            let history = try AuditHistoryGenerator.generate(seed: seed, steps: seed % 3 == 0 ? 0 : 12)
+            let rejections = history.events.filter { $0.event.body.kind == .upsertRejected }.count
+            #expect(rejections == history.rejectedEdits && rejections > 0, "seed \(seed)")
+        }
+    }
+}

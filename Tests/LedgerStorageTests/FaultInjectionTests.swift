@@ -92,6 +92,60 @@ struct FaultInjectionTests {
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
 
+    /// RELIABILITY.md, finding 9: a roll whose manifest write failed left the segment's entry in the
+    /// writer's manifest, and the next roll listed that segment twice, once with too few records.
+    @Test("ENOSPC at every point of appends that roll: a failed roll poisons the writer, and reopened it lists each sealed segment once with its records")
+    func noSpaceDuringRolls() async throws {
+        var manifestFailures = 0
+        for budget in stride(from: 0, through: 6_000, by: 61) {
+            let fileSystem = FaultInjectingFileSystem()
+            var writer = try Self.openLog(fileSystem, segmentBytes: 2048)
+            fileSystem.limitSpace(toMoreBytes: budget)
+            var acknowledged = 0
+            var failure: LedgerStorageError?
+            for index in 0..<40 {
+                do {
+                    _ = try await writer.append(TestSupport.records(index..<(index + 1)))
+                    acknowledged += 1
+                } catch let error as LedgerStorageError {
+                    failure = error
+                    break
+                }
+            }
+            fileSystem.limitSpace(toMoreBytes: nil)
+            guard let failure else {
+                try writer.close()
+                continue
+            }
+            // A failed segment write is put right in place; a failed roll poisons the writer.
+            if failure.location.file?.contains("MANIFEST") == true {
+                manifestFailures += 1
+                await #expect(throws: LedgerStorageError.self, "budget \(budget): the writer took an append after \(failure)") {
+                    _ = try await writer.append(TestSupport.records(100..<101))
+                }
+            }
+            try? writer.close()
+
+            writer = try Self.openLog(fileSystem, segmentBytes: 2048)
+            let next = Int(writer.nextSequence)
+            #expect(next >= acknowledged, "budget \(budget): acknowledged records lost")
+            for index in next..<(next + 40) { _ = try await writer.append(TestSupport.records(index..<(index + 1))) }
+            let sealed = try await writer.sealedSegments()
+            try writer.close()
+            #expect(Set(sealed.map(\.segmentName)).count == sealed.count, "budget \(budget): a segment listed twice")
+            // Each entry's records end where the next segment begins.
+            let bases = sealed.map { SegmentFileName.parseSegment($0.segmentName)! }
+            for (index, entry) in sealed.enumerated().dropLast() {
+                #expect(entry.nextSequence(segmentBase: bases[index]) == bases[index + 1], "budget \(budget): \(entry.segmentName)")
+            }
+            let records = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
+            #expect(records.map(\.sequence) == Array(0..<UInt64(next + 40)), "budget \(budget)")
+            #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean, "budget \(budget)")
+        }
+        #expect(manifestFailures > 0, "no budget made a roll's manifest write fail")
+        print("ENOSPC during rolls: \(manifestFailures) failed manifest writes among the budgets")
+    }
+
     @Test("policy interval acknowledges before the sync and syncs in the background within the interval")
     func intervalPolicySyncsInBackground() async throws {
         let fileSystem = FaultInjectingFileSystem()

@@ -14,8 +14,10 @@ public struct ProjectorOptions: Sendable {
     /// SQLite page cache per connection, in KiB.
     public var cacheKiB = 65_536
     /// While following the tail, how often the WAL is checkpointed off the commit path; nil leaves
-    /// checkpoints to SQLite, on the commit that crosses its page threshold.
-    public var followCheckpointInterval: Duration? = .milliseconds(250)
+    /// checkpoints to SQLite, on the commit that crosses its page threshold. Every second measured
+    /// better than every 250 ms at 1M events (fewer syncs of the database file meeting the commits;
+    /// docs/PERFORMANCE.md, "Lag at full size on a quiet machine").
+    public var followCheckpointInterval: Duration? = .seconds(1)
     /// While following, the WAL's size in frames (pages) above which the follower checkpoints on
     /// its own connection between two batches, so that the WAL starts over instead of growing
     /// while commits keep coming (see `WALCheckpointer`); nil lets it grow until a pause.

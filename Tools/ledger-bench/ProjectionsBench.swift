@@ -30,7 +30,7 @@ struct ProjectionsBench: ParsableCommand {
     var lagEvents: Int?
 
     @Option(help: "While following, checkpoint the WAL off the commit path every N ms (0: SQLite's checkpoints on commit).")
-    var followCheckpointMs = 250
+    var followCheckpointMs = 1000
 
     @Option(help: "While following, let the WAL start over once it holds more than N frames (0: let it grow until a pause).")
     var followWALFramesMax = 65_536

@@ -102,19 +102,12 @@ public enum BatchCodec {
             bytes.reserveCapacity(headerBytes + body.count)
             bytes.append(contentsOf: body)
         } else {
-            let compress = compression == .lz4 && section.count <= Int(LZ4_MAX_INPUT_SIZE)
-            let bodyCapacity = compress ? max(Int(LZ4_compressBound(Int32(section.count))), section.count) : section.count
+            let bound = compression == .lz4 ? LZ4Block.compressBound(section.count) : nil
+            let bodyCapacity = max(bound ?? 0, section.count)
             bytes = [UInt8](unsafeUninitializedCapacity: headerBytes + bodyCapacity) { buffer, initialized in
                 let body = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[headerBytes...])
                 var bodyCount = 0
-                if compress {
-                    bodyCount = section.withUnsafeBytes { source in
-                        Int(LZ4_compress_default(
-                            source.baseAddress!.assumingMemoryBound(to: CChar.self),
-                            body.baseAddress!.assumingMemoryBound(to: CChar.self),
-                            Int32(section.count), Int32(bodyCapacity)))
-                    }
-                }
+                if bound != nil { bodyCount = section.withUnsafeBytes { LZ4Block.compress($0, into: body) } }
                 // Stored uncompressed when LZ4 failed or did not make the section smaller.
                 if bodyCount > 0 && bodyCount < section.count {
                     kind = .lz4
@@ -240,21 +233,28 @@ public enum BatchCodec {
 
 /// LZ4 block compression through the system liblz4.
 public enum LZ4Block {
+    /// The room LZ4 may need to compress `count` bytes; nil past its input limit.
+    public static func compressBound(_ count: Int) -> Int? {
+        guard count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
+        return Int(LZ4_compressBound(Int32(count)))
+    }
+
+    /// Compresses `input` (fast mode) into `output`; returns the bytes written, 0 when it failed or
+    /// did not fit.
+    public static func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
+        Int(LZ4_compress_default(
+            input.baseAddress?.assumingMemoryBound(to: CChar.self), output.baseAddress!.assumingMemoryBound(to: CChar.self),
+            Int32(input.count), Int32(output.count)))
+    }
+
     public static func compress(_ input: [UInt8]) -> [UInt8]? {
-        guard input.count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }
-        let bound = Int(LZ4_compressBound(Int32(input.count)))
-        var output = [UInt8](repeating: 0, count: bound)
-        let written = input.withUnsafeBytes { source in
-            output.withUnsafeMutableBytes { destination in
-                LZ4_compress_default(
-                    source.baseAddress?.assumingMemoryBound(to: CChar.self),
-                    destination.baseAddress!.assumingMemoryBound(to: CChar.self),
-                    Int32(input.count), Int32(bound))
-            }
+        guard let bound = compressBound(input.count) else { return nil }
+        var written = 0
+        let output = [UInt8](unsafeUninitializedCapacity: bound) { buffer, initialized in
+            written = input.withUnsafeBytes { compress($0, into: UnsafeMutableRawBufferPointer(buffer)) }
+            initialized = max(written, 0)
         }
-        guard written > 0 else { return nil }
-        output.removeLast(bound - Int(written))
-        return output
+        return written > 0 ? output : nil
     }
 
     /// Decompresses a block that must expand to exactly `uncompressedLength` bytes; nil otherwise.

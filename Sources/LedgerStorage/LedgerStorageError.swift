@@ -1,5 +1,7 @@
 // The one error type of LedgerStorage: a code, a human message and a location.
 
+import Foundation
+
 /// Where in the log a problem was found. Every field is optional because some errors (a lock held,
 /// a full disk) have no byte position.
 public struct LogLocation: Sendable, Equatable, CustomStringConvertible {
@@ -82,6 +84,11 @@ public struct LedgerStorageError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(code): \(message) [\(location)]" }
+
+    /// `error` itself when it is a storage error, else an I/O error (EIO) describing it.
+    static func wrapping(_ error: any Error) -> LedgerStorageError {
+        error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
+    }
 
     /// The same error with a location filled in where it had none.
     func located(file: String? = nil, byteOffset: UInt64? = nil) -> LedgerStorageError {

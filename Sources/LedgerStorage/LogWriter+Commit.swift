@@ -75,7 +75,7 @@ extension LogWriter {
             }
             try timedWrite(unwritten, to: working.file, at: unwrittenStart, adding: &writeNanoseconds)
         } catch {
-            let storageError = error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
+            let storageError = LedgerStorageError.wrapping(error)
             if rolled || sealStarted {
                 // A roll that started may have left a footer and a manifest naming the segment:
                 // truncating would cut a sealed segment, so the writer stays poisoned for recovery.
@@ -172,7 +172,7 @@ extension LogWriter {
             return try Self.createSegment(directory: directory, base: chain.nextSequence, createdAt: options.clock(),
                                           indexIntervalBytes: options.indexIntervalBytes)
         } catch {
-            poison(error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)"))
+            poison(LedgerStorageError.wrapping(error))
             throw error
         }
     }

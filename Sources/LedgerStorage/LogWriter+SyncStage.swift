@@ -140,7 +140,7 @@ extension LogWriter {
         } catch {
             // After a failed fsync the kernel may have dropped the dirty pages: what is durable is
             // unknown, so nothing written since the last good sync may be acknowledged.
-            let storageError = error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
+            let storageError = LedgerStorageError.wrapping(error)
             poison(storageError)
             logger.error("fdatasync failed; the writer refuses further appends", metadata: ["error": "\(storageError)"])
             for group in groups { for request in group.requests { request.continuation.resume(throwing: storageError) } }
@@ -152,13 +152,11 @@ extension LogWriter {
             statistics.syncs += 1
             statistics.syncNanoseconds += syncNanoseconds
         }
-        noteDurable(nextSequence: groups.last!.nextSequence)
-        let acknowledgeStart = CommitStatistics.monotonicNanoseconds()
-        for group in groups {
-            for (request, result) in zip(group.requests, group.results) { request.continuation.resume(returning: result) }
+        acknowledge(durableThrough: groups.last!.nextSequence) {
+            for group in groups {
+                for (request, result) in zip(group.requests, group.results) { request.continuation.resume(returning: result) }
+            }
         }
-        let acknowledgeNanoseconds = CommitStatistics.monotonicNanoseconds() - acknowledgeStart
-        noteStatistics { $0.acknowledgeNanoseconds += acknowledgeNanoseconds }
         return syncNanoseconds
     }
 }

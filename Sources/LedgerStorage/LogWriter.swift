@@ -233,7 +233,7 @@ public final class LogWriter: @unchecked Sendable {
             do {
                 results = try commit(group.map(\.records))
             } catch {
-                let storageError = error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)")
+                let storageError = LedgerStorageError.wrapping(error)
                 logger.error("append failed", metadata: ["error": "\(storageError)"])
                 for request in group { request.continuation.resume(throwing: storageError) }
                 continue
@@ -243,19 +243,22 @@ public final class LogWriter: @unchecked Sendable {
                 syncStage.enqueue(SyncStage.WrittenGroup(requests: group, results: results, file: active.file,
                                                          nextSequence: chain.nextSequence))
             } else {
-                noteDurable(nextSequence: chain.nextSequence)
-                let acknowledgeStart = CommitStatistics.monotonicNanoseconds()
-                for (request, result) in zip(group, results) { request.continuation.resume(returning: result) }
-                let acknowledgeNanoseconds = CommitStatistics.monotonicNanoseconds() - acknowledgeStart
-                noteStatistics { $0.acknowledgeNanoseconds += acknowledgeNanoseconds }
+                acknowledge(durableThrough: chain.nextSequence) {
+                    for (request, result) in zip(group, results) { request.continuation.resume(returning: result) }
+                }
             }
         }
     }
 
-    /// Publishes that every record before `nextSequence` is acknowledged, and wakes followers.
-    func noteDurable(nextSequence: UInt64) {
+    /// Publishes that every record before `nextSequence` is durable and wakes followers, then runs
+    /// `resume` (which resumes the callers of those records), timing it for the statistics.
+    func acknowledge(durableThrough nextSequence: UInt64, resume: () -> Void) {
         condition.withLock { committedNextSequence = nextSequence }
         signal.notify()
+        let start = CommitStatistics.monotonicNanoseconds()
+        resume()
+        let elapsed = CommitStatistics.monotonicNanoseconds() - start
+        noteStatistics { $0.acknowledgeNanoseconds += elapsed }
     }
 
     /// The failure that poisoned the writer, if any.
@@ -302,7 +305,7 @@ public final class LogWriter: @unchecked Sendable {
             try active.file.sync()
             unsyncedSince = nil
         } catch {
-            poison(error as? LedgerStorageError ?? LedgerStorageError(.io(errno: EIO), "\(error)"))
+            poison(LedgerStorageError.wrapping(error))
         }
     }
 }

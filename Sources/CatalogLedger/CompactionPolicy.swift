@@ -152,18 +152,11 @@ public struct CompactionPolicy: Sendable {
         if case .objectObserved = event.body { seenObservationKeys.insert(ObservationKeyDigest(key: event.dedupeKey)) }
     }
 
-    /// `note` for an observation known only by its dedupe key (read without decoding the event).
-    public mutating func noteObservation(dedupeKey: String) { seenObservationKeys.insert(ObservationKeyDigest(key: dedupeKey)) }
-
-    /// `decide` for an observation known only by its dedupe key (read without decoding the event).
-    public mutating func decideObservation(dedupeKey: String) -> CompactionDropReason? {
-        decideObservation(ObservationKeyDigest(key: dedupeKey))
-    }
-
-    /// `noteObservation` for a key digest taken from the encoded event (`EventCodec.peekObservationKey`).
+    /// `note` for an observation known only by its key's digest, read from the encoded event without
+    /// decoding it (`EventCodec.peekObservationKey`).
     mutating func noteObservation(_ key: ObservationKeyDigest) { seenObservationKeys.insert(key) }
 
-    /// `decideObservation` for a key digest taken from the encoded event.
+    /// `decide` for an observation known only by its key's digest, read from the encoded event.
     mutating func decideObservation(_ key: ObservationKeyDigest) -> CompactionDropReason? {
         seenObservationKeys.insert(key).inserted ? nil : .duplicateObservation
     }

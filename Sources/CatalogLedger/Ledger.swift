@@ -70,11 +70,10 @@ public final class Ledger: @unchecked Sendable {
         do {
             let reader = try LedgerReader(layout: layout, fileSystem: fileSystem, logger: logger)
             try Self.removeSnapshotsBeyondLog(reader: reader)
-            let (index, sinceSnapshot) = try Self.loadDedupe(reader: reader)
-            let ledger = Ledger(layout: layout, writer: writer, reader: reader, options: options, logger: logger,
-                                dedupe: index, eventsSinceSnapshot: sinceSnapshot)
-            ledger.snapshotObjectCount = reader.snapshotInfos().max { $0.sequence < $1.sequence }?.objectCount ?? 0
-            return ledger
+            let loaded = try Self.loadDedupe(reader: reader)
+            return Ledger(layout: layout, writer: writer, reader: reader, options: options, logger: logger,
+                          dedupe: loaded.index, eventsSinceSnapshot: loaded.eventsSinceSnapshot,
+                          snapshotObjectCount: loaded.snapshotObjectCount)
         } catch {
             try? writer.close()
             throw error
@@ -82,7 +81,7 @@ public final class Ledger: @unchecked Sendable {
     }
 
     private init(layout: LedgerLayout, writer: LogWriter, reader: LedgerReader, options: LedgerOptions,
-                 logger: Logger, dedupe: DedupeIndex, eventsSinceSnapshot: Int) {
+                 logger: Logger, dedupe: DedupeIndex, eventsSinceSnapshot: Int, snapshotObjectCount: Int) {
         self.layout = layout
         self.writer = writer
         self.reader = reader
@@ -90,6 +89,7 @@ public final class Ledger: @unchecked Sendable {
         self.logger = logger
         self.dedupe = dedupe
         self.eventsSinceSnapshot = eventsSinceSnapshot
+        self.snapshotObjectCount = snapshotObjectCount
         self.snapshotStore = reader.snapshots
     }
 
@@ -106,7 +106,10 @@ public final class Ledger: @unchecked Sendable {
         }
     }
 
-    private static func loadDedupe(reader: LedgerReader) throws -> (DedupeIndex, Int) {
+    /// The dedupe index from the newest readable snapshot plus the events after it; how many events
+    /// those are, and how many objects that snapshot holds (0 without one).
+    private static func loadDedupe(reader: LedgerReader) throws
+        -> (index: DedupeIndex, eventsSinceSnapshot: Int, snapshotObjectCount: Int) {
         let snapshot = reader.snapshots.newestReadable(among: reader.snapshotInfos(), logger: reader.logger)
         var index = DedupeIndex(snapshot?.dedupe ?? [:])
         let start = snapshot.map { $0.info.sequence + 1 } ?? 0
@@ -116,7 +119,7 @@ public final class Ledger: @unchecked Sendable {
             index.insert(DedupeDigest(key: event.dedupeKey), sequence: event.sequence)
             count += 1
         }
-        return (index, count)
+        return (index, count, snapshot?.info.objectCount ?? 0)
     }
 
     /// The sequence the next new event will get.

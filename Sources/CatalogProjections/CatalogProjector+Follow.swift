@@ -104,10 +104,8 @@ extension CatalogProjector {
 
     /// Sets `wal_autocheckpoint` of the writing connection (0: never checkpoint on commit).
     private func setAutomaticCheckpoints(pages: Int) throws {
-        do {
+        try Self.databaseCall(databasePath) {
             try database.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA wal_autocheckpoint = \(pages)") }
-        } catch let error as DatabaseError {
-            throw ProjectionError(.database, "\(error)", location: databasePath)
         }
     }
 }

@@ -78,7 +78,7 @@ extension CatalogProjector {
     /// lost must be rebuilt, or it would keep them forever and skip the events that reuse their
     /// sequences.
     public func checkpointAgreement() throws -> CheckpointAgreement {
-        let (checkpoint, anchor) = try Self.databaseRead(databasePath) {
+        let (checkpoint, anchor) = try Self.databaseCall(databasePath) {
             try database.read { db in (try ProjectionWriter.checkpoint(in: db), try ProjectionWriter.checkpointAnchor(in: db)) }
         }
         return try Self.agreement(checkpoint: checkpoint, anchor: anchor, reader: reader)
@@ -95,13 +95,5 @@ extension CatalogProjector {
         }
         if event.sequence > checkpoint { return .checkpointEventCompacted(checkpoint: checkpoint) }
         return CheckpointAnchor(event: event) == anchor ? .matchesLog(checkpoint: checkpoint) : .logChanged(checkpoint: checkpoint)
-    }
-
-    static func databaseRead<T>(_ location: String, _ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch let error as DatabaseError {
-            throw ProjectionError(.database, "\(error)", location: location)
-        }
     }
 }

@@ -47,29 +47,25 @@ extension CatalogProjector {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)")
         }
-        do {
+        return try databaseCall(path) {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             try queue.writeWithoutTransaction { db in
                 try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF")
             }
             try ProjectionSchema.migrator().migrate(queue)
             return queue
-        } catch let error as DatabaseError {
-            throw ProjectionError(.database, "\(error)", location: path)
         }
     }
 
     /// Folds the WAL into the file, leaves WAL mode (so no side file travels with the rename),
     /// closes it and syncs it to disk.
     static func finishShadow(_ queue: DatabaseQueue, path: String) throws {
-        do {
+        try databaseCall(path) {
             try queue.writeWithoutTransaction { db in
                 try db.checkpoint(.truncate)
                 try db.execute(sql: "PRAGMA journal_mode = DELETE")
             }
             try queue.close()
-        } catch let error as DatabaseError {
-            throw ProjectionError(.database, "\(error)", location: path)
         }
         try fsync(path: path, directory: false)
     }

@@ -86,7 +86,7 @@ public final class CatalogProjector: @unchecked Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)")
         }
-        do {
+        return try databaseCall(path) {
             let pool = try DatabasePool(path: path, configuration: configuration)
             try pool.writeWithoutTransaction { db in
                 // The projection is rebuilt from the log after a power loss, so commits need not
@@ -95,8 +95,6 @@ public final class CatalogProjector: @unchecked Sendable {
             }
             try ProjectionSchema.migrator().migrate(pool)
             return pool
-        } catch let error as DatabaseError {
-            throw ProjectionError(.database, "\(error)", location: path)
         }
     }
 
@@ -185,8 +183,13 @@ public final class CatalogProjector: @unchecked Sendable {
 
     static func write(_ pool: any DatabaseWriter, _ location: @autoclosure () -> String,
                       _ body: (Database) throws -> Void) throws {
+        try databaseCall(location()) { try pool.write { db in try body(db) } }
+    }
+
+    /// Runs `body`, turning a database error into a `ProjectionError` that names `location`.
+    static func databaseCall<T>(_ location: @autoclosure () -> String, _ body: () throws -> T) throws -> T {
         do {
-            try pool.write { db in try body(db) }
+            return try body()
         } catch let error as DatabaseError {
             throw ProjectionError(.database, "\(error)", location: location())
         }

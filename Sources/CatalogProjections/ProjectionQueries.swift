@@ -13,10 +13,8 @@ public struct ProjectionQueries: Sendable {
     public static func open(path: String) throws -> ProjectionQueries {
         var configuration = Configuration()
         configuration.readonly = true
-        do {
-            return ProjectionQueries(database: try DatabaseQueue(path: path, configuration: configuration))
-        } catch let error as DatabaseError {
-            throw ProjectionError(.database, "\(error)", location: path)
+        return try CatalogProjector.databaseCall(path) {
+            ProjectionQueries(database: try DatabaseQueue(path: path, configuration: configuration))
         }
     }
 
@@ -179,10 +177,6 @@ public struct ProjectionQueries: Sendable {
     }
 
     private func read<T>(_ location: String, _ body: (Database) throws -> T) throws -> T {
-        do {
-            return try database.read { db in try body(db) }
-        } catch let error as DatabaseError {
-            throw ProjectionError(.database, "\(error)", location: location)
-        }
+        try CatalogProjector.databaseCall(location) { try database.read { db in try body(db) } }
     }
 }

@@ -32,11 +32,7 @@ final class WALCheckpointer: Sendable {
         self.walFramesMax = walFramesMax
         self.trace = trace
         self.onLargeWAL = onLargeWAL
-        do {
-            queue = try DatabaseQueue(path: path)
-        } catch let error as DatabaseError {
-            throw ProjectionError(.database, "\(error)", location: path)
-        }
+        queue = try CatalogProjector.databaseCall(path) { try DatabaseQueue(path: path) }
     }
 
     /// Checkpoints every `interval` until the task is cancelled. A failed checkpoint is retried at

@@ -38,19 +38,27 @@ struct ProjectionLogAgreementTests {
         try FileManager.default.copyItem(atPath: copy, toPath: directory.layout.logDirectory.string)
     }
 
+    /// Items 0..<6 ("kept"), a copy of the log holding only them, then items 6..<12 ("lost"): the
+    /// copy restored later is the log a crash would leave. Returns the copy and both last sequences.
+    static func logWithATailToLose(in directory: TemporaryLedger) async throws
+        -> (shorter: String, keptLast: UInt64, lostLast: UInt64) {
+        var ledger = try directory.open()
+        try await appendItems(0..<6, label: "kept", to: ledger)
+        let keptLast = try #require(try ledger.reader.lastSequence())
+        try await ledger.close()
+        let shorter = try copyLog(of: directory, to: "log-kept")
+        ledger = try directory.open()
+        try await appendItems(6..<12, label: "lost", to: ledger)
+        let lostLast = try #require(try ledger.reader.lastSequence())
+        try await ledger.close()
+        return (shorter, keptLast, lostLast)
+    }
+
     @Test("a projection holding events the log lost is detected and rebuilt to the log's end")
     func checkpointBeyondTheLog() async throws {
         let directory = TemporaryLedger()
         defer { directory.cleanUp() }
-        var ledger = try directory.open()
-        try await Self.appendItems(0..<6, label: "kept", to: ledger)
-        let keptLast = try #require(try ledger.reader.lastSequence())
-        try await ledger.close()
-        let shorter = try Self.copyLog(of: directory, to: "log-kept")
-        ledger = try directory.open()
-        try await Self.appendItems(6..<12, label: "lost", to: ledger)
-        let lostLast = try #require(try ledger.reader.lastSequence())
-        try await ledger.close()
+        let (shorter, keptLast, lostLast) = try await Self.logWithATailToLose(in: directory)
 
         let projector = try directory.projector()
         #expect(try projector.catchUp() == lostLast)
@@ -69,20 +77,13 @@ struct ProjectionLogAgreementTests {
     func logReplacedUnderTheCheckpoint() async throws {
         let directory = TemporaryLedger()
         defer { directory.cleanUp() }
-        var ledger = try directory.open()
-        try await Self.appendItems(0..<6, label: "kept", to: ledger)
-        try await ledger.close()
-        let shorter = try Self.copyLog(of: directory, to: "log-kept")
-        ledger = try directory.open()
-        try await Self.appendItems(6..<12, label: "lost", to: ledger)
-        let lostLast = try #require(try ledger.reader.lastSequence())
-        try await ledger.close()
+        let (shorter, _, lostLast) = try await Self.logWithATailToLose(in: directory)
         let projector = try directory.projector()
         try projector.catchUp()
 
         // The log loses items 6..<12 and the same sequences are appended again with other events.
         try Self.restoreLog(of: directory, from: shorter)
-        ledger = try directory.open()
+        let ledger = try directory.open()
         try await Self.appendItems(20..<26, label: "after", to: ledger)
         #expect(try ledger.reader.lastSequence() == lostLast)
 

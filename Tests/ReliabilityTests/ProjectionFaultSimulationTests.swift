@@ -14,23 +14,10 @@ struct ProjectionFaultSimulationTests {
     static let environment = ProcessInfo.processInfo.environment
 
     static func runSeeds(_ seeds: some Sequence<UInt64>, until deadline: Date? = nil) async -> (ProjectionSimulationTally, [SimulationFailure]) {
-        var total = ProjectionSimulationTally()
-        var failures: [SimulationFailure] = []
-        for seed in seeds {
-            if let deadline, Date() >= deadline { break }
+        await runSimulationSeeds(seeds, until: deadline, unexpectedErrorPrefix: "projection simulation: ") { seed in
             var simulation = ProjectionFaultSimulation(seed: seed)
-            do {
-                total.add(try await simulation.run())
-            } catch let failure as SimulationFailure {
-                failures.append(failure)
-                print("FAILED \(failure)")
-            } catch {
-                let failure = SimulationFailure(seed: seed, message: "projection simulation: unexpected error \(error)")
-                failures.append(failure)
-                print("FAILED \(failure)")
-            }
+            return try await simulation.run()
         }
-        return (total, failures)
     }
 
     @Test("seeds: projections survive ledger and projection crashes and equal the fold of the recovered log")

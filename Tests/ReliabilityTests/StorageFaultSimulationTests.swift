@@ -17,23 +17,10 @@ struct StorageFaultSimulationTests {
     static var recoveryReadFaults: Bool { environment["RELIABILITY_RECOVERY_READ_FAULTS"] != "0" }
 
     static func runSeeds(_ seeds: some Sequence<UInt64>, until deadline: Date? = nil) async -> (SimulationTally, [SimulationFailure]) {
-        var total = SimulationTally()
-        var failures: [SimulationFailure] = []
-        for seed in seeds {
-            if let deadline, Date() >= deadline { break }
+        await runSimulationSeeds(seeds, until: deadline) { seed in
             var simulation = StorageFaultSimulation(seed: seed, shortReads: shortReads, readFaultsDuringRecovery: recoveryReadFaults)
-            do {
-                total.add(try await simulation.run())
-            } catch let failure as SimulationFailure {
-                failures.append(failure)
-                print("FAILED \(failure)")
-            } catch {
-                let failure = SimulationFailure(seed: seed, message: "unexpected error \(error)")
-                failures.append(failure)
-                print("FAILED \(failure)")
-            }
+            return try await simulation.run()
         }
-        return (total, failures)
     }
 
     @Test("a few hundred seeds: no acknowledged append lost, every injected corruption located, the log reopens")
@@ -102,14 +89,9 @@ struct LedgerFaultSimulationTests {
     func ledgerLayerSeeds() async throws {
         let environment = ProcessInfo.processInfo.environment
         let seeds: [UInt64] = environment["RELIABILITY_SEED"].flatMap(UInt64.init).map { [$0] } ?? Array(1...60)
-        var total = SimulationTally()
-        var failures: [SimulationFailure] = []
-        for seed in seeds {
+        let (total, failures) = await runSimulationSeeds(seeds, unexpectedErrorPrefix: "ledger simulation: ") { seed in
             var simulation = LedgerFaultSimulation(seed: seed)
-            do { total.add(try await simulation.run()) } catch let failure as SimulationFailure {
-                failures.append(failure)
-                print("FAILED \(failure)")
-            }
+            return try await simulation.run()
         }
         print("ledger fault simulation: \(total)")
         #expect(failures.isEmpty, "\(failures.prefix(5).map(\.description))")

@@ -87,6 +87,8 @@ struct ProjectionWriter: Sendable {
         }
     }
 
+    static let catalogObjectsParentUpdateSQL = CatalogTable.changedColumnsUpdateSQL(table: "catalog_objects", columns: ["parent_id"])!
+
     private func store(_ row: ObjectRow, replacing previousTable: CatalogTable?, in db: Database) throws {
         let fact = row.fact
         let id = fact.header.objectID.rawValue
@@ -96,7 +98,7 @@ struct ProjectionWriter: Sendable {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at,
                 updated_at_nanos = excluded.updated_at_nanos, is_deleted = excluded.is_deleted,
-                raw_json = excluded.raw_json, object_type = excluded.object_type, parent_id = excluded.parent_id,
+                raw_json = excluded.raw_json, object_type = excluded.object_type,
                 dedupe_key = excluded.dedupe_key, first_sequence = excluded.first_sequence,
                 first_recorded_at = excluded.first_recorded_at, source = excluded.source
             """).execute(arguments: [
@@ -104,6 +106,9 @@ struct ProjectionWriter: Sendable {
                 Data(fact.payload), fact.header.objectType.rawValue, fact.header.parentID?.rawValue, fact.dedupeKey,
                 Int64(fact.firstSequence), fact.firstRecordedAt, Int64(fact.source.rawValue),
             ])
+        // parent_id is indexed: set apart, and only when it changed (see CatalogTable.indexedColumns).
+        try db.cachedStatement(sql: Self.catalogObjectsParentUpdateSQL)
+            .execute(arguments: [id, fact.header.parentID?.rawValue])
         if let previousTable, previousTable != row.table {
             // A tombstone of unknown type moves the object to `other_objects`: one row per object.
             try db.execute(sql: "DELETE FROM \(previousTable.rawValue) WHERE id = ?", arguments: [id])
@@ -117,11 +122,24 @@ struct ProjectionWriter: Sendable {
         ]
         arguments += row.values
         try db.cachedStatement(sql: row.table.upsertSQL).execute(arguments: StatementArguments(arguments))
+        if let update = row.table.indexedColumnsUpdateSQL {
+            let indexed = [id.databaseValue] + row.table.indexedColumnPositions.map { row.values[$0] }
+            try db.cachedStatement(sql: update).execute(arguments: StatementArguments(indexed))
+        }
         if row.table == .catalogItems {
-            try db.cachedStatement(sql: "DELETE FROM item_categories WHERE item_id = ?").execute(arguments: [id])
-            let insert = try db.cachedStatement(
-                sql: "INSERT INTO item_categories (item_id, category_id, position) VALUES (?, ?, ?)")
-            for link in row.itemCategories { try insert.execute(arguments: [id, link.categoryID, link.position]) }
+            // Rewritten only when they changed: most item edits keep the categories, and a rewrite
+            // dirties the links' table and index pages.
+            let stored = try Row.fetchAll(
+                db.cachedStatement(sql: "SELECT category_id, position FROM item_categories WHERE item_id = ? ORDER BY position, category_id"),
+                arguments: [id]
+            ).map { ObjectRow.ItemCategoryLink(categoryID: $0[0], position: $0[1]) }
+            let wanted = row.itemCategories.sorted { ($0.position, $0.categoryID) < ($1.position, $1.categoryID) }
+            if stored != wanted {
+                try db.cachedStatement(sql: "DELETE FROM item_categories WHERE item_id = ?").execute(arguments: [id])
+                let insert = try db.cachedStatement(
+                    sql: "INSERT INTO item_categories (item_id, category_id, position) VALUES (?, ?, ?)")
+                for link in row.itemCategories { try insert.execute(arguments: [id, link.categoryID, link.position]) }
+            }
         }
     }
 

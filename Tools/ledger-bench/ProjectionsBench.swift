@@ -96,6 +96,8 @@ struct ProjectionsBench: ParsableCommand {
         // floor phases leave a gigabyte of dirty pages at full size; flushed first, so that the
         // kernel's write throttling for them does not land on the follower's commits.
         flushFileSystems()
+        let writeVolume = try await measureWriteVolume(layout: layout, projector: projector, events: quick ? 200 : 1_000)
+        log(String(format: "write volume: %.1f KiB written per event with one projection commit per event", writeVolume))
         let lag = try await measureLag(layout: layout, projector: projector, events: lagEvents ?? (quick ? 2_000 : 5_000),
                                        traceLog: traceLog)
         log("lag over \(lag.count) of \(lag.appended) events: p50 \(String(format: "%.2f", lag.p50Millis)) ms, p99 \(String(format: "%.2f", lag.p99Millis)) ms")
@@ -106,7 +108,8 @@ struct ProjectionsBench: ParsableCommand {
             rebuildOverFloor: build.map { $0.rebuildSeconds / $0.floorSeconds },
             rebuildPeakRSSMiB: build?.rebuildPeakRSSMiB, rssBeforeRebuildMiB: build?.rssBeforeRebuildMiB,
             lagEvents: lag.count, lagEventsAppended: lag.appended, followCheckpointMs: followCheckpointMs, lagP50Millis: lag.p50Millis, lagP99Millis: lag.p99Millis, lagMaxMillis: lag.maxMillis,
-            lagCommits: lag.commits, lagCPUCores: lag.cpuCores, lagLoadAverage: lag.loadAverage)
+            lagCommits: lag.commits, lagCPUCores: lag.cpuCores, lagLoadAverage: lag.loadAverage,
+            lagWrittenKiBPerEvent: lag.writtenKiBPerEvent, writtenKiBPerEventOneCommitEach: writeVolume)
         report.print(asJSON: json)
         if directory == nil { try? FileManager.default.removeItem(atPath: root) }
     }
@@ -188,6 +191,25 @@ struct ProjectionsBench: ParsableCommand {
         var cpuCores: Double
         /// The machine's one-minute load average, the larger of its values at start and end.
         var loadAverage: Double
+        /// Bytes the process wrote (write calls: ledger segments, projection WAL frames and
+        /// checkpoints) per event appended, in KiB.
+        var writtenKiBPerEvent: Double
+    }
+
+    /// Bytes written (KiB per event: ledger, projection WAL and checkpoints) when lag events are
+    /// applied one projection commit each, by catch-up after every append.
+    func measureWriteVolume(layout: LedgerLayout, projector: CatalogProjector, events: Int) async throws -> Double {
+        let ledger = try Ledger.open(layout: layout)
+        let versionBase = ProjectionHistoryGenerator.lagVersionBase + Int64(ledger.nextSequence)
+        try projector.catchUp()
+        let writtenStart = processWrittenBytes()
+        for index in 0..<events {
+            _ = try await ledger.append(try ProjectionHistoryGenerator.lagEvent(index: index, versionBase: versionBase))
+            try projector.catchUp()
+        }
+        let written = processWrittenBytes() - writtenStart
+        try await ledger.close()
+        return Double(written) / 1024 / Double(max(events, 1))
     }
 
     /// Appends one standalone variation observation every millisecond (each append is durable
@@ -210,6 +232,7 @@ struct ProjectionsBench: ParsableCommand {
         let durable = TimesBySequence()
         let start = ContinuousClock.now
         let cpuStart = processCPUMicros()
+        let writtenStart = processWrittenBytes()
         let loadAverageStart = loadAverage()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<events {
@@ -229,6 +252,7 @@ struct ProjectionsBench: ParsableCommand {
             try await Task.sleep(for: .milliseconds(5))
         }
         let cpuSeconds = (processCPUMicros() - cpuStart) / 1e6
+        let writtenBytes = processWrittenBytes() - writtenStart
         let wallSeconds = seconds(ContinuousClock.now - start)
         following.cancel()
         if case .failure(let error) = await following.result, !(error is CancellationError) {
@@ -247,7 +271,8 @@ struct ProjectionsBench: ParsableCommand {
         }
         return LagFigures(count: lags.count, appended: durable.all().count, p50Millis: percentile(lags, 0.5), p99Millis: percentile(lags, 0.99),
                           maxMillis: lags.max() ?? 0, commits: visible.commits, cpuCores: cpuSeconds / wallSeconds,
-                          loadAverage: max(loadAverageStart, loadAverage()))
+                          loadAverage: max(loadAverageStart, loadAverage()),
+                          writtenKiBPerEvent: Double(writtenBytes) / 1024 / Double(max(events, 1)))
     }
 
     private func log(_ message: String) {
@@ -310,6 +335,15 @@ private func sync_()
 func flushFileSystems() { sync_() }
 
 /// The one-minute load average (/proc/loadavg), or 0 when unknown.
+/// Bytes this process has passed to write calls (`wchar` of /proc/self/io); 0 where unavailable.
+func processWrittenBytes() -> Int {
+    guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return 0 }
+    for line in text.split(separator: "\n") where line.hasPrefix("wchar:") {
+        return Int(line.dropFirst("wchar:".count).trimmingCharacters(in: .whitespaces)) ?? 0
+    }
+    return 0
+}
+
 func loadAverage() -> Double {
     guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return 0 }
     return Double(text.split(separator: " ").first ?? "") ?? 0
@@ -355,6 +389,12 @@ struct ProjectionsBenchReport: Encodable {
     var lagCommits: Int
     var lagCPUCores: Double
     var lagLoadAverage: Double
+    /// Bytes written by the process per lag event (ledger, WAL frames, checkpoints), in KiB.
+    var lagWrittenKiBPerEvent: Double
+    /// The same, for lag events applied one commit per event (catch-up after each append): the
+    /// write volume of a commit, without the timing that decides how many events a follower's
+    /// commit holds.
+    var writtenKiBPerEventOneCommitEach: Double
 
     /// The targets this run measured are met (a reused run measures only the lag).
     var meetsTargets: Bool {
@@ -390,6 +430,8 @@ struct ProjectionsBenchReport: Encodable {
         Swift.print(String(format: "  %d projection commits (%.1f events each); process CPU %.2f cores; load average %.1f; WAL checkpoints %@",
                            lagCommits, Double(lagEvents) / Double(max(lagCommits, 1)), lagCPUCores, lagLoadAverage,
                            followCheckpointMs > 0 ? "every \(followCheckpointMs) ms off the commit path" : "on commit (SQLite)"))
+        Swift.print(String(format: "  %.1f KiB written per event (ledger, projection WAL and checkpoints); %.1f KiB with one commit per event",
+                           lagWrittenKiBPerEvent, writtenKiBPerEventOneCommitEach))
         Swift.print("targets\(reused ? " (lag only)" : ""): \(meetsTargets ? "met" : "NOT met")")
     }
 }

@@ -82,7 +82,7 @@ public enum BatchCodec {
     /// after the header, without zero-filling or copying the compressed body again.
     public static func encode(
         records: ArraySlice<LogRecord>, baseSequence: UInt64, previousHash: [UInt8], compression: CompressionKind,
-        highCompression: Bool = false
+        highCompression: Bool = false, acceleration: Int32 = 1
     ) -> EncodedBatch {
         precondition(!records.isEmpty, "a batch holds at least one record")
         precondition(previousHash.count == LogFormat.hashBytes)
@@ -107,7 +107,7 @@ public enum BatchCodec {
             bytes = [UInt8](unsafeUninitializedCapacity: headerBytes + bodyCapacity) { buffer, initialized in
                 let body = UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[headerBytes...])
                 var bodyCount = 0
-                if bound != nil { bodyCount = section.withUnsafeBytes { LZ4Block.compress($0, into: body) } }
+                if bound != nil { bodyCount = section.withUnsafeBytes { LZ4Block.compress($0, into: body, acceleration: acceleration) } }
                 // Stored uncompressed when LZ4 failed or did not make the section smaller.
                 if bodyCount > 0 && bodyCount < section.count {
                     kind = .lz4
@@ -240,18 +240,19 @@ public enum LZ4Block {
     }
 
     /// Compresses `input` (fast mode) into `output`; returns the bytes written, 0 when it failed or
-    /// did not fit.
-    public static func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer) -> Int {
-        Int(LZ4_compress_default(
+    /// did not fit. `acceleration` 1 is LZ4's default; larger values trade ratio for speed and
+    /// produce the same block format.
+    public static func compress(_ input: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer, acceleration: Int32 = 1) -> Int {
+        Int(LZ4_compress_fast(
             input.baseAddress?.assumingMemoryBound(to: CChar.self), output.baseAddress!.assumingMemoryBound(to: CChar.self),
-            Int32(input.count), Int32(output.count)))
+            Int32(input.count), Int32(output.count), acceleration))
     }
 
-    public static func compress(_ input: [UInt8]) -> [UInt8]? {
+    public static func compress(_ input: [UInt8], acceleration: Int32 = 1) -> [UInt8]? {
         guard let bound = compressBound(input.count) else { return nil }
         var written = 0
         let output = [UInt8](unsafeUninitializedCapacity: bound) { buffer, initialized in
-            written = input.withUnsafeBytes { compress($0, into: UnsafeMutableRawBufferPointer(buffer)) }
+            written = input.withUnsafeBytes { compress($0, into: UnsafeMutableRawBufferPointer(buffer), acceleration: acceleration) }
             initialized = max(written, 0)
         }
         return written > 0 ? output : nil

@@ -62,7 +62,8 @@ extension LogWriter {
                 }
                 let batch = BatchCodec.encode(
                     records: records[start..<end], baseSequence: workingChain.nextSequence,
-                    previousHash: workingChain.lastHash, compression: options.compression)
+                    previousHash: workingChain.lastHash, compression: options.compression,
+                    acceleration: options.lz4Acceleration)
                 working.index.noteBatch(sequence: batch.baseSequence, ledgerTime: batch.firstLedgerTime, byteOffset: working.endOffset)
                 working.endOffset += UInt64(batch.bytes.count)
                 working.batchCount += 1

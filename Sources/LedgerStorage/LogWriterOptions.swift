@@ -28,6 +28,11 @@ public struct LogWriterOptions: Sendable {
     /// Spacing of sparse index entries in bytes of segment.
     public var indexIntervalBytes: Int = 64 << 10
     public var compression: CompressionKind = .lz4
+    /// LZ4's acceleration for appended batches (1 is LZ4's default; larger is faster and compresses
+    /// less). The block format is the same at every value; nightly compaction recompresses sealed
+    /// segments at 1 (or HC), so this trades only the size of not yet compacted segments for
+    /// append latency.
+    public var lz4Acceleration: Int32 = 1
     /// The ledger clock in nanoseconds since the Unix epoch; used for segment creation times and age.
     public var clock: @Sendable () -> Int64 = LogWriterOptions.wallClockNanoseconds
 

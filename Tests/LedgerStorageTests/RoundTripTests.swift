@@ -41,6 +41,31 @@ struct RoundTripTests {
         #expect(report.recordsChecked == 650)
     }
 
+    @Test("a faster LZ4 acceleration writes the same block format: readable, verified, larger")
+    func lz4AccelerationRoundTrip() async throws {
+        let records = TestSupport.records(0..<400)
+        let zeroHash = [UInt8](repeating: 0, count: LogFormat.hashBytes)
+        let defaultBatch = BatchCodec.encode(records: records[...], baseSequence: 0, previousHash: zeroHash, compression: .lz4)
+        let fastBatch = BatchCodec.encode(records: records[...], baseSequence: 0, previousHash: zeroHash, compression: .lz4,
+                                          acceleration: 64)
+        #expect(fastBatch.bytes.count > defaultBatch.bytes.count, "acceleration 64 must compress less than 1")
+        let header = try BatchHeader.parse(Array(fastBatch.bytes[0..<LogFormat.batchHeaderBytes]))
+        #expect(header.compression == .lz4)
+        #expect(try BatchCodec.decodeRecords(header, batchBytes: fastBatch.bytes).map(\.payload) == records.map(\.payload))
+
+        let fileSystem = FaultInjectingFileSystem()
+        let directory = FilePath("/ledger")
+        var options = TestSupport.smallOptions(segmentBytes: 8192)
+        options.lz4Acceleration = 8
+        let writer = try LogWriter.open(directory: directory, options: options, fileSystem: fileSystem)
+        _ = try await writer.append(records)
+        try writer.close()
+        let all = try LogReader(directory: directory, fileSystem: fileSystem).readAll()
+        #expect(all.map(\.payload) == records.map(\.payload))
+        let report = LogVerifier.verify(directory: directory, fileSystem: fileSystem)
+        #expect(report.isClean, "\(report.problems)")
+    }
+
     @Test("lookup by sequence and by ledger time lands on the right record in every segment")
     func lookups() async throws {
         let fileSystem = FaultInjectingFileSystem()

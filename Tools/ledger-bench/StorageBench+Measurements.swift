@@ -14,9 +14,10 @@ extension StorageBench {
 
     /// `count` single-record appends spread over `appenders` tasks, each acknowledged after fdatasync.
     static func durableAppends(
-        directory: String, payloads: [[UInt8]], count: Int, appenders: Int, fileSystem: any FileSystem = PosixFileSystem()
+        directory: String, payloads: [[UInt8]], count: Int, appenders: Int, options: LogWriterOptions,
+        fileSystem: any FileSystem = PosixFileSystem()
     ) async throws -> DurableAppendRun {
-        let writer = try LogWriter.open(directory: FilePath(directory), fileSystem: fileSystem)
+        let writer = try LogWriter.open(directory: FilePath(directory), options: options, fileSystem: fileSystem)
         let cpuStart = processCPUSeconds()
         let start = ContinuousClock.now
         let bytes = try await withThrowingTaskGroup(of: Int.self) { group in
@@ -68,7 +69,7 @@ extension StorageBench {
     /// The CPU cost of encoding one durable group of `groupRecords` records, split by step: the
     /// whole `BatchCodec.encode`, and LZ4, CRC32C and SHA-256 alone over the same bytes. Single
     /// thread, in memory, microseconds per group (best of three passes over the records).
-    static func encodeCost(payloads: [[UInt8]], groupRecords: Int) -> (encode: Double, lz4: Double, crc: Double, sha256: Double) {
+    static func encodeCost(payloads: [[UInt8]], groupRecords: Int, acceleration: Int32) -> (encode: Double, lz4: Double, crc: Double, sha256: Double) {
         let groups = stride(from: 0, to: payloads.count - groupRecords + 1, by: groupRecords).map { start in
             payloads[start..<(start + groupRecords)].map { LogRecord(ledgerTime: 1, payload: $0) }
         }
@@ -93,17 +94,34 @@ extension StorageBench {
         }
         let previousHash = [UInt8](repeating: 0, count: LogFormat.hashBytes)
         var sink = 0
-        let encode = best { for group in groups { sink &+= BatchCodec.encode(records: group[...], baseSequence: 0, previousHash: previousHash, compression: .lz4).bytes.count } }
-        let lz4 = best { for section in sections { sink &+= LZ4Block.compress(section)?.count ?? 0 } }
+        let encode = best { for group in groups { sink &+= BatchCodec.encode(records: group[...], baseSequence: 0, previousHash: previousHash, compression: .lz4, acceleration: acceleration).bytes.count } }
+        let lz4 = best { for section in sections { sink &+= LZ4Block.compress(section, acceleration: acceleration)?.count ?? 0 } }
         let crc = best { for body in compressed { sink &+= Int(body.withUnsafeBytes { CRC32C.checksum($0) }) } }
         let sha256 = best { for body in compressed { sink &+= BatchCodec.hash(body).count } }
         precondition(sink != 0)
         return (encode, lz4, crc, sha256)
     }
 
+    /// LZ4 alone over groups of `groupRecords` records at `acceleration`: microseconds per group
+    /// (best of three passes) and compressed over uncompressed bytes.
+    static func lz4Cost(payloads: [[UInt8]], groupRecords: Int, acceleration: Int32) -> (microseconds: Double, ratio: Double) {
+        let sections = stride(from: 0, to: payloads.count - groupRecords + 1, by: groupRecords).map { start in
+            Array(payloads[start..<(start + groupRecords)].joined())
+        }
+        var fastest = Double.infinity
+        var compressedBytes = 0
+        for _ in 0..<3 {
+            let start = ContinuousClock.now
+            compressedBytes = sections.reduce(0) { $0 + (LZ4Block.compress($1, acceleration: acceleration)?.count ?? $1.count) }
+            fastest = min(fastest, seconds(since: start))
+        }
+        let inputBytes = sections.reduce(0) { $0 + $1.count }
+        return (fastest / Double(sections.count) * 1e6, Double(compressedBytes) / Double(inputBytes))
+    }
+
     /// Appends all payloads `rounds` times in calls of 1000 records (bulk import, policy interval).
-    static func bulkAppend(directory: String, payloads: [[UInt8]], rounds: Int) async throws -> Double {
-        var options = LogWriterOptions()
+    static func bulkAppend(directory: String, payloads: [[UInt8]], rounds: Int, options: LogWriterOptions) async throws -> Double {
+        var options = options
         options.durability = .interval(milliseconds: 200)
         let writer = try LogWriter.open(directory: FilePath(directory), options: options)
         let start = ContinuousClock.now

@@ -19,6 +19,7 @@ struct StorageBench: AsyncParsableCommand {
     @Flag(help: "Measure only durable appends and SQLite's one-row transactions (for profiling).") var appendsOnly = false
     @Option(help: "Replace LedgerStorage's fdatasync by a sleep of this many microseconds in the durable-append runs (design comparisons without the disk's noise; not durable).")
     var simulatedSyncUs: Int?
+    @Option(help: "LZ4 acceleration of appended batches (default: the writer's default).") var lz4Acceleration: Int32?
 
     struct Sizes {
         var records: Int
@@ -41,6 +42,10 @@ struct StorageBench: AsyncParsableCommand {
             if !json { print(name.padding(toLength: 44, withPad: " ", startingAt: 0) + String(format: "%16.2f", value)) }
         }
 
+        var writerOptions = LogWriterOptions()
+        if let lz4Acceleration { writerOptions.lz4Acceleration = lz4Acceleration }
+        record("lz4_acceleration", Double(writerOptions.lz4Acceleration))
+
         var generator = CatalogRecordGenerator(seed: seed)
         let payloads = (0..<sizes.records).map { _ in generator.nextRecord() }
         let rawJSONBytes = payloads.reduce(0) { $0 + $1.count }
@@ -54,6 +59,7 @@ struct StorageBench: AsyncParsableCommand {
             let directory = root + "/append-\(appenders)"
             let fileSystem: any FileSystem = simulatedSyncUs.map { SimulatedSyncFileSystem(syncMicroseconds: $0) } ?? PosixFileSystem()
             let run = try await Self.durableAppends(directory: directory, payloads: payloads, count: count, appenders: appenders,
+                                                    options: writerOptions,
                                                     fileSystem: fileSystem)
             record("append_events_per_s_\(appenders)", Double(count) / run.seconds)
             record("append_mb_per_s_\(appenders)", Double(run.bytes) / run.seconds / 1e6)
@@ -76,11 +82,17 @@ struct StorageBench: AsyncParsableCommand {
         let sqliteOneRow = try Self.sqliteInserts(path: root + "/one-row.sqlite", payloads: payloads, count: sizes.singleAppends, rowsPerTransaction: 1)
         record("sqlite_one_row_tx_events_per_s", Double(sizes.singleAppends) / sqliteOneRow.seconds)
         if appendsOnly {
-            let cost = Self.encodeCost(payloads: payloads, groupRecords: 64)
+            let cost = Self.encodeCost(payloads: payloads, groupRecords: 64, acceleration: writerOptions.lz4Acceleration)
             record("encode_us_per_64_records", cost.encode)
             record("encode_lz4_us_per_64_records", cost.lz4)
             record("encode_crc32c_us_per_64_records", cost.crc)
             record("encode_sha256_us_per_64_records", cost.sha256)
+            // What LZ4's acceleration trades: time against size of the same groups.
+            for acceleration: Int32 in [1, 2, 4, 8] {
+                let lz4 = Self.lz4Cost(payloads: payloads, groupRecords: 64, acceleration: acceleration)
+                record("lz4_us_per_64_records_acceleration_\(acceleration)", lz4.microseconds)
+                record("lz4_ratio_acceleration_\(acceleration)", lz4.ratio)
+            }
             record("ratio_64_appenders_vs_sqlite_one_row", figures.first { $0.0 == "append_events_per_s_64" }!.1 / figures.first { $0.0 == "sqlite_one_row_tx_events_per_s" }!.1)
             try printJSON(figures)
             return
@@ -91,7 +103,7 @@ struct StorageBench: AsyncParsableCommand {
 
         // A log of all records written in bulk (whole batches compress well), then scanned.
         let scanDirectory = root + "/scan"
-        let bulkSeconds = try await Self.bulkAppend(directory: scanDirectory, payloads: payloads, rounds: 1)
+        let bulkSeconds = try await Self.bulkAppend(directory: scanDirectory, payloads: payloads, rounds: 1, options: writerOptions)
         record("bulk_append_events_per_s", Double(payloads.count) / bulkSeconds)
         let onDisk = try Self.segmentBytes(scanDirectory)
         record("ledger_bytes_on_disk", Double(onDisk))
@@ -104,7 +116,7 @@ struct StorageBench: AsyncParsableCommand {
         // Recovery after an unclean stop: a big log whose active segment ends in a torn batch.
         let recoveryDirectory = root + "/recovery"
         let rounds = max(1, Int((sizes.recoveryLogBytes + UInt64(onDisk) - 1) / UInt64(max(onDisk, 1))))
-        _ = try await Self.bulkAppend(directory: recoveryDirectory, payloads: payloads, rounds: rounds)
+        _ = try await Self.bulkAppend(directory: recoveryDirectory, payloads: payloads, rounds: rounds, options: writerOptions)
         let recovery = try Self.recoverAfterTornTail(directory: recoveryDirectory)
         record("recovery_log_bytes", Double(recovery.logBytes))
         record("recovery_ms", recovery.seconds * 1000)

@@ -35,6 +35,9 @@ struct ProjectionsBench: ParsableCommand {
     @Option(help: "While following, let the WAL start over once it holds more than N frames (0: let it grow until a pause).")
     var followWALFramesMax = 65_536
 
+    @Option(help: "Start a ledger snapshot (as the periodic one runs: on the low-priority maintenance thread) when the lag phase appends its Nth event, to measure the lag across one.")
+    var lagSnapshotAt: Int?
+
     @Flag(help: "Reuse the ledger and projection an earlier run left in --directory: only the lag phase runs.")
     var reuse = false
 
@@ -234,8 +237,16 @@ struct ProjectionsBench: ParsableCommand {
         let cpuStart = processCPUMicros()
         let writtenStart = processWrittenBytes()
         let loadAverageStart = loadAverage()
+        var snapshot: Task<Double, any Error>?
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<events {
+                if index == lagSnapshotAt {
+                    snapshot = Task.detached(executorPreference: BackgroundExecutor.maintenance) {
+                        let snapshotStart = ContinuousClock.now
+                        try ledger.writeSnapshot()
+                        return seconds(ContinuousClock.now - snapshotStart)
+                    }
+                }
                 let due = start + .milliseconds(index)
                 if due > ContinuousClock.now { try await Task.sleep(until: due, clock: .continuous) }
                 let event = try ProjectionHistoryGenerator.lagEvent(index: index, versionBase: versionBase)
@@ -250,6 +261,9 @@ struct ProjectionsBench: ParsableCommand {
         let deadline = ContinuousClock.now + .seconds(30)
         while (try projector.checkpoint() ?? 0) < last, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(5))
+        }
+        if let snapshot {
+            log(String(format: "ledger snapshot started at lag event %d took %.1f s", lagSnapshotAt ?? 0, try await snapshot.value))
         }
         let cpuSeconds = (processCPUMicros() - cpuStart) / 1e6
         let writtenBytes = processWrittenBytes() - writtenStart
@@ -334,7 +348,6 @@ private func sync_()
 /// Writes every dirty page of every file system to disk (`sync(2)`).
 func flushFileSystems() { sync_() }
 
-/// The one-minute load average (/proc/loadavg), or 0 when unknown.
 /// Bytes this process has passed to write calls (`wchar` of /proc/self/io); 0 where unavailable.
 func processWrittenBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/io", encoding: .utf8) else { return 0 }
@@ -344,6 +357,7 @@ func processWrittenBytes() -> Int {
     return 0
 }
 
+/// The one-minute load average (/proc/loadavg), or 0 when unknown.
 func loadAverage() -> Double {
     guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return 0 }
     return Double(text.split(separator: " ").first ?? "") ?? 0

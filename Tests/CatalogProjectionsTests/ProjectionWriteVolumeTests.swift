@@ -95,7 +95,10 @@ struct ProjectionWriteVolumeTests {
     /// The b-trees (tables and indexes, by name) whose pages the projector's commits of `change`
     /// wrote: the WAL is emptied first, then its frames are read back and mapped with `dbstat`.
     private func pagesWritten(by projector: CatalogProjector, _ change: () async throws -> Void) async throws -> Set<String> {
-        _ = try projector.database.writeWithoutTransaction { db in try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+        let busy = try await projector.database.writeWithoutTransaction { db throws in
+            try Int.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        #expect(busy == 0, "the WAL could not be emptied, so earlier frames would be counted")
         try await change()
         try projector.catchUp()
         let wal = try [UInt8](Data(contentsOf: URL(fileURLWithPath: projector.databasePath + "-wal")))

@@ -184,9 +184,14 @@ let package = Package(
         ),
 
         // MARK: Tests.
-        .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4", "CCRC32C"]),
+        // Helpers shared by several test targets (the ledger-bench child process driver).
+        .target(
+            name: "TestHelpers",
+            path: "Tests/TestHelpers"
+        ),
+        .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4", "CCRC32C", "TestHelpers"]),
         .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel"]),
-        .testTarget(name: "CatalogLedgerTests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex"]),
+        .testTarget(name: "CatalogLedgerTests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "TestHelpers"]),
         .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", "CatalogModel"]),
         .testTarget(
             name: "CatalogProjectionsTests",

@@ -1,4 +1,5 @@
 import Foundation
+import TestHelpers
 import Testing
 
 @Suite("ledger-bench compaction smoke test")

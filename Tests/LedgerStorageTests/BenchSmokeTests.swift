@@ -1,4 +1,5 @@
 import Foundation
+import TestHelpers
 import Testing
 
 @Suite("ledger-bench storage smoke test")
@@ -6,7 +7,7 @@ struct BenchSmokeTests {
     @Test("`ledger-bench storage --quick --json` runs and reports positive figures")
     func quickRunReportsFigures() throws {
         let process = Process()
-        process.executableURL = try KillChildProcess.benchExecutable()
+        process.executableURL = try ChildProcess.benchExecutable()
         let directory = NSTemporaryDirectory() + "ledger-bench-smoke-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         process.arguments = ["storage", "--quick", "--json", "--work-dir", directory]

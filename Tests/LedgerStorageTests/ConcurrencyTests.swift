@@ -1,6 +1,7 @@
 import Foundation
 import LedgerStorage
 import SystemPackage
+import TestHelpers
 import Testing
 
 @Suite("Group commit, concurrency and the writer lock")
@@ -86,7 +87,7 @@ struct ConcurrencyTests {
     func otherProcessWriterRefused() async throws {
         let directory = TestSupport.temporaryDirectory("lock-process")
         defer { TestSupport.removeDirectory(directory) }
-        let child = try KillChildProcess.launch(directory: directory, seed: 1)
+        let child = try ChildProcess.launchKillChild(directory: directory, seed: 1)
         defer { child.kill() }
         try child.waitUntilReady()
         let error = #expect(throws: LedgerStorageError.self) { try LogWriter.open(directory: directory) }

@@ -1,91 +1,11 @@
-// Drives `ledger-bench kill-child` for the crash tests: launch, wait for it to be ready, collect
-// its acknowledgement lines, SIGKILL it.
+// `ledger-bench kill-child` for the crash tests: appends with policy `always` and prints each
+// acknowledged sequence until it is killed.
 
-import Foundation
 import SystemPackage
-import Testing
+import TestHelpers
 
-final class KillChildProcess: @unchecked Sendable {
-    let process: Process
-    private let lock = NSLock()
-    private var output = Data()
-    private var finished = false
-
-    var pid: Int32 { process.processIdentifier }
-
-    /// The ledger-bench executable built next to the test bundle.
-    static func benchExecutable() throws -> URL {
-        var candidates: [URL] = []
-        let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        candidates.append(bundleDirectory.appendingPathComponent("ledger-bench"))
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("ledger-bench"))
-        for bundle in Bundle.allBundles { candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("ledger-bench")) }
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/ledger-bench"))
-        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) else {
-            throw ChildError.notBuilt("ledger-bench not found next to the test bundle (build with `swift build --build-tests`); looked at \(candidates.map(\.path))")
-        }
-        return found
-    }
-
-    enum ChildError: Error { case notBuilt(String), notReady(String) }
-
-    static func launch(directory: FilePath, seed: UInt64, extraArguments: [String] = []) throws -> KillChildProcess {
-        let process = Process()
-        process.executableURL = try benchExecutable()
-        process.arguments = ["kill-child", "--dir", directory.string, "--seed", String(seed)] + extraArguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let child = KillChildProcess(process: process, pipe: pipe)
-        child.startReading(pipe.fileHandleForReading)
-        return child
-    }
-
-    private init(process: Process, pipe: Pipe) {
-        self.process = process
-    }
-
-    private func startReading(_ handle: FileHandle) {
-        let thread = Thread { [self] in
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                append(chunk)
-            }
-            markFinished()
-        }
-        thread.start()
-    }
-
-    private func append(_ chunk: Data) { lock.withLock { output.append(chunk) } }
-    private func markFinished() { lock.withLock { finished = true } }
-
-    func waitUntilReady(timeoutSeconds: Double = 20) throws {
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while Date() < deadline {
-            if lock.withLock({ output.contains(UInt8(ascii: "\n")) }) { return }
-            if !process.isRunning { throw ChildError.notReady("kill-child exited with status \(process.terminationStatus)") }
-            usleep(1000)
-        }
-        throw ChildError.notReady("kill-child did not become ready")
-    }
-
-    func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    /// Complete lines printed so far; call after `kill` for the final set.
-    func lines() -> [String] {
-        if !process.isRunning {
-            let deadline = Date().addingTimeInterval(5)
-            while !lock.withLock({ finished }) && Date() < deadline { usleep(1000) }
-        }
-        let text = lock.withLock { String(decoding: output, as: UTF8.self) }
-        var lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        lines.removeLast()  // the text after the last newline is not a complete line
-        return lines
+extension ChildProcess {
+    static func launchKillChild(directory: FilePath, seed: UInt64, extraArguments: [String] = []) throws -> ChildProcess {
+        try launch(arguments: ["kill-child", "--dir", directory.string, "--seed", String(seed)] + extraArguments)
     }
 }

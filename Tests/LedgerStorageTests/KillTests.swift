@@ -1,6 +1,7 @@
 import Foundation
 import LedgerStorage
 import SystemPackage
+import TestHelpers
 import Testing
 
 @Suite("Crash by SIGKILL")
@@ -23,7 +24,7 @@ struct KillTests {
                 directories.append(directory)
                 acknowledged.removeAll()
             }
-            let child = try KillChildProcess.launch(directory: directory, seed: seed &+ UInt64(round))
+            let child = try ChildProcess.launchKillChild(directory: directory, seed: seed &+ UInt64(round))
             try child.waitUntilReady()
             usleep(UInt32.random(in: 5_000...40_000, using: &generator))
             child.kill()

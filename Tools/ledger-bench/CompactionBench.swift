@@ -191,7 +191,7 @@ struct CompactionBench: AsyncParsableCommand {
         return zip(names, bases).dropLast().enumerated().map { index, pair in
             let path = directory + "/" + pair.0
             let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64) ?? 0
-            return SealedSegment(base: pair.1, end: bases[index + 1], path: path, bytes: size ?? 0)
+            return SealedSegment(base: pair.1, end: bases[index + 1], path: path, bytes: size)
         }
     }
 
@@ -225,7 +225,9 @@ struct CompactionBench: AsyncParsableCommand {
             }
             flush()
             let path = directory + "/" + URL(fileURLWithPath: segment.path).lastPathComponent
-            FileManager.default.createFile(atPath: path, contents: nil)
+            guard FileManager.default.createFile(atPath: path, contents: nil) else {
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+            }
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             try handle.write(contentsOf: output)
             try handle.synchronize()

@@ -2,6 +2,7 @@ import ArgumentParser
 import CatalogSearch
 import Foundation
 import GRDB
+import LedgerStorage
 
 /// `ledger-bench search`: builds a search index over a generated catalog in a file database and
 /// measures query latency against a plain `LIKE '%q%'` scan of the same rows, in one run.
@@ -243,19 +244,6 @@ func percentile(_ values: [Double], _ fraction: Double) -> Double {
     let sorted = values.sorted()
     let rank = Int((fraction * Double(sorted.count - 1)).rounded())
     return sorted[rank]
-}
-
-/// SplitMix64: small, fast and reproducible across platforms, unlike the system generator.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }
 
 /// The relevance fixture of the test suite, indexed alongside the generated catalog so that the

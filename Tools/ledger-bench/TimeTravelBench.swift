@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerIndex
+import LedgerStorage
 
 /// `ledger-bench timetravel`: as-of queries at random Square times, started from the nearest
 /// snapshot, against a full replay from sequence 0 over the same generated ledger, in one run.

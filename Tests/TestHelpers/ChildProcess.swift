@@ -1,19 +1,18 @@
-// Drives a hidden `ledger-bench` helper for the crash tests: launch, wait for its first line,
-// collect its lines, SIGKILL it.
+// Drives a hidden `ledger-bench` helper for the crash and smoke tests of several test targets:
+// launch, wait for its first line, collect its lines, SIGKILL it.
 
 import Foundation
-import SystemPackage
 
-final class ChildProcess: @unchecked Sendable {
-    let process: Process
+public final class ChildProcess: @unchecked Sendable {
+    public let process: Process
     private let lock = NSLock()
     private var output = Data()
     private var finished = false
 
-    var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { process.processIdentifier }
 
     /// The ledger-bench executable built next to the test bundle.
-    static func benchExecutable() throws -> URL {
+    public static func benchExecutable() throws -> URL {
         var candidates: [URL] = []
         let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         candidates.append(bundleDirectory.appendingPathComponent("ledger-bench"))
@@ -27,9 +26,9 @@ final class ChildProcess: @unchecked Sendable {
         return found
     }
 
-    enum ChildError: Error { case notBuilt(String), notReady(String) }
+    public enum ChildError: Error { case notBuilt(String), notReady(String) }
 
-    static func launch(arguments: [String]) throws -> ChildProcess {
+    public static func launch(arguments: [String]) throws -> ChildProcess {
         let process = Process()
         process.executableURL = try benchExecutable()
         process.arguments = arguments
@@ -61,23 +60,23 @@ final class ChildProcess: @unchecked Sendable {
     private func append(_ chunk: Data) { lock.withLock { output.append(chunk) } }
     private func markFinished() { lock.withLock { finished = true } }
 
-    func waitUntilReady(timeoutSeconds: Double = 20) throws {
+    public func waitUntilReady(timeoutSeconds: Double = 20) throws {
         let deadline = Date().addingTimeInterval(timeoutSeconds)
         while Date() < deadline {
             if lock.withLock({ output.contains(UInt8(ascii: "\n")) }) { return }
-            if !process.isRunning { throw ChildError.notReady("kill-child exited with status \(process.terminationStatus)") }
+            if !process.isRunning { throw ChildError.notReady("ledger-bench \(process.arguments?.first ?? "") exited with status \(process.terminationStatus)") }
             usleep(1000)
         }
-        throw ChildError.notReady("kill-child did not become ready")
+        throw ChildError.notReady("ledger-bench \(process.arguments?.first ?? "") did not become ready")
     }
 
-    func kill() {
+    public func kill() {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 
     /// Complete lines printed so far; call after `kill` for the final set.
-    func lines() -> [String] {
+    public func lines() -> [String] {
         if !process.isRunning {
             let deadline = Date().addingTimeInterval(5)
             while !lock.withLock({ finished }) && Date() < deadline { usleep(1000) }

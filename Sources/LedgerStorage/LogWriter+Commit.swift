@@ -81,8 +81,17 @@ extension LogWriter {
                 // A roll that started may have left a footer and a manifest naming the segment:
                 // truncating would cut a sealed segment, so the writer stays poisoned for recovery.
                 poison(storageError)
+            } else if let firstBatch = unwritten.first, Self.mayHoldCompleteBatch(active.file, from: active.endOffset, batchBytes: firstBatch.count) {
+                // The write failed after at least one whole batch of this group reached the file.
+                // Readers see complete batches as soon as they are written (a follower may already
+                // have applied it), so cutting it off and giving its sequences to the next group
+                // would hand them two different events under one sequence. The writer stays
+                // poisoned instead; a reopen keeps the complete batches (an append that failed may
+                // still be in the log, as after a crash) and cuts any torn tail after them.
+                poison(storageError)
             } else {
-                // Put the file back to its committed length so the next group starts clean.
+                // Nothing readable was written: put the file back to its committed length so the
+                // next group starts clean.
                 do { try active.file.truncate(to: active.endOffset) } catch { poison(storageError) }
             }
             throw storageError
@@ -106,6 +115,13 @@ extension LogWriter {
             if unsyncedSince == nil { unsyncedSince = options.clock() }
         }
         return results
+    }
+
+    /// Whether a failed write that started at `offset` may have left a complete batch of
+    /// `batchBytes` bytes in `file` (true when the file's size cannot be read).
+    static func mayHoldCompleteBatch(_ file: any LedgerFile, from offset: UInt64, batchBytes: Int) -> Bool {
+        guard let size = try? file.size() else { return true }
+        return size >= offset + UInt64(batchBytes)
     }
 
     /// Writes consecutive batches with one write: a lone batch (the usual group) as it is, several

@@ -30,6 +30,47 @@ struct FaultInjectionTests {
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
 
+    @Test("ENOSPC after a whole batch of the group was written: readers may have seen it, so its sequences are never reused")
+    func noSpaceAfterACompleteBatch() async throws {
+        var options = TestSupport.smallOptions(segmentBytes: 1 << 20, durability: .always)
+        options.batchRecordsMax = 2
+        // The size of the batch records 10 and 11 make, from a log of their own.
+        let probe = FaultInjectingFileSystem()
+        let probeWriter = try LogWriter.open(directory: "/log", options: options, fileSystem: probe)
+        let probeSegment = FilePath("/log/segments").appending(try TestSupport.segmentNames("/log", fileSystem: probe)[0])
+        let emptySize = try probe.open(probeSegment, mode: .readOnly).size()
+        _ = try await probeWriter.append(TestSupport.records(10..<12))
+        let batchBytes = try probe.open(probeSegment, mode: .readOnly).size() - emptySize
+        try probeWriter.close()
+
+        let fileSystem = FaultInjectingFileSystem()
+        let writer = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
+        _ = try await writer.append(TestSupport.records(0..<10))
+        // One call of four records is one group of two batches, written at once: the space runs
+        // out inside the second.
+        fileSystem.limitSpace(toMoreBytes: Int(batchBytes) + 20)
+        let error = await #expect(throws: LedgerStorageError.self) { try await writer.append(TestSupport.records(10..<14)) }
+        #expect(error?.code == .noSpace)
+        fileSystem.limitSpace(toMoreBytes: nil)
+        // A reader sees the first batch of the failed group; cutting it and giving 10 and 11 to the
+        // next append would show two different records under one sequence.
+        let seen = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
+        #expect(seen.map(\.sequence) == Array(0..<12))
+        let refused = await #expect(throws: LedgerStorageError.self) { try await writer.append(TestSupport.records(20..<21)) }
+        #expect(refused?.code == .writerFailed)
+        try? writer.close()
+
+        let reopened = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
+        #expect(reopened.recoveryReport.bytesDropped == 20, "the torn start of the second batch is cut")
+        #expect(reopened.nextSequence == 12)
+        let next = try await reopened.append(TestSupport.records(12..<13))
+        #expect(next.map(\.sequence) == [12])
+        try reopened.close()
+        let records = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
+        #expect(records.map(\.payload) == TestSupport.records(0..<13).map(\.payload))
+        #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
+    }
+
     @Test("an fsync failure fails the append and poisons the writer; after a crash only acknowledged records remain required")
     func syncFailure() async throws {
         let fileSystem = FaultInjectingFileSystem()

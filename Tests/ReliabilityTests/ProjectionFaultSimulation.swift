@@ -298,8 +298,12 @@ struct ProjectionFaultSimulation {
     /// appended, until the projection reaches the log's end; then the follower is cancelled. The
     /// projection ends where the log ends whatever the scheduling, so the seed still replays.
     mutating func follow(_ ledger: Ledger, label: String) async throws {
-        _ = try checkAgreement(log: try readLog(label), label: label)
+        let agreement = try checkAgreement(log: try readLog(label), label: label)
         guard let projector else { throw fail("\(label): no projector") }
+        // A projection found ahead of the log is rebuilt by the follower's first catch-up, and
+        // until the rebuilt file is swapped in, readers still see the old one (by design): its
+        // checkpoint may read above the log's end meanwhile. Any other reading above the end fails.
+        let staleCheckpoint = agreement.requiresRebuild ? try projector.checkpoint() : nil
         let following = Task { try await projector.follow() }
         for index in 0..<Int.random(in: 1...4, using: &random) { try await append(ledger, label: "\(label)f\(index)") }
         let log = try readLog(label)
@@ -309,7 +313,7 @@ struct ProjectionFaultSimulation {
         while Date() < deadline {
             let checkpoint = try projector.checkpoint()
             if checkpoint == target { reached = true; break }
-            if let checkpoint, let target, checkpoint > target {
+            if let checkpoint, let target, checkpoint > target, checkpoint != staleCheckpoint {
                 throw fail("\(label): following, the projection reached \(checkpoint), past the log's end \(target)")
             }
             try await Task.sleep(for: .milliseconds(2))

@@ -159,7 +159,15 @@ struct StorageFaultSimulation {
             let results = await withTaskGroup(of: (Int, Result<[AppendedRecord], Error>).self) { group in
                 for (position, records) in requests.enumerated() {
                     group.addTask {
-                        do { return (position, .success(try await writer.append(records))) } catch { return (position, .failure(error)) }
+                        // Two statements, not `return (position, .success(try await ...))`: Swift 6.3.1
+                        // at -O miscompiles a tuple of a captured value and a `try await` returned
+                        // from a `do` block in a task's closure (the captured value reads back as 0),
+                        // which paired results with the wrong requests in the release long run
+                        // (RELIABILITY.md, finding 10).
+                        do {
+                            let appended = try await writer.append(records)
+                            return (position, .success(appended))
+                        } catch { return (position, .failure(error)) }
                     }
                 }
                 var collected: [(Int, Result<[AppendedRecord], Error>)] = []

@@ -71,6 +71,7 @@ struct StorageBench: AsyncParsableCommand {
             record("append_cpu_us_per_event_\(appenders)", run.cpuSeconds / Double(count) * 1e6)
             record("append_calls_per_group_\(appenders)", statistics.meanGroupAppendCalls)
             record("append_calls_per_sync_\(appenders)", statistics.meanAppendCallsPerSync)
+            record("append_groups_per_sync_\(appenders)", Double(statistics.groups) / syncs)
             record("append_encode_us_per_sync_\(appenders)", Double(statistics.encodeNanoseconds) / syncs / 1e3)
             record("append_write_us_per_sync_\(appenders)", Double(statistics.writeNanoseconds) / syncs / 1e3)
             record("append_fdatasync_us_per_sync_\(appenders)", Double(statistics.syncNanoseconds) / syncs / 1e3)

@@ -36,6 +36,9 @@ struct ProjectionsBench: ParsableCommand {
     @Option(help: "While following, let the WAL start over once it holds more than N frames (0: let it grow until a pause).")
     var followWALFramesMax = 65_536
 
+    @Option(help: "SQLite page cache of the projection's connections, in MiB (default: the projector's, 64).")
+    var cacheMib: Int?
+
     @Option(help: "Start a ledger snapshot (as the periodic one runs: on the low-priority maintenance thread) when the lag phase appends its Nth event, to measure the lag across one.")
     var lagSnapshotAt: Int?
 
@@ -74,6 +77,7 @@ struct ProjectionsBench: ParsableCommand {
         var projectorOptions = ProjectorOptions()
         projectorOptions.followCheckpointInterval = followCheckpointMs > 0 ? .milliseconds(followCheckpointMs) : nil
         projectorOptions.followWALFramesMax = followWALFramesMax > 0 ? followWALFramesMax : nil
+        if let cacheMib { projectorOptions.cacheKiB = cacheMib * 1024 }
         let traceLog = lagTrace.map { _ in FollowTraceLog() }
         if let traceLog {
             projectorOptions.followTrace = { traceLog.record($0) }

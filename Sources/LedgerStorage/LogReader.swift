@@ -48,17 +48,9 @@ public struct LogReader: Sendable {
             scanner.seek(to: entry.byteOffset)
         }
         while true {
-            let step: SegmentScanner.Step
-            do { step = try scanner.next() } catch let error as LedgerStorageError {
-                switch try scanner.classifyFailedItem(error, isNewestSegment: true) {
-                case .notYetWritten: return lastSequence
-                case .writtenMeanwhile: continue
-                case .damage: throw error
-                }
-            }
-            switch step {
+            switch try scanner.next() {
             case .batch(let header, _, _): lastSequence = header.lastSequence
-            case .footer, .end, .incomplete, .preallocated: return lastSequence
+            case .footer, .end, .incomplete: return lastSequence
             }
         }
     }

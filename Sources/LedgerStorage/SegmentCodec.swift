@@ -3,8 +3,7 @@
 public struct SegmentHeader: Sendable, Equatable {
     public var baseSequence: UInt64
     public var createdAt: Int64
-    /// Header flags: `LogFormat.segmentFlagCompacted` (docs/FORMAT.md, "Compaction") and
-    /// `LogFormat.segmentFlagPreallocated` (docs/FORMAT.md, "Preallocated space").
+    /// Header flags; only `LogFormat.segmentFlagCompacted` is defined (docs/FORMAT.md, "Compaction").
     public var flags: UInt16
 
     public init(baseSequence: UInt64, createdAt: Int64, flags: UInt16 = 0) {
@@ -41,18 +40,10 @@ public struct SegmentHeader: Sendable, Equatable {
         guard version == LogFormat.version else {
             throw LedgerStorageError(.corruptSegmentHeader, "unsupported segment format version \(version)")
         }
-        let flags = bytes.loadLittleEndian(UInt16.self, at: 6)
-        guard flags & ~LogFormat.segmentFlagsKnown == 0 else {
-            throw LedgerStorageError(.corruptSegmentHeader, "unsupported segment flags 0x\(String(flags, radix: 16)) (a newer format?)")
-        }
         return SegmentHeader(baseSequence: bytes.loadLittleEndian(UInt64.self, at: 8),
                              createdAt: bytes.loadLittleEndian(Int64.self, at: 16),
-                             flags: flags)
+                             flags: bytes.loadLittleEndian(UInt16.self, at: 6))
     }
-
-    /// The segment may hold zero-filled preallocated space after its last batch while it is active
-    /// (docs/FORMAT.md, "Preallocated space").
-    public var isPreallocated: Bool { flags & LogFormat.segmentFlagPreallocated != 0 }
 }
 
 public struct SegmentFooter: Sendable, Equatable {

@@ -119,9 +119,12 @@ final class CheckpointLog: @unchecked Sendable {
     /// A checkpoint on the writing connection was followed by one that found fewer frames in the
     /// WAL than it had: the WAL started over from its beginning.
     var restartedAfterWriterCheckpoint: Bool {
+        // After any checkpoint on the writing connection, not only the first: that one may come
+        // while the WAL holds a frame or two, and no later WAL can then be shorter than it.
         lock.withLock {
-            guard let writer = timings.firstIndex(where: \.onWriter) else { return false }
-            return timings[(writer + 1)...].contains { $0.walFrames < timings[writer].walFrames }
+            timings.indices.contains { writer in
+                timings[writer].onWriter && timings[(writer + 1)...].contains { $0.walFrames < timings[writer].walFrames }
+            }
         }
     }
 

@@ -54,6 +54,13 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
                     let unsynced = node.bytes.count - synced.count
                     let kept = Int.random(in: 0...unsynced, using: &generator)
                     node.bytes = Array(node.bytes.prefix(synced.count + kept))
+                } else if node.bytes.count >= synced.count, node.bytes != synced {
+                    // Unsynced writes over synced bytes (a batch over preallocated zeros): the new
+                    // bytes reached the disk up to a random point from the first change, the old ones
+                    // stayed after it, so a batch can be torn inside space that was already there.
+                    let firstChange = (0..<synced.count).first { node.bytes[$0] != synced[$0] } ?? synced.count
+                    let cut = Int.random(in: firstChange...node.bytes.count, using: &generator)
+                    node.bytes = Array(node.bytes.prefix(cut)) + (cut < synced.count ? Array(synced[cut...]) : [])
                 } else {
                     node.bytes = synced
                 }

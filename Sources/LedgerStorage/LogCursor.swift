@@ -103,7 +103,14 @@ public struct LogCursor {
                 guard try advanceToNextSegment() else { return false }
                 continue
             }
-            let step = try scanner!.next()
+            let step: SegmentScanner.Step
+            do { step = try scanner!.next() } catch let error as LedgerStorageError {
+                switch try scanner!.classifyFailedItem(error, isNewestSegment: !directory.segmentBases().contains { $0 > segmentBase }) {
+                case .notYetWritten: return false
+                case .writtenMeanwhile: continue
+                case .damage: throw error
+                }
+            }
             switch step {
             case .batch(let header, let bytes, let offset):
                 // Inside a compacted segment sequences may jump forward (docs/FORMAT.md, "Compaction").
@@ -127,7 +134,7 @@ public struct LogCursor {
             case .footer(let footer, _):
                 sawFooter = true
                 expectedBatchBase = footer.nextSequence(segmentBase: segmentBase)
-            case .end(let offset), .incomplete(let offset, _):
+            case .end(let offset), .incomplete(let offset, _), .preallocated(let offset):
                 // The end of the active segment, unless a newer segment exists: then this one must
                 // have been sealed, and a missing footer is damage.
                 let bases = try directory.segmentBases()
@@ -138,7 +145,7 @@ public struct LogCursor {
                     sawFooter = true
                     expectedBatchBase = footer.nextSequence(segmentBase: segmentBase)
                 case .batch: scanner!.seek(to: offset)
-                case .end, .incomplete:
+                case .end, .incomplete, .preallocated:
                     throw LedgerStorageError(.corruptFooter, "segment followed by a newer one ends without a footer",
                                              location: LogLocation(file: scanner!.displayName, byteOffset: offset))
                 }

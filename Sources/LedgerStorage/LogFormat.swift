@@ -19,6 +19,11 @@ public enum LogFormat {
     // MARK: Segment header.
     public static let segmentMagic: [UInt8] = Array("CLSG".utf8)
     public static let segmentHeaderBytes = 32
+    /// Bit 1 of the segment header `flags`: while active, the segment may hold zero-filled
+    /// preallocated space after its last batch (docs/FORMAT.md, "Preallocated space").
+    public static let segmentFlagPreallocated: UInt16 = 0x0002
+    /// Every flag bit this version knows; a header with another bit set is refused.
+    public static let segmentFlagsKnown: UInt16 = segmentFlagCompacted | segmentFlagPreallocated
     /// The header CRC covers bytes 0..<28.
     public static let segmentHeaderCRCOffset = 28
 

@@ -48,9 +48,17 @@ public struct LogReader: Sendable {
             scanner.seek(to: entry.byteOffset)
         }
         while true {
-            switch try scanner.next() {
+            let step: SegmentScanner.Step
+            do { step = try scanner.next() } catch let error as LedgerStorageError {
+                switch try scanner.classifyFailedItem(error, isNewestSegment: true) {
+                case .notYetWritten: return lastSequence
+                case .writtenMeanwhile: continue
+                case .damage: throw error
+                }
+            }
+            switch step {
             case .batch(let header, _, _): lastSequence = header.lastSequence
-            case .footer, .end, .incomplete: return lastSequence
+            case .footer, .end, .incomplete, .preallocated: return lastSequence
             }
         }
     }

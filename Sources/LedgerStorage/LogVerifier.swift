@@ -201,6 +201,25 @@ struct VerifierRun {
                     problem(.corruptFooter, "sealed segment ends without a footer", LogLocation(file: name, byteOffset: offset))
                 }
                 break scan
+            case .preallocated(let offset):
+                // Zeros where the next batch would start (docs/FORMAT.md, "Preallocated space").
+                guard isLast else {
+                    problem(.corruptFooter, "sealed segment holds zeros where its footer should be", LogLocation(file: name, byteOffset: offset))
+                    break scan
+                }
+                do {
+                    if let end = try scanner.nonZeroEnd(from: offset) {
+                        problem(.tornTail, "\(end - offset) bytes written over the preallocated space after the last batch; a writer open truncates them",
+                                LogLocation(file: name, byteOffset: offset))
+                    }
+                } catch let error as LedgerStorageError {
+                    var located = error
+                    located.location.file = name
+                    located.message = "read error in the preallocated space: " + error.message
+                    report.problems.append(located)
+                    unreadSegments.insert(SegmentFileName.segment(base: base))
+                } catch {}
+                break scan
             case .incomplete(let offset, let available):
                 let range: ClosedRange<UInt64>? = nextBase.flatMap { $0 > expectedSequence ? expectedSequence...($0 - 1) : nil }
                 if isLast {

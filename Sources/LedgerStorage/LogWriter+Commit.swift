@@ -50,6 +50,7 @@ extension LogWriter {
                     end += 1
                 }
                 if working.batchCount > 0 && shouldRoll(working) {
+                    awaitPreallocation(segmentBase: working.base, writingUpTo: working.endOffset)
                     try timedWrite(unwritten, to: working.file, at: unwrittenStart, adding: &writeNanoseconds)
                     // Sealing syncs and closes the segment: earlier groups must be synced through
                     // their own stage first, and a sync that failed meanwhile stops the roll.
@@ -74,6 +75,7 @@ extension LogWriter {
                                           lastLedgerTime: batch.lastLedgerTime)
                 start = end
             }
+            awaitPreallocation(segmentBase: working.base, writingUpTo: working.endOffset)
             try timedWrite(unwritten, to: working.file, at: unwrittenStart, adding: &writeNanoseconds)
         } catch {
             let storageError = LedgerStorageError.wrapping(error)
@@ -81,7 +83,7 @@ extension LogWriter {
                 // A roll that started may have left a footer and a manifest naming the segment:
                 // truncating would cut a sealed segment, so the writer stays poisoned for recovery.
                 poison(storageError)
-            } else if let firstBatch = unwritten.first, Self.mayHoldCompleteBatch(active.file, from: active.endOffset, batchBytes: firstBatch.count) {
+            } else if let firstBatch = unwritten.first, Self.mayHoldCompleteBatch(active.file, from: active.endOffset, batch: firstBatch) {
                 // The write failed after at least one whole batch of this group reached the file.
                 // Readers see complete batches as soon as they are written (a follower may already
                 // have applied it), so cutting it off and giving its sequences to the next group
@@ -91,8 +93,13 @@ extension LogWriter {
                 poison(storageError)
             } else {
                 // Nothing readable was written: put the file back to its committed length so the
-                // next group starts clean.
-                do { try active.file.truncate(to: active.endOffset) } catch { poison(storageError) }
+                // next group starts clean (preallocated space after it goes too; zeros come back with
+                // the next extension).
+                finishPreallocation()
+                do {
+                    try active.file.truncate(to: active.endOffset)
+                    if preallocation?.segmentBase == active.base { preallocation?.zeroEnd = active.endOffset }
+                } catch { poison(storageError) }
             }
             throw storageError
         }
@@ -106,6 +113,7 @@ extension LogWriter {
         active = working
         chain = workingChain
         publishActiveIndex()
+        extendPreallocationIfDue()
         switch options.durability {
         case .always: break  // the sync stage syncs what was just written
         case .interval:
@@ -117,11 +125,14 @@ extension LogWriter {
         return results
     }
 
-    /// Whether a failed write that started at `offset` may have left a complete batch of
-    /// `batchBytes` bytes in `file` (true when the file's size cannot be read).
-    static func mayHoldCompleteBatch(_ file: any LedgerFile, from offset: UInt64, batchBytes: Int) -> Bool {
+    /// Whether a failed write that started at `offset` may have left `batch` complete in `file`: the
+    /// file reaches past it and (since preallocated space makes the size say little) holds its bytes.
+    /// True when the file cannot be read.
+    static func mayHoldCompleteBatch(_ file: any LedgerFile, from offset: UInt64, batch: [UInt8]) -> Bool {
         guard let size = try? file.size() else { return true }
-        return size >= offset + UInt64(batchBytes)
+        guard size >= offset + UInt64(batch.count) else { return false }
+        guard let written = try? file.read(at: offset, count: batch.count) else { return true }
+        return written == batch
     }
 
     /// Writes consecutive batches with one write: a lone batch (the usual group) as it is, several
@@ -173,6 +184,11 @@ extension LogWriter {
     /// compaction could later trust with stale counts.
     func seal(_ segment: ActiveSegment, chain: ChainState) throws -> ActiveSegment {
         do {
+            if segment.mayHoldPreallocatedSpace {
+                // A sealed segment ends with its footer: cut the preallocated zeros first.
+                finishPreallocation()
+                if try segment.file.size() > segment.endOffset { try segment.file.truncate(to: segment.endOffset) }
+            }
             let footer = SegmentFooter(recordCount: segment.recordCount, batchCount: segment.batchCount,
                                        lastLedgerTime: chain.lastLedgerTime, lastBatchHash: chain.lastHash)
             try segment.file.write(footer.encoded(), at: segment.endOffset)
@@ -186,20 +202,25 @@ extension LogWriter {
             manifest = updated
             try? segment.file.close()
             logger.debug("sealed segment", metadata: ["segment": "\(SegmentFileName.segment(base: segment.base))"])
-            return try Self.createSegment(directory: directory, base: chain.nextSequence, createdAt: options.clock(),
-                                          indexIntervalBytes: options.indexIntervalBytes)
+            let next = try Self.createSegment(directory: directory, base: chain.nextSequence, createdAt: options.clock(),
+                                              indexIntervalBytes: options.indexIntervalBytes, preallocated: options.preallocates)
+            preallocation = options.preallocates ? PreallocationState(segmentBase: next.base, zeroEnd: next.endOffset) : nil
+            return next
         } catch {
             poison(LedgerStorageError.wrapping(error))
             throw error
         }
     }
 
-    /// Creates an empty segment file (header only, synced, directory synced).
-    static func createSegment(directory: LogDirectory, base: UInt64, createdAt: Int64, indexIntervalBytes: Int) throws -> ActiveSegment {
+    /// Creates an empty segment file (header only, synced, directory synced); `preallocated` sets the
+    /// header flag that lets it hold preallocated space.
+    static func createSegment(directory: LogDirectory, base: UInt64, createdAt: Int64, indexIntervalBytes: Int,
+                              preallocated: Bool) throws -> ActiveSegment {
         let file = try directory.fileSystem.open(directory.segmentPath(base: base), mode: .createReadWrite)
         do {
             try file.truncate(to: 0)
-            try file.write(SegmentHeader(baseSequence: base, createdAt: createdAt).encoded(), at: 0)
+            let flags = preallocated ? LogFormat.segmentFlagPreallocated : 0
+            try file.write(SegmentHeader(baseSequence: base, createdAt: createdAt, flags: flags).encoded(), at: 0)
             try file.sync()
             try directory.fileSystem.syncDirectory(directory.segmentsPath)
         } catch {
@@ -208,6 +229,7 @@ extension LogWriter {
         }
         return ActiveSegment(file: file, base: base, createdAt: createdAt, endOffset: UInt64(LogFormat.segmentHeaderBytes),
                              batchCount: 0, recordCount: 0,
-                             index: SparseIndexBuilder(segmentBase: base, intervalBytes: indexIntervalBytes))
+                             index: SparseIndexBuilder(segmentBase: base, intervalBytes: indexIntervalBytes),
+                             mayHoldPreallocatedSpace: preallocated)
     }
 }

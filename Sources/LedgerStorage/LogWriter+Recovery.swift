@@ -31,6 +31,9 @@ struct Recovery {
         var chain: LogWriter.ChainState
         var manifest: Manifest
         var report: RecoveryReport
+        /// Size of the active segment's file after recovery (past `active.endOffset` when it keeps
+        /// preallocated space).
+        var activeFileBytes: UInt64
     }
 
     let directory: LogDirectory
@@ -64,14 +67,14 @@ struct Recovery {
                 // The previous writer sealed this segment but stopped before creating the next one.
                 entries.append(sealedEntry)
                 active = try LogWriter.createSegment(directory: directory, base: chain.nextSequence, createdAt: options.clock(),
-                                                     indexIntervalBytes: options.indexIntervalBytes)
+                                                     indexIntervalBytes: options.indexIntervalBytes, preallocated: options.preallocates)
                 report.createdSegment = LogDirectory.displayName(base: chain.nextSequence)
             } else {
                 active = segment!
             }
         } else {
             active = try LogWriter.createSegment(directory: directory, base: 0, createdAt: options.clock(),
-                                                 indexIntervalBytes: options.indexIntervalBytes)
+                                                 indexIntervalBytes: options.indexIntervalBytes, preallocated: options.preallocates)
             report.createdSegment = LogDirectory.displayName(base: 0)
         }
 
@@ -89,7 +92,8 @@ struct Recovery {
                 "bytesDropped": "\(report.bytesDropped)", "lastGoodSequence": "\(report.lastGoodSequence.map(String.init) ?? "none")",
             ])
         }
-        return Outcome(active: active, chain: chain, manifest: manifest, report: report)
+        let activeFileBytes = try active.file.size()
+        return Outcome(active: active, chain: chain, manifest: manifest, report: report, activeFileBytes: activeFileBytes)
     }
 
     /// Checks a sealed segment without reading all of it: header, footer, the chain link of its first
@@ -136,7 +140,7 @@ struct Recovery {
                 case .batch(let header, _, let offset):
                     builder.noteBatch(sequence: header.baseSequence, ledgerTime: header.firstLedgerTime, byteOffset: offset)
                 case .footer: break scanLoop
-                case .end(let offset), .incomplete(let offset, _):
+                case .end(let offset), .incomplete(let offset, _), .preallocated(let offset):
                     throw LedgerStorageError(.corruptFooter, "sealed segment ends without its footer", location: LogLocation(file: name, byteOffset: offset))
                 }
             }
@@ -178,7 +182,7 @@ struct Recovery {
             // A crash while creating the segment: nothing but (part of) the header was ever written.
             try? file.close()
             let fresh = try LogWriter.createSegment(directory: directory, base: base, createdAt: options.clock(),
-                                                    indexIntervalBytes: options.indexIntervalBytes)
+                                                    indexIntervalBytes: options.indexIntervalBytes, preallocated: options.preallocates)
             report.truncatedSegment = name
             report.truncatedAtOffset = 0
             report.bytesDropped = size
@@ -189,7 +193,8 @@ struct Recovery {
                                      offset: UInt64(LogFormat.segmentHeaderBytes), knownSize: size)
         var segment = LogWriter.ActiveSegment(file: file, base: base, createdAt: header.createdAt,
                                               endOffset: UInt64(LogFormat.segmentHeaderBytes), batchCount: 0, recordCount: 0,
-                                              index: SparseIndexBuilder(segmentBase: base, intervalBytes: options.indexIntervalBytes))
+                                              index: SparseIndexBuilder(segmentBase: base, intervalBytes: options.indexIntervalBytes),
+                                              mayHoldPreallocatedSpace: header.isPreallocated)
         var damage: (offset: UInt64, reason: String, code: LedgerStorageError.Code)?
         var footerFound: SegmentFooter?
         scan: while true {
@@ -230,6 +235,13 @@ struct Recovery {
                 break scan
             case .end:
                 break scan
+            case .preallocated(let offset):
+                // Clean when zeros run to the end of the file; anything else there was written over
+                // the zeros by a group that did not finish: a torn tail.
+                if try scanner.nonZeroEnd(from: offset) != nil {
+                    damage = (offset, "non-zero bytes in the preallocated space after the last batch", .tornTail)
+                }
+                break scan
             case .incomplete(let offset, let available):
                 damage = (offset, "incomplete batch: \(available) bytes at the end of the file", .tornTail)
                 break scan
@@ -248,11 +260,13 @@ struct Recovery {
                     location: LogLocation(file: name, byteOffset: damage.offset,
                                           sequences: chain.nextSequence...max(chain.nextSequence, later.baseSequence)))
             }
+            // In a segment with preallocated space, the zeros after the last non-zero byte held no data.
+            let droppedEnd = header.isPreallocated ? try scanner.nonZeroEnd(from: damage.offset) ?? damage.offset : size
             try file.truncate(to: damage.offset)
             try file.sync()
             report.truncatedSegment = name
             report.truncatedAtOffset = damage.offset
-            report.bytesDropped = size - damage.offset
+            report.bytesDropped = droppedEnd - damage.offset
             report.truncationReason = damage.reason
         }
 

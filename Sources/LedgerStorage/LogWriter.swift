@@ -31,6 +31,8 @@ public final class LogWriter: @unchecked Sendable {
         var batchCount: UInt32
         var recordCount: UInt64
         var index: SparseIndexBuilder
+        /// The header's preallocated flag: the file may hold zeros after `endOffset`, which a seal cuts.
+        var mayHoldPreallocatedSpace: Bool
         /// Entries of `index` already published for readers (see `publishActiveIndex`).
         var publishedIndexEntries = 0
     }
@@ -57,6 +59,10 @@ public final class LogWriter: @unchecked Sendable {
     var chain: ChainState
     var manifest: Manifest
     var unsyncedSince: Int64?
+    var preallocation: PreallocationState?
+    /// The background extension of the active segment (see `LogWriter+Preallocation.swift`); nil when
+    /// the options do not preallocate. Set in `init`, never changed.
+    let preallocator: SegmentPreallocator?
 
     // Guarded by `condition`.
     private let condition = NSCondition()
@@ -107,6 +113,14 @@ public final class LogWriter: @unchecked Sendable {
         self.manifest = recovered.manifest
         self.recoveryReport = recovered.report
         self.committedNextSequence = recovered.chain.nextSequence
+        if options.preallocates {
+            preallocator = SegmentPreallocator(chunkBytes: options.preallocationBytes)
+            if recovered.active.mayHoldPreallocatedSpace {
+                preallocation = PreallocationState(segmentBase: recovered.active.base, zeroEnd: recovered.activeFileBytes)
+            }
+        } else {
+            preallocator = nil
+        }
         self.signal = AppendSignal.forDirectory(directory.root.lexicallyNormalized().string)
         publishActiveIndex()  // recovery rebuilt it in memory; an older file may be stale
         if options.durability == .always {
@@ -167,6 +181,7 @@ public final class LogWriter: @unchecked Sendable {
         while !threadFinished { condition.wait() }
         let failed = failure
         condition.unlock()
+        preallocator?.stop()
         defer {
             try? active.file.close()
             lock.release()

@@ -33,10 +33,18 @@ public struct LogWriterOptions: Sendable {
     /// segments at 1 (or HC), so this trades only the size of not yet compacted segments for
     /// append latency.
     public var lz4Acceleration: Int32 = 1
+    /// With durability `always`, the writer keeps up to this many bytes of zero-filled, synced space
+    /// ahead of the active segment's last batch, written by a background thread, so each group's
+    /// fdatasync overwrites space instead of growing the file (docs/FORMAT.md, "Preallocated space").
+    /// 0 turns it off; the other policies never preallocate (they do not sync every group).
+    public var preallocationBytes: Int = 4 << 20
     /// The ledger clock in nanoseconds since the Unix epoch; used for segment creation times and age.
     public var clock: @Sendable () -> Int64 = LogWriterOptions.wallClockNanoseconds
 
     public init() {}
+
+    /// Whether segments this writer creates get preallocated space (and the header flag that allows it).
+    var preallocates: Bool { durability == .always && preallocationBytes > 0 }
 
     public static func wallClockNanoseconds() -> Int64 {
         var time = timespec()

@@ -3,7 +3,8 @@
 public struct SegmentHeader: Sendable, Equatable {
     public var baseSequence: UInt64
     public var createdAt: Int64
-    /// Header flags; only `LogFormat.segmentFlagCompacted` is defined (docs/FORMAT.md, "Compaction").
+    /// Header flags: `LogFormat.segmentFlagCompacted` (docs/FORMAT.md, "Compaction") and
+    /// `LogFormat.segmentFlagPreallocated` (docs/FORMAT.md, "Preallocated space").
     public var flags: UInt16
 
     public init(baseSequence: UInt64, createdAt: Int64, flags: UInt16 = 0) {
@@ -40,10 +41,18 @@ public struct SegmentHeader: Sendable, Equatable {
         guard version == LogFormat.version else {
             throw LedgerStorageError(.corruptSegmentHeader, "unsupported segment format version \(version)")
         }
+        let flags = bytes.loadLittleEndian(UInt16.self, at: 6)
+        guard flags & ~LogFormat.segmentFlagsKnown == 0 else {
+            throw LedgerStorageError(.corruptSegmentHeader, "unsupported segment flags 0x\(String(flags, radix: 16)) (a newer format?)")
+        }
         return SegmentHeader(baseSequence: bytes.loadLittleEndian(UInt64.self, at: 8),
                              createdAt: bytes.loadLittleEndian(Int64.self, at: 16),
-                             flags: bytes.loadLittleEndian(UInt16.self, at: 6))
+                             flags: flags)
     }
+
+    /// The segment may hold zero-filled preallocated space after its last batch while it is active
+    /// (docs/FORMAT.md, "Preallocated space").
+    public var isPreallocated: Bool { flags & LogFormat.segmentFlagPreallocated != 0 }
 }
 
 public struct SegmentFooter: Sendable, Equatable {

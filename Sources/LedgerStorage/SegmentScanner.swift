@@ -12,6 +12,11 @@ struct SegmentScanner {
         case end(offset: UInt64)
         /// The file ends inside a batch or footer starting here (a torn or in-progress tail).
         case incomplete(offset: UInt64, availableBytes: UInt64)
+        /// Zeros start here, where a batch or footer would, in a segment whose header has the
+        /// preallocated flag: the written part of the segment ends here (docs/FORMAT.md,
+        /// "Preallocated space"). Whether every byte after it is zero is the caller's check
+        /// (`nonZeroEnd`), since readers at the tail should not read the whole space each time.
+        case preallocated(offset: UInt64)
     }
 
     let file: any LedgerFile
@@ -84,6 +89,9 @@ struct SegmentScanner {
         let location = LogLocation(file: displayName, byteOffset: start)
         guard available >= 4 else { return .incomplete(offset: start, availableBytes: available) }
         let magic = try file.read(at: start, count: 4)
+        if header.isPreallocated && magic == [0, 0, 0, 0] {
+            return .preallocated(offset: start)
+        }
         if magic == LogFormat.footerMagic {
             guard available >= UInt64(LogFormat.footerBytes) else { return .incomplete(offset: start, availableBytes: available) }
             let bytes = try file.read(at: start, count: LogFormat.footerBytes)
@@ -125,6 +133,63 @@ struct SegmentScanner {
         }
         offset = start + UInt64(header.totalBytes)
         return .batch(header, bytes: bytes, offset: start)
+    }
+
+    enum FailedItem {
+        /// A batch still being copied over preallocated zeros (or a torn tail no writer has cut yet):
+        /// the scanner stays before it.
+        case notYetWritten
+        /// The batch checks now (its write finished meanwhile): the scanner stays before it, read again.
+        case writtenMeanwhile
+        case damage
+    }
+
+    /// What a reader makes of an item that `next()` threw on (docs/FORMAT.md, "Preallocated space"):
+    /// in the newest segment with the preallocated flag, a batch is copied over zeros by one write, so
+    /// a reader may see its first bytes and zeros after them. It is not yet written when no intact
+    /// batch follows it; with one after it, it is read again once, since the writer may have finished
+    /// it meanwhile, and is damage if it still fails. Everywhere else a failed item is damage.
+    mutating func classifyFailedItem(_ error: LedgerStorageError, isNewestSegment: Bool) throws -> FailedItem {
+        guard header.isPreallocated, isNewestSegment, !error.isReadFailure,
+              let failedOffset = error.location.byteOffset, failedOffset == offset else { return .damage }
+        if try findIntactBatch(after: failedOffset) == nil { return .notYetWritten }
+        do { _ = try nextWithKnownSize() } catch { return .damage }
+        seek(to: failedOffset)
+        return .writtenMeanwhile
+    }
+
+    /// The end of the last non-zero byte in `from..<size of the file`, or nil when every byte there is
+    /// zero. Reads in 1 MiB pieces.
+    func nonZeroEnd(from offset: UInt64) throws -> UInt64? {
+        let size = try file.size()
+        var position = offset
+        var lastNonZero: UInt64?
+        while position < size {
+            let count = Int(min(UInt64(1 << 20), size - position))
+            let bytes = try file.read(at: position, count: count)
+            guard !bytes.isEmpty else { break }
+            if let last = Self.lastNonZeroIndex(bytes) { lastNonZero = position + UInt64(last) + 1 }
+            position += UInt64(bytes.count)
+        }
+        return lastNonZero
+    }
+
+    /// Index of the last non-zero byte, comparing eight bytes at a time.
+    static func lastNonZeroIndex(_ bytes: [UInt8]) -> Int? {
+        bytes.withUnsafeBytes { raw -> Int? in
+            var end = raw.count
+            while end % 8 != 0 {
+                if raw[end - 1] != 0 { return end - 1 }
+                end -= 1
+            }
+            while end >= 8 {
+                if raw.loadUnaligned(fromByteOffset: end - 8, as: UInt64.self) != 0 {
+                    for index in stride(from: end - 1, through: end - 8, by: -1) where raw[index] != 0 { return index }
+                }
+                end -= 8
+            }
+            return nil
+        }
     }
 
     /// The offset of the first intact batch (valid header and CRC) strictly after `offset`, if any.

@@ -108,9 +108,12 @@ final class AppendOutcome: @unchecked Sendable {
 
 @Suite("Pipelined group commit: a group is acknowledged only after an fdatasync that covers it")
 struct PipelinedCommitTests {
+    /// Without preallocation: these tests gate and count every fdatasync of the file system, and the
+    /// preallocator's own syncs (tested in PreallocationTests) would be among them.
     static func openLog(_ fileSystem: any FileSystem, segmentBytes: Int = 1 << 20) throws -> LogWriter {
-        try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always),
-                           fileSystem: fileSystem)
+        var options = TestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always)
+        options.preallocationBytes = 0
+        return try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
     }
 
     /// Polls (without blocking the concurrency pool) until `condition` holds; fails the test after

@@ -20,12 +20,25 @@ struct StorageBench: AsyncParsableCommand {
     @Option(help: "Replace LedgerStorage's fdatasync by a sleep of this many microseconds in the durable-append runs (design comparisons without the disk's noise; not durable).")
     var simulatedSyncUs: Int?
     @Option(help: "LZ4 acceleration of appended batches (default: the writer's default).") var lz4Acceleration: Int32?
+    @Option(help: "Bytes of preallocated segment space the writer keeps ahead of its appends (0 turns it off; default: the writer's default).")
+    var preallocationBytes: Int?
+    @Option(name: .customLong("appenders"), help: "Concurrent appenders of one durable-append run; repeat for several runs (default: 1, 8 and 64). The ratio against SQLite needs 64.")
+    var appenderCounts: [Int] = [1, 8, 64]
 
     struct Sizes {
         var records: Int
         var singleAppends: Int
         var concurrentAppends: Int
         var recoveryLogBytes: UInt64
+    }
+
+    func validate() throws {
+        guard !appenderCounts.isEmpty, appenderCounts.allSatisfy({ $0 >= 1 }) else {
+            throw ValidationError("--appenders takes a count of at least 1 (for example --appenders 64)")
+        }
+        if let preallocationBytes, preallocationBytes < 0 {
+            throw ValidationError("--preallocation-bytes takes 0 (off) or a positive byte count, not \(preallocationBytes)")
+        }
     }
 
     func run() async throws {
@@ -42,9 +55,17 @@ struct StorageBench: AsyncParsableCommand {
             if !json { print(name.padding(toLength: 44, withPad: " ", startingAt: 0) + String(format: "%16.2f", value)) }
         }
 
+        func recordRatio64() {
+            guard let appends = figures.first(where: { $0.0 == "append_events_per_s_64" })?.1,
+                  let sqlite = figures.first(where: { $0.0 == "sqlite_one_row_tx_events_per_s" })?.1 else { return }
+            record("ratio_64_appenders_vs_sqlite_one_row", appends / sqlite)
+        }
+
         var writerOptions = LogWriterOptions()
         if let lz4Acceleration { writerOptions.lz4Acceleration = lz4Acceleration }
         record("lz4_acceleration", Double(writerOptions.lz4Acceleration))
+        if let preallocationBytes { writerOptions.preallocationBytes = preallocationBytes }
+        record("preallocation_bytes", Double(writerOptions.preallocationBytes))
 
         var generator = CatalogRecordGenerator(seed: seed)
         let payloads = (0..<sizes.records).map { _ in generator.nextRecord() }
@@ -54,7 +75,7 @@ struct StorageBench: AsyncParsableCommand {
         record("mean_record_bytes", Double(rawJSONBytes) / Double(payloads.count))
 
         // Durable appends, one record per call, policy `always`.
-        for appenders in [1, 8, 64] {
+        for appenders in appenderCounts {
             let count = appenders == 1 ? sizes.singleAppends : sizes.concurrentAppends
             let directory = root + "/append-\(appenders)"
             let fileSystem: any FileSystem = simulatedSyncUs.map { SimulatedSyncFileSystem(syncMicroseconds: $0) } ?? PosixFileSystem()
@@ -94,7 +115,7 @@ struct StorageBench: AsyncParsableCommand {
                 record("lz4_us_per_64_records_acceleration_\(acceleration)", lz4.microseconds)
                 record("lz4_ratio_acceleration_\(acceleration)", lz4.ratio)
             }
-            record("ratio_64_appenders_vs_sqlite_one_row", figures.first { $0.0 == "append_events_per_s_64" }!.1 / figures.first { $0.0 == "sqlite_one_row_tx_events_per_s" }!.1)
+            recordRatio64()
             try printJSON(figures)
             return
         }
@@ -123,7 +144,7 @@ struct StorageBench: AsyncParsableCommand {
         record("recovery_ms", recovery.seconds * 1000)
         record("recovery_bytes_dropped", Double(recovery.bytesDropped))
 
-        record("ratio_64_appenders_vs_sqlite_one_row", figures.first { $0.0 == "append_events_per_s_64" }!.1 / figures.first { $0.0 == "sqlite_one_row_tx_events_per_s" }!.1)
+        recordRatio64()
         record("ratio_scan_vs_raw_decompress", (Double(scan.payloadBytes) / scan.seconds) / (Double(raw.uncompressedBytes) / raw.seconds))
         record("ratio_on_disk_vs_raw_json", Double(onDisk) / Double(rawJSONBytes))
         record("ratio_on_disk_vs_sqlite_file", Double(onDisk) / Double(sqliteBulk.fileBytes))

@@ -70,6 +70,48 @@ struct GoldenFormatTests {
         #expect(report.isClean, "\(report.problems)")
     }
 
+    /// The preallocated active segment (docs/FORMAT.md, "Preallocated space"): flag bit 1 in the
+    /// header, one batch of two records, then zeros: 8 bytes the next appends would grow into and the
+    /// 64-byte extension started an eighth of a chunk ahead.
+    static func writePreallocatedLog() async throws -> [UInt8] {
+        let fileSystem = FaultInjectingFileSystem()
+        var options = LogWriterOptions()
+        options.compression = .none
+        options.segmentBytesMax = 4096
+        options.durability = .always
+        options.preallocationBytes = 64
+        options.clock = { firstTime }
+        let writer = try LogWriter.open(directory: "/golden", options: options, fileSystem: fileSystem)
+        _ = try await writer.append([
+            LogRecord(ledgerTime: firstTime, payload: Array(#"{"id":"A"}"#.utf8)),
+            LogRecord(ledgerTime: firstTime + 1, payload: Array(#"{"id":"B"}"#.utf8)),
+        ])
+        try writer.close()
+        return try #require(fileSystem.contents(of: "/golden/segments/00000000000000000000.seg"))
+    }
+
+    @Test("the preallocated active segment: golden bytes, and it reads back, verifies and reopens clean")
+    func preallocatedGolden() async throws {
+        let written = try await Self.writePreallocatedLog()
+        let url = Self.fixtures.appendingPathComponent("golden-v1-preallocated.seg")
+        if ProcessInfo.processInfo.environment["LEDGER_UPDATE_GOLDEN"] == "1" { try Data(written).write(to: url) }
+        let golden = Array(try #require(try? Data(contentsOf: url), "missing fixture golden-v1-preallocated.seg"))
+        #expect(golden == written, "golden-v1-preallocated.seg differs from the writer's output")
+        #expect(golden.count == 32 + 124 + 8 + 64 && golden[156...].allSatisfy { $0 == 0 })
+
+        let fileSystem = FaultInjectingFileSystem()
+        try fileSystem.createDirectory("/read/segments")
+        fileSystem.setContents(of: "/read/segments/00000000000000000000.seg", to: golden)
+        let records = try LogReader(directory: "/read", fileSystem: fileSystem).readAll()
+        #expect(records.map(\.payload) == [Array(#"{"id":"A"}"#.utf8), Array(#"{"id":"B"}"#.utf8)])
+        #expect(LogVerifier.verify(directory: "/read", fileSystem: fileSystem).isClean)
+        var options = LogWriterOptions()
+        options.durability = .none
+        let writer = try LogWriter.open(directory: "/read", options: options, fileSystem: fileSystem)
+        #expect(writer.recoveryReport.bytesDropped == 0 && writer.nextSequence == 2)
+        try writer.close()
+    }
+
     @Test("segment file names are the 20-digit zero-padded base sequence")
     func fileNames() {
         #expect(SegmentFileName.segment(base: 0) == "00000000000000000000.seg")

@@ -31,13 +31,10 @@ extension LogWriter {
     /// left ahead of the active segment's end and none is in flight. Extensions stop at the segment
     /// size limit, since the segment rolls there.
     func extendPreallocationIfDue() {
-        guard let preallocator, var state = preallocation, state.segmentBase == active.base else { return }
-        if let outcome = preallocator.takeOutcome() {
-            absorb(outcome)
-            guard let updated = preallocation else { return }
-            state = updated
-        }
-        guard !state.disabled, preallocator.inFlightStart == nil else { return }
+        guard let preallocator else { return }
+        let (idle, outcome) = preallocator.takeOutcomeIfIdle()
+        absorb(outcome)
+        guard idle, let state = preallocation, state.segmentBase == active.base, !state.disabled else { return }
         let chunk = UInt64(preallocator.chunkBytes)
         let limit = UInt64(options.segmentBytesMax)
         var start = max(state.zeroEnd, active.endOffset)

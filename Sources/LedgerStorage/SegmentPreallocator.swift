@@ -8,7 +8,7 @@
 // also commits any size change it still needs. A failed or partial extension leaves zeros or nothing
 // behind, both valid, and only costs the cheaper sync.
 //
-// Thread-safety: `start`, `finish`, `takeOutcome`, `inFlightStart` and `stop` are called by the
+// Thread-safety: `start`, `finish`, `takeOutcomeIfIdle`, `inFlightStart` and `stop` are called by the
 // writer's commit thread (and `stop` by `close`); the job and outcome are guarded by `condition`.
 
 import Foundation
@@ -62,11 +62,13 @@ final class SegmentPreallocator: @unchecked Sendable {
         }
     }
 
-    /// The outcome of the last extension once it has ended, without waiting.
-    func takeOutcome() -> Outcome? {
+    /// Without waiting: whether no extension is in flight, and the outcome of the last one if it
+    /// ended since it was last taken. Both are read under one lock, so an extension that ends between
+    /// two looks cannot leave an outcome behind that `start` would then trip over.
+    func takeOutcomeIfIdle() -> (idle: Bool, outcome: Outcome?) {
         condition.withLock {
             defer { outcome = nil }
-            return outcome
+            return (runningFrom == nil, outcome)
         }
     }
 

@@ -59,7 +59,9 @@ struct AuditHistoryGenerator {
         var item = items[id] ?? Item(version: 0, price: 100 * Int64.random(in: 1...9, using: &random))
         item.version = nowMilliseconds
         switch Int.random(in: 0..<10, using: &random) {
-        case 0: item.deleted = true
+        // Deleting the last live item local edits may target would leave a history that can hold
+        // no rejected edit; then the change is one to something other than prices instead.
+        case 0: item.deleted = item.deleted || liveEditableItems() != [id]
         case 1...4: item.price += 25 * Int64.random(in: -3...6, using: &random)
         case 5...6: item.locationPrice = item.price + 50 * Int64.random(in: 1...4, using: &random)
         default: break  // a change to something other than prices

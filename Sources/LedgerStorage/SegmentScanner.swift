@@ -88,13 +88,17 @@ struct SegmentScanner {
         let available = knownSize - start
         let location = LogLocation(file: displayName, byteOffset: start)
         guard available >= 4 else { return .incomplete(offset: start, availableBytes: available) }
+        // A read shorter than `knownSize` promised means the file shrank meanwhile (a writer cut back
+        // a group whose write failed): the item is not there, which is not damage.
         let magic = try file.read(at: start, count: 4)
+        guard magic.count == 4 else { return .incomplete(offset: start, availableBytes: UInt64(magic.count)) }
         if header.isPreallocated && magic == [0, 0, 0, 0] {
             return .preallocated(offset: start)
         }
         if magic == LogFormat.footerMagic {
             guard available >= UInt64(LogFormat.footerBytes) else { return .incomplete(offset: start, availableBytes: available) }
             let bytes = try file.read(at: start, count: LogFormat.footerBytes)
+            guard bytes.count == LogFormat.footerBytes else { return .incomplete(offset: start, availableBytes: UInt64(bytes.count)) }
             do {
                 let footer = try SegmentFooter.parse(bytes)
                 offset = start + UInt64(LogFormat.footerBytes)
@@ -106,6 +110,7 @@ struct SegmentScanner {
         if magic == LogFormat.compactedFooterMagic {
             guard available >= UInt64(LogFormat.compactedFooterBytes) else { return .incomplete(offset: start, availableBytes: available) }
             let bytes = try file.read(at: start, count: LogFormat.compactedFooterBytes)
+            guard bytes.count == LogFormat.compactedFooterBytes else { return .incomplete(offset: start, availableBytes: UInt64(bytes.count)) }
             do {
                 let footer = try CompactedSegmentFooter.parse(bytes[...]).segmentFooter
                 offset = start + UInt64(LogFormat.compactedFooterBytes)
@@ -119,6 +124,7 @@ struct SegmentScanner {
         }
         guard available >= UInt64(LogFormat.batchHeaderBytes) else { return .incomplete(offset: start, availableBytes: available) }
         let headerBytes = try file.read(at: start, count: LogFormat.batchHeaderBytes)
+        guard headerBytes.count == LogFormat.batchHeaderBytes else { return .incomplete(offset: start, availableBytes: UInt64(headerBytes.count)) }
         let header: BatchHeader
         do { header = try BatchHeader.parse(headerBytes) } catch let error as LedgerStorageError {
             throw error.located(file: displayName, byteOffset: start)

@@ -111,6 +111,9 @@ struct StorageFaultSimulation {
         options.batchBytesMax = Int.random(in: 200...2_000, using: &random)
         options.indexIntervalBytes = Int.random(in: 300...2_000, using: &random)
         options.compression = Bool.random(using: &random) ? .lz4 : .none
+        // Preallocated space (docs/FORMAT.md): chunks small enough to fit these small segments, so
+        // batches are written over zeros and crashes tear them there; or none, as before.
+        options.preallocationBytes = Bool.random(using: &random) ? Int.random(in: 256...4_096, using: &random) : 0
         options.clock = { 1_700_000_000_000_000_000 }
         let tasksMax = Int.random(in: 1...4, using: &random)
         tally.serial = tasksMax == 1

@@ -54,3 +54,36 @@ extension LedgerFile {
         return bytes.count == count ? bytes : nil
     }
 }
+
+/// A file system that wraps another and forwards every call it does not implement itself: the
+/// verifier's exact reads, and the test and benchmark wrappers that inject faults, stale sizes or
+/// delays. Conformers implement `open` (to wrap the files) and whatever else they change.
+public protocol ForwardingFileSystem: FileSystem {
+    /// The wrapped file system.
+    var baseFileSystem: any FileSystem { get }
+}
+
+extension ForwardingFileSystem {
+    public func exists(_ path: FilePath) -> Bool { baseFileSystem.exists(path) }
+    public func contentsOfDirectory(_ path: FilePath) throws -> [String] { try baseFileSystem.contentsOfDirectory(path) }
+    public func createDirectory(_ path: FilePath) throws { try baseFileSystem.createDirectory(path) }
+    public func remove(_ path: FilePath) throws { try baseFileSystem.remove(path) }
+    public func rename(_ source: FilePath, to destination: FilePath) throws { try baseFileSystem.rename(source, to: destination) }
+    public func syncDirectory(_ path: FilePath) throws { try baseFileSystem.syncDirectory(path) }
+    public func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? { try baseFileSystem.lockExclusive(path) }
+}
+
+/// A file that wraps another and forwards every call it does not implement itself (see
+/// `ForwardingFileSystem`).
+public protocol ForwardingLedgerFile: LedgerFile {
+    var wrapped: any LedgerFile { get }
+}
+
+extension ForwardingLedgerFile {
+    public func read(at offset: UInt64, count: Int) throws -> [UInt8] { try wrapped.read(at: offset, count: count) }
+    public func write(_ bytes: [UInt8], at offset: UInt64) throws { try wrapped.write(bytes, at: offset) }
+    public func size() throws -> UInt64 { try wrapped.size() }
+    public func truncate(to size: UInt64) throws { try wrapped.truncate(to: size) }
+    public func sync() throws { try wrapped.sync() }
+    public func close() throws { try wrapped.close() }
+}

@@ -13,24 +13,17 @@ import Darwin
 #endif
 
 /// Forwards every call to `base`; only reads are checked. Thread-safe as `base` is.
-struct ExactReadFileSystem: FileSystem {
+struct ExactReadFileSystem: ForwardingFileSystem {
     let base: any FileSystem
+    var baseFileSystem: any FileSystem { base }
 
     func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile {
         ExactReadFile(wrapped: try base.open(path, mode: mode), path: path.string)
     }
-
-    func exists(_ path: FilePath) -> Bool { base.exists(path) }
-    func contentsOfDirectory(_ path: FilePath) throws -> [String] { try base.contentsOfDirectory(path) }
-    func createDirectory(_ path: FilePath) throws { try base.createDirectory(path) }
-    func remove(_ path: FilePath) throws { try base.remove(path) }
-    func rename(_ source: FilePath, to destination: FilePath) throws { try base.rename(source, to: destination) }
-    func syncDirectory(_ path: FilePath) throws { try base.syncDirectory(path) }
-    func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? { try base.lockExclusive(path) }
 }
 
 /// A file whose short reads before the end of the file throw. Immutable; thread-safe as the wrapped file is.
-final class ExactReadFile: LedgerFile {
+final class ExactReadFile: ForwardingLedgerFile {
     let wrapped: any LedgerFile
     let path: String
 
@@ -42,9 +35,10 @@ final class ExactReadFile: LedgerFile {
     func read(at offset: UInt64, count: Int) throws -> [UInt8] {
         let bytes = try wrapped.read(at: offset, count: count)
         guard bytes.count < count else { return bytes }
-        // Only a short read asks for the size, so intact files cost nothing extra. Files only grow
-        // while a verifier runs (a reopen's truncation needs the writer lock), so a size past the end
-        // of the read means the bytes were there to be read.
+        // Only a short read asks for the size, so intact files cost nothing extra. The size is read
+        // after the read: a file a live writer cut back meanwhile (a failed group, or a seal cutting
+        // preallocated zeros) ends before the read's end, so only a size past that end means the
+        // bytes were there to be read.
         let size = try wrapped.size()
         let end = offset.addingReportingOverflow(UInt64(count))
         if !end.overflow, end.partialValue <= size {
@@ -54,12 +48,6 @@ final class ExactReadFile: LedgerFile {
         }
         return bytes
     }
-
-    func write(_ bytes: [UInt8], at offset: UInt64) throws { try wrapped.write(bytes, at: offset) }
-    func size() throws -> UInt64 { try wrapped.size() }
-    func truncate(to size: UInt64) throws { try wrapped.truncate(to: size) }
-    func sync() throws { try wrapped.sync() }
-    func close() throws { try wrapped.close() }
 }
 
 extension LedgerStorageError {

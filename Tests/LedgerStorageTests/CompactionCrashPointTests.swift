@@ -9,8 +9,9 @@ import Testing
 
 /// Delegates to a `FaultInjectingFileSystem` and simulates power loss at the `crashAtStep`-th
 /// mutating directory operation (file creation, rename, removal) once armed.
-final class CrashAtStepFileSystem: FileSystem, @unchecked Sendable {
+final class CrashAtStepFileSystem: ForwardingFileSystem, @unchecked Sendable {
     let inner: FaultInjectingFileSystem
+    var baseFileSystem: any FileSystem { inner }
     var armed = false
     var crashAtStep = Int.max
     private(set) var steps = 0
@@ -32,9 +33,6 @@ final class CrashAtStepFileSystem: FileSystem, @unchecked Sendable {
         if mode == .createReadWrite { try step() }
         return try inner.open(path, mode: mode)
     }
-    func exists(_ path: FilePath) -> Bool { inner.exists(path) }
-    func contentsOfDirectory(_ path: FilePath) throws -> [String] { try inner.contentsOfDirectory(path) }
-    func createDirectory(_ path: FilePath) throws { try inner.createDirectory(path) }
     func remove(_ path: FilePath) throws {
         try step()
         try inner.remove(path)
@@ -43,8 +41,6 @@ final class CrashAtStepFileSystem: FileSystem, @unchecked Sendable {
         try step()
         try inner.rename(source, to: destination)
     }
-    func syncDirectory(_ path: FilePath) throws { try inner.syncDirectory(path) }
-    func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? { try inner.lockExclusive(path) }
 }
 
 @Suite struct CompactionCrashPointTests {

@@ -5,8 +5,9 @@ import Testing
 
 /// Wraps the fault-injecting file system so a test can hold a segment fdatasync in progress, and
 /// see which writes and syncs reached segment files. Thread-safe (one lock).
-final class GatedFileSystem: FileSystem, @unchecked Sendable {
+final class GatedFileSystem: ForwardingFileSystem, @unchecked Sendable {
     let inner: FaultInjectingFileSystem
+    var baseFileSystem: any FileSystem { inner }
     private let condition = NSCondition()
     private var holdsArmed = 0
     private var held = 0
@@ -56,37 +57,25 @@ final class GatedFileSystem: FileSystem, @unchecked Sendable {
         let file = try inner.open(path, mode: mode)
         return path.string.hasSuffix(".seg") ? GatedFile(file, gate: self) : file
     }
-
-    func exists(_ path: FilePath) -> Bool { inner.exists(path) }
-    func contentsOfDirectory(_ path: FilePath) throws -> [String] { try inner.contentsOfDirectory(path) }
-    func createDirectory(_ path: FilePath) throws { try inner.createDirectory(path) }
-    func remove(_ path: FilePath) throws { try inner.remove(path) }
-    func rename(_ source: FilePath, to destination: FilePath) throws { try inner.rename(source, to: destination) }
-    func syncDirectory(_ path: FilePath) throws { try inner.syncDirectory(path) }
-    func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? { try inner.lockExclusive(path) }
 }
 
-private final class GatedFile: LedgerFile, @unchecked Sendable {
-    let file: any LedgerFile
+private final class GatedFile: ForwardingLedgerFile, @unchecked Sendable {
+    let wrapped: any LedgerFile
     let gate: GatedFileSystem
 
     init(_ file: any LedgerFile, gate: GatedFileSystem) {
-        self.file = file
+        self.wrapped = file
         self.gate = gate
     }
 
-    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try file.read(at: offset, count: count) }
     func write(_ bytes: [UInt8], at offset: UInt64) throws {
-        try file.write(bytes, at: offset)
+        try wrapped.write(bytes, at: offset)
         gate.noteWrite()
     }
-    func size() throws -> UInt64 { try file.size() }
-    func truncate(to size: UInt64) throws { try file.truncate(to: size) }
     func sync() throws {
         gate.beforeSync()
-        try file.sync()
+        try wrapped.sync()
     }
-    func close() throws { try file.close() }
 }
 
 /// Records when an append task finished and how.

@@ -45,7 +45,7 @@ import Testing
         _ = try await writer.append(TestSupport.records(0..<3))
         try writer.close()
         for extra: UInt64 in [1, 3, 4, 40, 200] {
-            let fileSystem = StaleSizeFileSystem(base: base, extraBytes: extra)
+            let fileSystem = StaleSizeFileSystem(baseFileSystem: base, extraBytes: extra)
             #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().map(\.sequence) == [0, 1, 2], "size \(extra) bytes stale")
             #expect(try LogReader(directory: "/log", fileSystem: fileSystem).lastSequence() == 2)
         }
@@ -54,34 +54,21 @@ import Testing
 
 /// Reports every segment file `extraBytes` longer than it is, as a size read just before the file
 /// was cut back would.
-struct StaleSizeFileSystem: FileSystem {
-    let base: any FileSystem
+struct StaleSizeFileSystem: ForwardingFileSystem {
+    let baseFileSystem: any FileSystem
     let extraBytes: UInt64
 
     func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile {
-        let file = try base.open(path, mode: mode)
-        return path.extension == "seg" ? StaleSizeFile(base: file, extraBytes: extraBytes) : file
-    }
-    func exists(_ path: FilePath) -> Bool { base.exists(path) }
-    func contentsOfDirectory(_ path: FilePath) throws -> [String] { try base.contentsOfDirectory(path) }
-    func createDirectory(_ path: FilePath) throws { try base.createDirectory(path) }
-    func remove(_ path: FilePath) throws { try base.remove(path) }
-    func rename(_ source: FilePath, to destination: FilePath) throws { try base.rename(source, to: destination) }
-    func syncDirectory(_ path: FilePath) throws { try base.syncDirectory(path) }
-    func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? { try base.lockExclusive(path) }
-}
+        let file = try baseFileSystem.open(path, mode: mode)
+        return path.extension == "seg" ? StaleSizeFile(wrapped: file, extraBytes: extraBytes) : file
+    }}
 
-final class StaleSizeFile: LedgerFile, @unchecked Sendable {
-    let base: any LedgerFile
+final class StaleSizeFile: ForwardingLedgerFile, @unchecked Sendable {
+    let wrapped: any LedgerFile
     let extraBytes: UInt64
-    init(base: any LedgerFile, extraBytes: UInt64) {
-        self.base = base
+    init(wrapped: any LedgerFile, extraBytes: UInt64) {
+        self.wrapped = wrapped
         self.extraBytes = extraBytes
     }
-    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try base.read(at: offset, count: count) }
-    func write(_ bytes: [UInt8], at offset: UInt64) throws { try base.write(bytes, at: offset) }
-    func size() throws -> UInt64 { try base.size() + extraBytes }
-    func truncate(to size: UInt64) throws { try base.truncate(to: size) }
-    func sync() throws { try base.sync() }
-    func close() throws { try base.close() }
+    func size() throws -> UInt64 { try wrapped.size() + extraBytes }
 }

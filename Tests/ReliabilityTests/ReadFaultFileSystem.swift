@@ -9,7 +9,7 @@ import Foundation
 import LedgerStorage
 import SystemPackage
 
-final class ReadFaultFileSystem: FileSystem, @unchecked Sendable {
+final class ReadFaultFileSystem: ForwardingFileSystem, @unchecked Sendable {
     enum ReadFault: Sendable, Equatable {
         /// The read throws EIO.
         case error
@@ -18,6 +18,7 @@ final class ReadFaultFileSystem: FileSystem, @unchecked Sendable {
     }
 
     let base: FaultInjectingFileSystem
+    var baseFileSystem: any FileSystem { base }
     private let lock = NSLock()
     /// Reads still to pass before the next fault fires, and which fault.
     private var armed: (readsToSkip: Int, fault: ReadFault)?
@@ -49,17 +50,9 @@ final class ReadFaultFileSystem: FileSystem, @unchecked Sendable {
     func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile {
         ReadFaultFile(wrapped: try base.open(path, mode: mode), fileSystem: self, path: path.string)
     }
-
-    func exists(_ path: FilePath) -> Bool { base.exists(path) }
-    func contentsOfDirectory(_ path: FilePath) throws -> [String] { try base.contentsOfDirectory(path) }
-    func createDirectory(_ path: FilePath) throws { try base.createDirectory(path) }
-    func remove(_ path: FilePath) throws { try base.remove(path) }
-    func rename(_ source: FilePath, to destination: FilePath) throws { try base.rename(source, to: destination) }
-    func syncDirectory(_ path: FilePath) throws { try base.syncDirectory(path) }
-    func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? { try base.lockExclusive(path) }
 }
 
-private final class ReadFaultFile: LedgerFile, @unchecked Sendable {
+private final class ReadFaultFile: ForwardingLedgerFile, @unchecked Sendable {
     let wrapped: any LedgerFile
     let fileSystem: ReadFaultFileSystem
     let path: String
@@ -80,10 +73,4 @@ private final class ReadFaultFile: LedgerFile, @unchecked Sendable {
             return bytes.count > 1 ? Array(bytes.prefix(bytes.count / 2)) : bytes
         }
     }
-
-    func write(_ bytes: [UInt8], at offset: UInt64) throws { try wrapped.write(bytes, at: offset) }
-    func size() throws -> UInt64 { try wrapped.size() }
-    func truncate(to size: UInt64) throws { try wrapped.truncate(to: size) }
-    func sync() throws { try wrapped.sync() }
-    func close() throws { try wrapped.close() }
 }

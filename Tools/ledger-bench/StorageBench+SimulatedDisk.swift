@@ -7,37 +7,26 @@ import Foundation
 import LedgerStorage
 import SystemPackage
 
-struct SimulatedSyncFileSystem: FileSystem {
-    let base = PosixFileSystem()
+struct SimulatedSyncFileSystem: ForwardingFileSystem {
+    let baseFileSystem: any FileSystem = PosixFileSystem()
     let syncMicroseconds: Int
 
     func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile {
-        SimulatedSyncFile(file: try base.open(path, mode: mode), syncMicroseconds: syncMicroseconds)
+        SimulatedSyncFile(wrapped: try baseFileSystem.open(path, mode: mode), syncMicroseconds: syncMicroseconds)
     }
 
-    func exists(_ path: FilePath) -> Bool { base.exists(path) }
-    func contentsOfDirectory(_ path: FilePath) throws -> [String] { try base.contentsOfDirectory(path) }
-    func createDirectory(_ path: FilePath) throws { try base.createDirectory(path) }
-    func remove(_ path: FilePath) throws { try base.remove(path) }
-    func rename(_ source: FilePath, to destination: FilePath) throws { try base.rename(source, to: destination) }
     func syncDirectory(_ path: FilePath) throws { usleep(UInt32(syncMicroseconds)) }
-    func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? { try base.lockExclusive(path) }
 }
 
 /// Thread-safety: as the wrapped POSIX file (positional I/O); the sleep holds no lock.
-final class SimulatedSyncFile: LedgerFile, @unchecked Sendable {
-    let file: any LedgerFile
+final class SimulatedSyncFile: ForwardingLedgerFile, @unchecked Sendable {
+    let wrapped: any LedgerFile
     let syncMicroseconds: Int
 
-    init(file: any LedgerFile, syncMicroseconds: Int) {
-        self.file = file
+    init(wrapped: any LedgerFile, syncMicroseconds: Int) {
+        self.wrapped = wrapped
         self.syncMicroseconds = syncMicroseconds
     }
 
-    func read(at offset: UInt64, count: Int) throws -> [UInt8] { try file.read(at: offset, count: count) }
-    func write(_ bytes: [UInt8], at offset: UInt64) throws { try file.write(bytes, at: offset) }
-    func size() throws -> UInt64 { try file.size() }
-    func truncate(to size: UInt64) throws { try file.truncate(to: size) }
     func sync() throws { usleep(UInt32(syncMicroseconds)) }
-    func close() throws { try file.close() }
 }

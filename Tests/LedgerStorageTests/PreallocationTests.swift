@@ -36,6 +36,17 @@ struct PreallocationTests {
         return UInt64(offset)
     }
 
+    /// Segment 0 of a log of ten records (one per batch) with its zeros, where its data ends, and the
+    /// batch an eleventh append writes there (taken from a twin log of eleven).
+    static func tenRecordsAndTheNextBatch() async throws -> (segment: [UInt8], end: UInt64, nextBatch: [UInt8]) {
+        let twin = FaultInjectingFileSystem()
+        let end = try await writeLog(twin, 0..<10)
+        let withNext = FaultInjectingFileSystem()
+        _ = try await writeLog(withNext, 0..<11)
+        let nextBatch = Array(try #require(withNext.contents(of: segment))[Int(end)..<Int(try dataEnd(withNext))])
+        return (try #require(twin.contents(of: segment)), end, nextBatch)
+    }
+
     @Test("appends go into zeros written ahead; readers, verify and a reopen see exactly the records")
     func appendsOverwriteZeros() async throws {
         let fileSystem = FaultInjectingFileSystem()
@@ -78,13 +89,7 @@ struct PreallocationTests {
 
     @Test("a batch torn over the zeros at any length: readers stop before it, recovery cuts exactly its non-zero bytes")
     func tornOverZeros() async throws {
-        // The batch the next append would write, taken from a twin log.
-        let twin = FaultInjectingFileSystem()
-        let end = try await Self.writeLog(twin, 0..<10)
-        let withNext = FaultInjectingFileSystem()
-        _ = try await Self.writeLog(withNext, 0..<11)
-        let nextBatch = Array(try #require(withNext.contents(of: Self.segment))[Int(end)..<Int(try Self.dataEnd(withNext))])
-        let base = try #require(twin.contents(of: Self.segment))
+        let (base, end, nextBatch) = try await Self.tenRecordsAndTheNextBatch()
 
         for length in [1, 3, 4, 40, LogFormat.batchHeaderBytes, LogFormat.batchHeaderBytes + 1, nextBatch.count / 2, nextBatch.count - 1] {
             let fileSystem = FaultInjectingFileSystem()
@@ -112,13 +117,8 @@ struct PreallocationTests {
 
     @Test("a reader that stopped at a batch being copied reads it once the copy completes")
     func readerContinuesAfterTheCopy() async throws {
-        let twin = FaultInjectingFileSystem()
-        let end = try await Self.writeLog(twin, 0..<10)
-        let withNext = FaultInjectingFileSystem()
-        _ = try await Self.writeLog(withNext, 0..<11)
-        let complete = try #require(withNext.contents(of: Self.segment))
-        let nextBatch = Array(complete[Int(end)..<Int(try Self.dataEnd(withNext))])
-        var bytes = try #require(twin.contents(of: Self.segment))
+        let (segment, end, nextBatch) = try await Self.tenRecordsAndTheNextBatch()
+        var bytes = segment
         bytes.replaceSubrange(Int(end)..<(Int(end) + 50), with: nextBatch[0..<50])
         let fileSystem = FaultInjectingFileSystem()
         try fileSystem.createDirectory("/log/segments")

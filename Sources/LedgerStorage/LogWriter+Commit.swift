@@ -152,12 +152,20 @@ extension LogWriter {
     }
 
     /// Readers (in any process) position inside the active segment with its sparse index, so the
-    /// writer republishes that index whenever it gains an entry (about every `indexIntervalBytes`).
-    /// Not synced and best effort: it is derived data that readers check entry by entry, so a stale
-    /// or lost file only costs them a scan of the segment.
-    func publishActiveIndex() {
+    /// writer republishes that index once it gains an entry (about every `indexIntervalBytes`), at
+    /// most once per `activeIndexPublishInterval` unless `force`d: each publish writes and renames
+    /// two files, about a millisecond of the commit thread on ext4, which at one entry per 64 KiB
+    /// cost the 64-appender run a third of its throughput (docs/PERFORMANCE.md). What a skipped
+    /// publish leaves out is published by the idle commit thread once the interval is over (see
+    /// `runCommitLoop`), or at close. Not synced and best effort: it is derived data that readers
+    /// check entry by entry, so a stale or lost file only costs them a scan of the segment's newest
+    /// batches.
+    func publishActiveIndex(force: Bool = false) {
         let count = active.index.index.entries.count
         guard count != active.publishedIndexEntries else { return }
+        let now = CommitStatistics.monotonicNanoseconds()
+        if !force, let last = activeIndexPublishedAt, now - last < options.activeIndexPublishIntervalNanoseconds { return }
+        activeIndexPublishedAt = now
         do {
             try directory.writeIndex(active.index.index, durable: false)
             active.publishedIndexEntries = count
@@ -165,6 +173,15 @@ extension LogWriter {
             logger.warning("could not publish the active segment's index; readers will scan it",
                            metadata: ["error": "\(error)"])
         }
+    }
+
+    /// When the idle commit thread owes the active index a publish: the end of the rate limit, if
+    /// entries are unpublished.
+    var activeIndexPublishDue: Date? {
+        guard active.index.index.entries.count != active.publishedIndexEntries else { return nil }
+        guard let last = activeIndexPublishedAt else { return Date() }
+        let remaining = last + options.activeIndexPublishIntervalNanoseconds - CommitStatistics.monotonicNanoseconds()
+        return Date(timeIntervalSinceNow: Double(max(remaining, 0)) / 1e9)
     }
 
     func shouldRoll(_ segment: ActiveSegment) -> Bool {

@@ -59,6 +59,8 @@ public final class LogWriter: @unchecked Sendable {
     var chain: ChainState
     var manifest: Manifest
     var unsyncedSince: Int64?
+    /// Monotonic time of the last publish of the active segment's index (see `publishActiveIndex`).
+    var activeIndexPublishedAt: Int64?
     var preallocation: PreallocationState?
     /// The background extension of the active segment (see `LogWriter+Preallocation.swift`); nil when
     /// the options do not preallocate. Set in `init`, never changed.
@@ -122,7 +124,7 @@ public final class LogWriter: @unchecked Sendable {
             preallocator = nil
         }
         self.signal = AppendSignal.forDirectory(directory.root.lexicallyNormalized().string)
-        publishActiveIndex()  // recovery rebuilt it in memory; an older file may be stale
+        publishActiveIndex(force: true)  // recovery rebuilt it in memory; an older file may be stale
         if options.durability == .always {
             // The stage holds the writer strongly until `close` stops it, like the commit thread.
             syncStage = SyncStage { [self] groups, waited in self.syncAndAcknowledge(groups, waitedNanoseconds: waited) }
@@ -198,15 +200,20 @@ public final class LogWriter: @unchecked Sendable {
         while true {
             condition.lock()
             while pending.isEmpty && ioJobs.isEmpty && !closing {
-                if case .interval(let milliseconds) = options.durability, let since = unsyncedSince {
-                    let dueAt = Date().addingTimeInterval(Double(milliseconds) / 1000 - Double(options.clock() - since) / 1e9)
-                    if !condition.wait(until: dueAt) {
-                        condition.unlock()
-                        syncIfDue(force: true)
-                        condition.lock()
-                    }
-                } else {
+                // Idle work with a deadline: the fdatasync of policy `interval`, and the active index
+                // a rate-limited publish left out. Either runs when its deadline passes with no
+                // group queued (forced, so a ledger clock that stands still cannot make it spin).
+                let syncDue = intervalSyncDue
+                let publishDue = activeIndexPublishDue
+                guard let due = [syncDue, publishDue].compactMap({ $0 }).min() else {
                     condition.wait()
+                    continue
+                }
+                if !condition.wait(until: due) {
+                    condition.unlock()
+                    if let syncDue, syncDue <= due { syncIfDue(force: true) }
+                    if let publishDue, publishDue <= due { publishActiveIndex(force: true) }
+                    condition.lock()
                 }
             }
             if !ioJobs.isEmpty {
@@ -223,6 +230,7 @@ public final class LogWriter: @unchecked Sendable {
                 // Every written group is acknowledged or failed before the thread reports its end,
                 // so `close` reads the final failure state.
                 syncStage?.stop()
+                if currentFailure == nil { publishActiveIndex(force: true) }
                 condition.lock()
                 threadFinished = true
                 condition.broadcast()
@@ -310,6 +318,12 @@ public final class LogWriter: @unchecked Sendable {
     /// Marks the writer failed: every later append is refused until the log is reopened and recovered.
     func poison(_ error: LedgerStorageError) {
         condition.withLock { if failure == nil { failure = error } }
+    }
+
+    /// When policy `interval` owes the log an fdatasync, if it does.
+    private var intervalSyncDue: Date? {
+        guard case .interval(let milliseconds) = options.durability, let since = unsyncedSince else { return nil }
+        return Date().addingTimeInterval(Double(milliseconds) / 1000 - Double(options.clock() - since) / 1e9)
     }
 
     func syncIfDue(force: Bool) {

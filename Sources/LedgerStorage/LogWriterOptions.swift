@@ -27,6 +27,11 @@ public struct LogWriterOptions: Sendable {
     public var batchBytesMax: Int = 1 << 20
     /// Spacing of sparse index entries in bytes of segment.
     public var indexIntervalBytes: Int = 64 << 10
+    /// The active segment's sparse index is published for readers (docs/FORMAT.md, "Sparse index
+    /// files") at most this often while appends go on, and once this long after the last entry it
+    /// gained when they stop. Each publish writes and renames two files, which on ext4 costs about a
+    /// millisecond of the commit thread; `.zero` publishes on every gained entry.
+    public var activeIndexPublishInterval: Duration = .milliseconds(100)
     public var compression: CompressionKind = .lz4
     /// LZ4's acceleration for appended batches (1 is LZ4's default; larger is faster and compresses
     /// less). The block format is the same at every value; nightly compaction recompresses sealed
@@ -45,6 +50,11 @@ public struct LogWriterOptions: Sendable {
 
     /// Whether segments this writer creates get preallocated space (and the header flag that allows it).
     var preallocates: Bool { durability == .always && preallocationBytes > 0 }
+
+    public var activeIndexPublishIntervalNanoseconds: Int64 {
+        let components = activeIndexPublishInterval.components
+        return max(0, components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000)
+    }
 
     public static func wallClockNanoseconds() -> Int64 {
         var time = timespec()

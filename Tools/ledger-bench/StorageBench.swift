@@ -22,6 +22,8 @@ struct StorageBench: AsyncParsableCommand {
     @Option(help: "LZ4 acceleration of appended batches (default: the writer's default).") var lz4Acceleration: Int32?
     @Option(help: "Bytes of preallocated segment space the writer keeps ahead of its appends (0 turns it off; default: the writer's default).")
     var preallocationBytes: Int?
+    @Option(help: "Milliseconds between publishes of the active segment's index while appends go on (0 publishes on every gained entry; default: the writer's default).")
+    var activeIndexPublishMs: Int?
     @Option(name: .customLong("appenders"), help: "Concurrent appenders of one durable-append run; repeat for several runs (default: 1, 8 and 64). The ratio against SQLite needs 64.")
     var appenderCounts: [Int] = [1, 8, 64]
 
@@ -38,6 +40,9 @@ struct StorageBench: AsyncParsableCommand {
         }
         if let preallocationBytes, preallocationBytes < 0 {
             throw ValidationError("--preallocation-bytes takes 0 (off) or a positive byte count, not \(preallocationBytes)")
+        }
+        if let activeIndexPublishMs, activeIndexPublishMs < 0 {
+            throw ValidationError("--active-index-publish-ms takes 0 (every entry) or a positive count of milliseconds, not \(activeIndexPublishMs)")
         }
     }
 
@@ -66,6 +71,8 @@ struct StorageBench: AsyncParsableCommand {
         record("lz4_acceleration", Double(writerOptions.lz4Acceleration))
         if let preallocationBytes { writerOptions.preallocationBytes = preallocationBytes }
         record("preallocation_bytes", Double(writerOptions.preallocationBytes))
+        if let activeIndexPublishMs { writerOptions.activeIndexPublishInterval = .milliseconds(activeIndexPublishMs) }
+        record("active_index_publish_ms", Double(writerOptions.activeIndexPublishIntervalNanoseconds) / 1e6)
 
         var generator = CatalogRecordGenerator(seed: seed)
         let payloads = (0..<sizes.records).map { _ in generator.nextRecord() }

@@ -1,0 +1,98 @@
+// The active segment's sparse index is published for readers at most once per
+// `activeIndexPublishInterval` while appends go on, by the idle writer once the interval is over,
+// and at close (docs/FORMAT.md, "Sparse index files"). Readers positioning with a stale index still
+// find every record.
+
+import Foundation
+import LedgerStorage
+import SystemPackage
+import Testing
+
+@Suite("Publishing the active segment's index")
+struct ActiveIndexPublishTests {
+    /// One call per record, so each call is one batch and the indexed batches are the same in every
+    /// directory; a segment large enough to stay active; an entry about every five batches.
+    static func options(publishInterval: Duration) -> LogWriterOptions {
+        var options = TestSupport.smallOptions(segmentBytes: 1 << 20)
+        options.activeIndexPublishInterval = publishInterval
+        return options
+    }
+
+    static let recordCount = 60
+
+    static func appendOneByOne(_ writer: LogWriter) async throws {
+        for index in 0..<recordCount { _ = try await writer.append(TestSupport.records(index..<(index + 1))) }
+    }
+
+    /// The index of the first segment as a reader in another process finds it on disk.
+    static func publishedIndex(_ directory: FilePath) -> SparseIndex? {
+        let segments = directory.appending("segments").string
+        guard let sequence = FileManager.default.contents(atPath: segments + "/00000000000000000000.sidx"),
+              let time = FileManager.default.contents(atPath: segments + "/00000000000000000000.tidx") else { return nil }
+        return SparseIndex.decode(sequenceIndex: Array(sequence), timeIndex: Array(time), segmentBase: 0)
+    }
+
+    /// The index a writer that publishes every gained entry leaves after the same appends.
+    static func fullIndex() async throws -> SparseIndex {
+        let directory = TestSupport.temporaryDirectory("index-every-entry")
+        defer { TestSupport.removeDirectory(directory) }
+        let writer = try LogWriter.open(directory: directory, options: options(publishInterval: .zero))
+        try await appendOneByOne(writer)
+        let published = try #require(publishedIndex(directory))
+        try writer.close()
+        #expect(published.entries.count >= 5, "the appends must gain several entries: \(published.entries)")
+        return published
+    }
+
+    @Test("within the interval only the first entry is published; close publishes the rest; readers find every record meanwhile")
+    func rateLimitedUntilClose() async throws {
+        let full = try await Self.fullIndex()
+        let directory = TestSupport.temporaryDirectory("index-rate-limited")
+        defer { TestSupport.removeDirectory(directory) }
+        let writer = try LogWriter.open(directory: directory, options: Self.options(publishInterval: .seconds(3600)))
+        try await Self.appendOneByOne(writer)
+        let stale = try #require(Self.publishedIndex(directory))
+        #expect(stale.entries == Array(full.entries.prefix(1)))
+
+        // A reader positioning past the published entries scans from the last one it has.
+        let reader = LogReader(directory: directory)
+        for start in [UInt64(0), 7, 31, UInt64(Self.recordCount - 1)] {
+            let records = try reader.readAll(from: start)
+            #expect(records.map(\.sequence) == Array(start..<UInt64(Self.recordCount)))
+            #expect(records.first?.payload == TestSupport.payload(Int(start)))
+        }
+        let byTime = try reader.records(fromLedgerTime: 45_000)
+        var cursor = byTime
+        #expect(try cursor.next()?.sequence == 45)
+
+        try writer.close()
+        #expect(Self.publishedIndex(directory) == full)
+    }
+
+    @Test("an idle writer publishes what the interval held back, without another append")
+    func idleWriterPublishesOnceTheIntervalIsOver() async throws {
+        let full = try await Self.fullIndex()
+        let directory = TestSupport.temporaryDirectory("index-idle")
+        defer { TestSupport.removeDirectory(directory) }
+        let interval = Duration.milliseconds(1500)
+        let writer = try LogWriter.open(directory: directory, options: Self.options(publishInterval: interval))
+        let start = ContinuousClock.now
+        try await Self.appendOneByOne(writer)
+        let appendsTook = ContinuousClock.now - start
+        let early = Self.publishedIndex(directory)
+        if appendsTook < interval {
+            // Checked only when the appends fit in the interval (they take milliseconds; a stalled
+            // machine could stretch them past it, and then a publish was due).
+            #expect(early?.entries == Array(full.entries.prefix(1)))
+        }
+        var published = early
+        let deadline = ContinuousClock.now + .seconds(20)
+        while published != full && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            published = Self.publishedIndex(directory)
+        }
+        #expect(published == full, "the idle writer did not publish the held-back entries")
+        #expect(ContinuousClock.now - start >= interval)
+        try writer.close()
+    }
+}

@@ -164,14 +164,24 @@ extension LogWriter {
         let count = active.index.index.entries.count
         guard count != active.publishedIndexEntries else { return }
         let now = CommitStatistics.monotonicNanoseconds()
-        if !force, let last = activeIndexPublishedAt, now - last < options.activeIndexPublishIntervalNanoseconds { return }
-        activeIndexPublishedAt = now
+        if !force, let next = activeIndexNextPublishAt, now < next { return }
         do {
             try directory.writeIndex(active.index.index, durable: false)
             active.publishedIndexEntries = count
+            activeIndexNextPublishAt = now + options.activeIndexPublishIntervalNanoseconds
+            if activeIndexPublishFailing {
+                activeIndexPublishFailing = false
+                logger.notice("published the active segment's index again")
+            }
         } catch {
-            logger.warning("could not publish the active segment's index; readers will scan it",
-                           metadata: ["error": "\(error)"])
+            // Retried no sooner than a second later (the idle loop would otherwise spin on a short
+            // interval), and logged once per run of failures.
+            activeIndexNextPublishAt = now + max(options.activeIndexPublishIntervalNanoseconds, 1_000_000_000)
+            if !activeIndexPublishFailing {
+                activeIndexPublishFailing = true
+                logger.warning("could not publish the active segment's index; readers will scan it; retrying",
+                               metadata: ["error": "\(error)"])
+            }
         }
     }
 
@@ -179,8 +189,8 @@ extension LogWriter {
     /// entries are unpublished.
     var activeIndexPublishDue: Date? {
         guard active.index.index.entries.count != active.publishedIndexEntries else { return nil }
-        guard let last = activeIndexPublishedAt else { return Date() }
-        let remaining = last + options.activeIndexPublishIntervalNanoseconds - CommitStatistics.monotonicNanoseconds()
+        guard let next = activeIndexNextPublishAt else { return Date() }
+        let remaining = next - CommitStatistics.monotonicNanoseconds()
         return Date(timeIntervalSinceNow: Double(max(remaining, 0)) / 1e9)
     }
 

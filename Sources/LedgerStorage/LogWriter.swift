@@ -59,8 +59,10 @@ public final class LogWriter: @unchecked Sendable {
     var chain: ChainState
     var manifest: Manifest
     var unsyncedSince: Int64?
-    /// Monotonic time of the last publish of the active segment's index (see `publishActiveIndex`).
-    var activeIndexPublishedAt: Int64?
+    /// Monotonic time before which the active segment's index is not published again unless forced,
+    /// and whether the last attempt failed (see `publishActiveIndex`).
+    var activeIndexNextPublishAt: Int64?
+    var activeIndexPublishFailing = false
     var preallocation: PreallocationState?
     /// The background extension of the active segment (see `LogWriter+Preallocation.swift`); nil when
     /// the options do not preallocate. Set in `init`, never changed.

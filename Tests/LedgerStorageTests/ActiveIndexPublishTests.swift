@@ -95,4 +95,56 @@ struct ActiveIndexPublishTests {
         #expect(ContinuousClock.now - start >= interval)
         try writer.close()
     }
+
+    @Test("a publish that fails is retried about once a second while idle, not in a loop, and succeeds once it can")
+    func failingPublishIsRetriedWithoutSpinning() async throws {
+        let full = try await Self.fullIndex()
+        let directory = TestSupport.temporaryDirectory("index-failing")
+        defer { TestSupport.removeDirectory(directory) }
+        let fileSystem = IndexRefusingFileSystem()
+        let writer = try LogWriter.open(directory: directory, options: Self.options(publishInterval: .zero), fileSystem: fileSystem)
+        fileSystem.refusing = true
+        try await Self.appendOneByOne(writer)
+        // Appends go on while the index cannot be published.
+        #expect(try await writer.append(TestSupport.records(Self.recordCount..<(Self.recordCount + 1))).first?.sequence
+            == UInt64(Self.recordCount))
+        let attemptsAfterAppends = fileSystem.attempts
+        try await Task.sleep(for: .milliseconds(600))
+        // Idle with an interval of zero: a retry loop would have made thousands of attempts by now.
+        #expect(fileSystem.attempts - attemptsAfterAppends <= 2, "attempts while idle: \(fileSystem.attempts - attemptsAfterAppends)")
+        fileSystem.refusing = false
+        var published = Self.publishedIndex(directory)
+        let deadline = ContinuousClock.now + .seconds(20)
+        while published == nil || published!.entries.count < full.entries.count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            published = Self.publishedIndex(directory)
+        }
+        #expect(published.map { Array($0.entries.prefix(full.entries.count)) } == full.entries)
+        try writer.close()
+    }
+}
+
+/// Refuses to create the active index's temporary files while `refusing`, counting the attempts.
+final class IndexRefusingFileSystem: ForwardingFileSystem, @unchecked Sendable {
+    let baseFileSystem: any FileSystem = PosixFileSystem()
+    private let lock = NSLock()
+    private var refusingValue = false
+    private var attemptCount = 0
+
+    var refusing: Bool {
+        get { lock.withLock { refusingValue } }
+        set { lock.withLock { refusingValue = newValue } }
+    }
+    var attempts: Int { lock.withLock { attemptCount } }
+
+    func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile {
+        if path.string.hasSuffix("idx.tmp") {
+            let refuse: Bool = lock.withLock {
+                attemptCount += 1
+                return refusingValue
+            }
+            if refuse { throw LedgerStorageError(.io(errno: EACCES), "refused by the test: \(path)") }
+        }
+        return try baseFileSystem.open(path, mode: mode)
+    }
 }

@@ -22,7 +22,7 @@ struct BenchSmokeTests {
             "append_events_per_s_1", "append_events_per_s_8", "append_events_per_s_64", "append_mb_per_s_64",
             "sqlite_one_row_tx_events_per_s", "sqlite_1000_row_tx_events_per_s", "scan_mb_per_s", "raw_lz4_decompress_mb_per_s",
             "ledger_bytes_on_disk", "raw_json_bytes", "sqlite_file_bytes", "recovery_ms", "ratio_64_appenders_vs_sqlite_one_row",
-            "ratio_scan_vs_raw_decompress", "ratio_on_disk_vs_raw_json",
+            "ratio_scan_vs_raw_decompress", "ratio_on_disk_vs_raw_json", "scan_passes", "active_index_publish_ms",
         ]
         for name in figures {
             let value = (json[name] as? NSNumber)?.doubleValue

@@ -27,6 +27,9 @@ struct StorageBench: AsyncParsableCommand {
     @Option(name: .customLong("appenders"), help: "Concurrent appenders of one durable-append run; repeat for several runs (default: 1, 8 and 64). The ratio against SQLite needs 64.")
     var appenderCounts: [Int] = [1, 8, 64]
 
+    /// Passes of the full scan and of the raw decompression; the fastest of each is reported.
+    static let scanPasses = 3
+
     struct Sizes {
         var records: Int
         var singleAppends: Int
@@ -136,10 +139,19 @@ struct StorageBench: AsyncParsableCommand {
         record("bulk_append_events_per_s", Double(payloads.count) / bulkSeconds)
         let onDisk = try Self.segmentBytes(scanDirectory)
         record("ledger_bytes_on_disk", Double(onDisk))
-        let scan = try Self.scan(directory: scanDirectory)
+        // Three alternated passes of each, the fastest of each kept: both sides meet the same moments
+        // of this shared machine, and a pass slowed by another process does not set the ratio.
+        var scan = try Self.scan(directory: scanDirectory)
+        var raw = try Self.rawDecompress(directory: scanDirectory)
+        for _ in 1..<Self.scanPasses {
+            let nextScan = try Self.scan(directory: scanDirectory)
+            if nextScan.seconds < scan.seconds { scan = nextScan }
+            let nextRaw = try Self.rawDecompress(directory: scanDirectory)
+            if nextRaw.seconds < raw.seconds { raw = nextRaw }
+        }
+        record("scan_passes", Double(Self.scanPasses))
         record("scan_mb_per_s", Double(scan.payloadBytes) / scan.seconds / 1e6)
         record("scan_records_per_s", Double(scan.records) / scan.seconds)
-        let raw = try Self.rawDecompress(directory: scanDirectory)
         record("raw_lz4_decompress_mb_per_s", Double(raw.uncompressedBytes) / raw.seconds / 1e6)
 
         // Recovery after an unclean stop: a big log whose active segment ends in a torn batch.

@@ -165,30 +165,30 @@ extension LogWriter {
         guard count != active.publishedIndexEntries else { return }
         let now = CommitStatistics.monotonicNanoseconds()
         if !force, let next = activeIndexNextPublishAt, now < next { return }
+        activeIndexNextPublishAt = now + options.activeIndexPublishIntervalNanoseconds
         do {
             try directory.writeIndex(active.index.index, durable: false)
             active.publishedIndexEntries = count
-            activeIndexNextPublishAt = now + options.activeIndexPublishIntervalNanoseconds
             if activeIndexPublishFailing {
                 activeIndexPublishFailing = false
                 logger.notice("published the active segment's index again")
             }
         } catch {
-            // Retried no sooner than a second later (the idle loop would otherwise spin on a short
-            // interval), and logged once per run of failures.
-            activeIndexNextPublishAt = now + max(options.activeIndexPublishIntervalNanoseconds, 1_000_000_000)
+            // Retried with the next group committed once the interval is over (or at close), not by
+            // the idle loop, which would retry without pause on a zero interval; logged once per run
+            // of failures.
             if !activeIndexPublishFailing {
                 activeIndexPublishFailing = true
-                logger.warning("could not publish the active segment's index; readers will scan it; retrying",
+                logger.warning("could not publish the active segment's index; readers will scan it; retried with the next group",
                                metadata: ["error": "\(error)"])
             }
         }
     }
 
     /// When the idle commit thread owes the active index a publish: the end of the rate limit, if
-    /// entries are unpublished.
+    /// entries are unpublished and the last attempt did not fail.
     var activeIndexPublishDue: Date? {
-        guard active.index.index.entries.count != active.publishedIndexEntries else { return nil }
+        guard active.index.index.entries.count != active.publishedIndexEntries, !activeIndexPublishFailing else { return nil }
         guard let next = activeIndexNextPublishAt else { return Date() }
         let remaining = next - CommitStatistics.monotonicNanoseconds()
         return Date(timeIntervalSinceNow: Double(max(remaining, 0)) / 1e9)

@@ -114,6 +114,10 @@ struct StorageFaultSimulation {
         // Preallocated space (docs/FORMAT.md): chunks small enough to fit these small segments, so
         // batches are written over zeros and crashes tear them there; or none, as before.
         options.preallocationBytes = Bool.random(using: &random) ? Int.random(in: 256...4_096, using: &random) : 0
+        // The active index published with every gained entry, or only its first entry before close:
+        // both independent of wall time, so a seed replays (the timed rate limit in between is
+        // ActiveIndexPublishTests' subject).
+        options.activeIndexPublishInterval = Bool.random(using: &random) ? .zero : .seconds(3600)
         options.clock = { 1_700_000_000_000_000_000 }
         let tasksMax = Int.random(in: 1...4, using: &random)
         tally.serial = tasksMax == 1

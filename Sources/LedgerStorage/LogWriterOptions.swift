@@ -28,9 +28,10 @@ public struct LogWriterOptions: Sendable {
     /// Spacing of sparse index entries in bytes of segment.
     public var indexIntervalBytes: Int = 64 << 10
     /// The active segment's sparse index is published for readers (docs/FORMAT.md, "Sparse index
-    /// files") at most this often while appends go on, and once this long after the last entry it
-    /// gained when they stop. Each publish writes and renames two files, which on ext4 costs about a
-    /// millisecond of the commit thread; `.zero` publishes on every gained entry.
+    /// files") at most this often while appends go on; when they stop, the idle writer publishes what
+    /// is left once this long after the last publish. Each publish writes and renames two files,
+    /// which on ext4 costs about a millisecond of the commit thread; `.zero` publishes on every
+    /// gained entry.
     public var activeIndexPublishInterval: Duration = .milliseconds(100)
     public var compression: CompressionKind = .lz4
     /// LZ4's acceleration for appended batches (1 is LZ4's default; larger is faster and compresses

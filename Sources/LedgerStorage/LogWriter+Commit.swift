@@ -197,8 +197,7 @@ extension LogWriter {
     func shouldRoll(_ segment: ActiveSegment) -> Bool {
         if segment.endOffset >= UInt64(options.segmentBytesMax) { return true }
         if let ageMax = options.segmentAgeMax {
-            let ageNanoseconds = ageMax.components.seconds * 1_000_000_000 + ageMax.components.attoseconds / 1_000_000_000
-            if options.clock() - segment.createdAt >= ageNanoseconds { return true }
+            if options.clock() - segment.createdAt >= ageMax.wholeNanoseconds { return true }
         }
         return false
     }

@@ -52,14 +52,16 @@ public struct LogWriterOptions: Sendable {
     /// Whether segments this writer creates get preallocated space (and the header flag that allows it).
     var preallocates: Bool { durability == .always && preallocationBytes > 0 }
 
-    public var activeIndexPublishIntervalNanoseconds: Int64 {
-        let components = activeIndexPublishInterval.components
-        return max(0, components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000)
-    }
+    public var activeIndexPublishIntervalNanoseconds: Int64 { max(0, activeIndexPublishInterval.wholeNanoseconds) }
 
     public static func wallClockNanoseconds() -> Int64 {
         var time = timespec()
         clock_gettime(CLOCK_REALTIME, &time)
         return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
     }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, the unit LedgerStorage keeps its times in.
+    var wholeNanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }

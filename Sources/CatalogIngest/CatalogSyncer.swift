@@ -123,6 +123,7 @@ public actor CatalogSyncer {
             exchange.endpoint = "search"
             exchange.status = 200
             exchange.correlationID = runID
+            exchange.squareVersion = client.configuration.squareVersion
             exchange.body = String(decoding: page.rawBody, as: UTF8.self)
             let events = try mapper.events(for: exchange, state: CatalogState(), where: location)
             report.pages += 1

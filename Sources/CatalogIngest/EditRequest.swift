@@ -73,6 +73,8 @@ public struct AppReport: Sendable, Codable, Equatable {
     public var responseBody: String
     /// After a rejection: the body of the app's read of the current objects, if it made one.
     public var followUpBody: String?
+    /// The `Square-Version` header the app sent, recorded with the objects of the response.
+    public var squareVersion: String?
 
     public init(actor: String, device: String, endpoint: String, idempotencyKey: String, requestBody: String,
                 status: Int, responseBody: String, followUpBody: String? = nil) {
@@ -92,6 +94,7 @@ public struct AppReport: Sendable, Codable, Equatable {
         case requestBody = "request_body"
         case responseBody = "response_body"
         case followUpBody = "follow_up_body"
+        case squareVersion = "square_version"
     }
 }
 

@@ -85,6 +85,7 @@ public struct ExchangeMapper {
         let status = exchange.status ?? 200
         let body = try bytes(exchange.body, "body")
         let correlation = exchange.correlationID ?? exchange.idempotencyKey ?? "import"
+        let squareVersion = exchange.namedSquareVersion
         switch endpoint {
         case "search", "list", "retrieve", "batch-retrieve":
             guard (200..<300).contains(status) else { return [] }
@@ -92,7 +93,7 @@ public struct ExchangeMapper {
                 let observed = try wrap {
                     try EventBuilder.eventsFromReadResponse(body: body, merchantID: merchant,
                                                             source: run.mode == .full ? .fullSync : .incrementalSync,
-                                                            correlationID: runID)
+                                                            correlationID: runID, squareVersion: squareVersion)
                 }
                 let page = PendingEvent(
                     merchantID: merchant, source: run.mode == .full ? .fullSync : .incrementalSync,
@@ -106,14 +107,14 @@ public struct ExchangeMapper {
             }
             return try wrap {
                 try EventBuilder.eventsFromReadResponse(body: body, merchantID: merchant, source: .retrieve,
-                                                        correlationID: correlation)
+                                                        correlationID: correlation, squareVersion: squareVersion)
             }
         case "upsert", "batch-upsert":
             let key = try require(exchange.idempotencyKey, "idempotency_key")
             if (200..<300).contains(status) {
                 return try wrap {
                     try EventBuilder.eventsFromUpsertResponse(body: body, idempotencyKey: key, merchantID: merchant,
-                                                              correlationID: correlation)
+                                                              correlationID: correlation, squareVersion: squareVersion)
                 }
             }
             let followUp = exchange.followUpBody.map { Array($0.utf8) }
@@ -123,7 +124,8 @@ public struct ExchangeMapper {
                     idempotencyKey: key, merchantID: merchant, correlationID: correlation)]
                 if let followUp {
                     events += try EventBuilder.eventsFromReadResponse(body: followUp, merchantID: merchant,
-                                                                      source: .retrieve, correlationID: correlation)
+                                                                      source: .retrieve, correlationID: correlation,
+                                                                      squareVersion: squareVersion)
                 }
                 return events
             }

@@ -44,6 +44,9 @@ public struct RecordedExchange: Codable, Sendable, Equatable {
     public var body: String?
     public var followUpBody: String?
     public var idempotencyKey: String?
+    /// The `Square-Version` the call was made with; a `square-version` entry of `headers` counts
+    /// too. Recorded with every observation the response yields.
+    public var squareVersion: String?
 
     // Webhooks.
     public var headers: [String: String]?
@@ -67,7 +70,12 @@ public struct RecordedExchange: Codable, Sendable, Equatable {
         case merchantID = "merchant_id", correlationID = "correlation_id", runID = "run_id"
         case beginTime = "begin_time", latestTime = "latest_time", followUpBody = "follow_up_body"
         case idempotencyKey = "idempotency_key", targetIDs = "target_ids", baseVersions = "base_versions"
-        case requestBody = "request_body"
+        case requestBody = "request_body", squareVersion = "square_version"
+    }
+
+    /// The Square-Version this exchange names, if any.
+    public var namedSquareVersion: String? {
+        squareVersion ?? headers?.first { $0.key.lowercased() == "square-version" }?.value
     }
 }
 

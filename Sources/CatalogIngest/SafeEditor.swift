@@ -77,6 +77,7 @@ public struct SafeEditor: Sendable {
         response.endpoint = "upsert"
         response.idempotencyKey = key
         response.correlationID = key
+        response.squareVersion = client.configuration.squareVersion
         do {
             let result = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
             response.status = 200
@@ -126,6 +127,7 @@ public struct SafeEditor: Sendable {
         response.status = report.status
         response.body = report.responseBody
         response.followUpBody = report.followUpBody
+        response.squareVersion = report.squareVersion
         return try await record(response, editSequence: editSequence, key: report.idempotencyKey)
     }
 
@@ -188,6 +190,7 @@ public struct SafeEditor: Sendable {
         exchange.endpoint = "batch-retrieve"
         exchange.status = 200
         exchange.correlationID = correlation
+        exchange.squareVersion = client.configuration.squareVersion
         exchange.body = String(decoding: page.rawBody, as: UTF8.self)
         _ = try await append(exchange, location: "read for \(correlation)")
         return page

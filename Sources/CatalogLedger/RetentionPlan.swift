@@ -51,7 +51,7 @@ public struct RetentionPlanner: Sendable {
     struct ObjectFacts {
         var beforeHorizon: [String: FactSummary] = [:]
         /// The lowest-ranking fact first learned at or after the horizon.
-        var lowestLater: (header: CatalogFactHeader, key: String)?
+        var lowestLater: (header: CatalogFactHeader, sequence: UInt64)?
         var latestRecord: UInt64?
     }
 
@@ -95,9 +95,9 @@ public struct RetentionPlanner: Sendable {
             entry.beforeHorizon[key] = FactSummary(header: header, dedupeKey: key, firstSequence: event.sequence,
                                                    hasPayload: hasPayload, isObservation: isObservation, sequences: [event.sequence])
         } else if let lowest = entry.lowestLater {
-            if ObjectFact.ranks(lowest.header, lowest.key, above: header, key) { entry.lowestLater = (header, key) }
+            if ObjectFact.ranks(lowest.header, lowest.sequence, above: header, event.sequence) { entry.lowestLater = (header, event.sequence) }
         } else {
-            entry.lowestLater = (header, key)
+            entry.lowestLater = (header, event.sequence)
         }
     }
 
@@ -125,10 +125,10 @@ public struct RetentionPlanner: Sendable {
 
     private static func retention(of id: CatalogObjectID, _ entry: ObjectFacts, horizon: Int64) -> RetentionPlan.ObjectRetention? {
         // Ascending in the join order, like CatalogHistory's facts.
-        let facts = entry.beforeHorizon.values.sorted { ObjectFact.ranks($1.header, $1.dedupeKey, above: $0.header, $0.dedupeKey) }
+        let facts = entry.beforeHorizon.values.sorted { ObjectFact.ranks($1.header, $1.firstSequence, above: $0.header, $0.firstSequence) }
         guard let baseIndex = facts.lastIndex(where: { $0.header.updatedAtNanos <= horizon }) else { return nil }
         let base = facts[baseIndex]
-        if let lowest = entry.lowestLater, !ObjectFact.ranks(lowest.header, lowest.key, above: base.header, base.dedupeKey) {
+        if let lowest = entry.lowestLater, !ObjectFact.ranks(lowest.header, lowest.sequence, above: base.header, base.firstSequence) {
             return nil
         }
         let throughBase = facts[...baseIndex]

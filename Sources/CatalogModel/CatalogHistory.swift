@@ -2,8 +2,10 @@
 /// history, time diffs and diagnosis. Built once from a sequence of events (pure); payloads
 /// are parsed only when a query needs them.
 public struct CatalogHistory: Sendable {
-    /// Distinct facts per object, oldest first in the join order; each fact keeps its first
-    /// learning (lowest sequence).
+    /// Distinct facts per object in history order: by version, a live fact before a tombstone
+    /// of the same version, then by first learning (lowest sequence first). The winner of the
+    /// join is the first fact of the greatest version (see `ObjectFact.ranks`), not always the
+    /// last one here: a twin learned later sorts after it.
     public private(set) var factsByObject: [CatalogObjectID: [ObjectFact]]
     /// Correlation id of the first learning of each fact, by dedupe key.
     public private(set) var correlationByDedupeKey: [String: String]
@@ -38,7 +40,7 @@ public struct CatalogHistory: Sendable {
             correlation[event.dedupeKey] = event.correlationID
         }
         self.factsByObject = byObject.mapValues { facts in
-            facts.values.sorted { ObjectFact.ranks($1, above: $0) }
+            facts.values.sorted(by: CatalogHistory.inHistoryOrder)
         }
         self.correlationByDedupeKey = correlation
         self.retainedPrices = retained.mapValues(\.record)
@@ -46,6 +48,14 @@ public struct CatalogHistory: Sendable {
     }
 
     public func facts(of id: CatalogObjectID) -> [ObjectFact] { factsByObject[id] ?? [] }
+
+    /// The order of `facts(of:)`: version, live before tombstone, first learning.
+    @inline(__always)
+    public static func inHistoryOrder(_ a: ObjectFact, _ b: ObjectFact) -> Bool {
+        if a.header.version != b.header.version { return a.header.version < b.header.version }
+        if a.header.isDeleted != b.header.isDeleted { return !a.header.isDeleted }
+        return a.firstSequence < b.firstSequence
+    }
 
     /// Ids of objects that were ever nested under `parent`.
     public func childIDs(of parent: CatalogObjectID) -> [CatalogObjectID] {
@@ -76,16 +86,27 @@ public struct EntityVersion: Sendable, Hashable, Codable {
 }
 
 extension CatalogHistory {
-    /// Every version of `id`, oldest first, both clocks, source, and field changes.
+    /// Every version of `id` in history order (Square version, then ledger sequence), both
+    /// clocks, source, and the field changes each first brought.
+    ///
+    /// A parent (item, modifier list) is compared on its own fields only: its nested array is the
+    /// children's business (`childHistories(of:)`), so an observation that repeats a version with
+    /// only other children (a twin) brings no change and is left out. Any other twin is listed
+    /// with what it changed.
     public func entityHistory(of id: CatalogObjectID) -> [EntityVersion] {
         var result: [EntityVersion] = []
         var previousJSON: JSONValue?
+        var previous: ObjectFact?
         for fact in facts(of: id) {
             var changes: [FieldChange] = []
             var json: JSONValue?
             if !fact.payload.isEmpty {
-                json = try? JSONScanner.parse(fact.payload)
+                json = try? JSONScanner.parse(NestedAssembly.ownFields(of: fact.payload, type: fact.header.objectType))
                 if let previousJSON, let json { changes = FieldDiff.changes(from: previousJSON, to: json) }
+            }
+            if let previous, previous.header.version == fact.header.version,
+               previous.header.isDeleted == fact.header.isDeleted, changes.isEmpty {
+                continue
             }
             result.append(EntityVersion(
                 objectID: id, objectType: fact.header.objectType, version: fact.header.version,
@@ -93,10 +114,76 @@ extension CatalogHistory {
                 isDeleted: fact.header.isDeleted, firstSequence: fact.firstSequence,
                 firstRecordedAt: fact.firstRecordedAt, source: fact.source,
                 correlationID: correlationByDedupeKey[fact.dedupeKey] ?? "", changes: changes))
+            previous = fact
             if let json { previousJSON = json }
         }
         return result
     }
+
+    /// The entity history of every child ever nested under `parent` (variations of an item,
+    /// modifiers of a list), by child id.
+    public func childHistories(of parent: CatalogObjectID) -> [(id: CatalogObjectID, versions: [EntityVersion])] {
+        childIDs(of: parent).map { ($0, entityHistory(of: $0)) }.filter { !$0.versions.isEmpty }
+    }
+
+    /// Observations of one (object, version) that differ in the object's own fields (for a
+    /// parent: apart from its nested array). The join keeps the first learned; each twin here is
+    /// reported with both sequences so that nothing is decided silently.
+    public func sameVersionTwins() -> [SameVersionTwin] {
+        var result: [SameVersionTwin] = []
+        for (id, facts) in factsByObject {
+            var index = 0
+            while index < facts.count {
+                var end = index + 1
+                while end < facts.count, facts[end].header.version == facts[index].header.version,
+                      facts[end].header.isDeleted == facts[index].header.isDeleted { end += 1 }
+                let kept = facts[index]
+                if end - index > 1, !kept.payload.isEmpty {
+                    let keptOwn = NestedAssembly.ownFields(of: kept.payload, type: kept.header.objectType)
+                    let keptJSON = try? JSONScanner.parse(keptOwn)
+                    for other in facts[(index + 1)..<end] where !other.payload.isEmpty {
+                        let otherOwn = NestedAssembly.ownFields(of: other.payload, type: other.header.objectType)
+                        guard otherOwn != keptOwn else { continue }
+                        let changes = keptJSON.flatMap { a in (try? JSONScanner.parse(otherOwn)).map { FieldDiff.changes(from: a, to: $0) } } ?? []
+                        guard !changes.isEmpty || keptJSON == nil else { continue }
+                        result.append(SameVersionTwin(objectID: id, objectType: kept.header.objectType,
+                                                      version: kept.header.version, keptSequence: kept.firstSequence,
+                                                      otherSequence: other.firstSequence, differences: changes))
+                    }
+                }
+                index = end
+            }
+        }
+        return result.sorted { ($0.objectID, $0.otherSequence) < ($1.objectID, $1.otherSequence) }
+    }
+
+    /// How many (object, version) pairs were observed more than once with different bytes, and
+    /// how many of those differ only in a parent's nested array (decided by rebuilding it).
+    public func twinCounts() -> (pairs: Int, nestedOnly: Int) {
+        var pairs = 0
+        var nestedOnly = 0
+        for facts in factsByObject.values {
+            var byVersion: [Int64: [ObjectFact]] = [:]
+            for fact in facts where !fact.header.isDeleted && !fact.payload.isEmpty { byVersion[fact.header.version, default: []].append(fact) }
+            for group in byVersion.values where group.count > 1 {
+                pairs += 1
+                let own = Set(group.map { NestedAssembly.ownFields(of: $0.payload, type: $0.header.objectType) })
+                if own.count == 1 { nestedOnly += 1 }
+            }
+        }
+        return (pairs, nestedOnly)
+    }
+}
+
+/// Two observations of one object version whose own fields differ; the join keeps `keptSequence`.
+public struct SameVersionTwin: Sendable, Hashable, Codable {
+    public var objectID: CatalogObjectID
+    public var objectType: CatalogObjectType
+    public var version: Int64
+    public var keptSequence: UInt64
+    public var otherSequence: UInt64
+    /// What the later observation changes in the object's own fields.
+    public var differences: [FieldChange]
 }
 
 /// Objects created, changed and deleted between two points in time.

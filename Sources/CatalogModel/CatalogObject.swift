@@ -48,9 +48,9 @@ public struct CatalogObject: Sendable, Hashable {
     static func nestedObjects(in raw: [UInt8], parentID: CatalogObjectID) throws -> [CatalogObject] {
         var result: [CatalogObject] = []
         let whole = 0..<raw.count
-        for (dataKey, arrayKey) in [("item_data", "variations"), ("modifier_list_data", "modifiers")] {
-            guard let dataSpan = try JSONScanner.member(dataKey, raw, span: whole),
-                  let arraySpan = try JSONScanner.member(arrayKey, raw, span: dataSpan),
+        for nesting in NestedArray.all {
+            guard let dataSpan = try JSONScanner.member(nesting.dataKey, raw, span: whole),
+                  let arraySpan = try JSONScanner.member(nesting.arrayKey, raw, span: dataSpan),
                   let elements = try JSONScanner.elements(raw, span: arraySpan) else { continue }
             for element in elements {
                 // An element lacking type or id is kept inside the parent only.

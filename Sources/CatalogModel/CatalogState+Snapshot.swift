@@ -46,7 +46,7 @@ extension CatalogState {
         let count = try r.varint()
         var objects: [CatalogObjectID: ObjectFact] = [:]
         for _ in 0..<count {
-            let header = try EventCodec.readHeader(&r)
+            let header = try EventCodec.readHeader(&r).header
             let payload = try r.data()
             let key = try r.string()
             let sequence = try r.varint()

@@ -10,23 +10,27 @@ public struct ObjectFact: Sendable, Hashable, Codable {
     public var firstRecordedAt: Int64
     public var source: EventSource
 
-    /// The join order: greater version wins; at equal version a tombstone beats a live
-    /// object, then the later `updated_at`, then the dedupe key (which holds the payload hash).
-    /// This is a total order on distinct facts, so keeping the maximum is commutative,
-    /// associative and idempotent.
+    /// The join order: greater version wins; at equal version a tombstone beats a live object,
+    /// then the fact learned first (lowest sequence) wins. Several observations of one version
+    /// ("twins") are normal: a parent's version does not move when only a nested child changes,
+    /// and a Square-Version upgrade re-serializes objects at unchanged versions. The first learned
+    /// is kept on purpose (never a payload hash, which decided arbitrarily); a parent's nested
+    /// array is rebuilt from its children's own facts (`NestedAssembly`), and twins differing in
+    /// their own fields are reported by `CatalogHistory.sameVersionTwins()`. Sequences are unique,
+    /// so this is a total order on facts and keeping the maximum is commutative, associative and
+    /// idempotent.
     @inline(__always)
     static func ranks(_ a: ObjectFact, above b: ObjectFact) -> Bool {
-        ranks(a.header, a.dedupeKey, above: b.header, b.dedupeKey)
+        ranks(a.header, a.firstSequence, above: b.header, b.firstSequence)
     }
 
-    /// The join order on the parts of two facts (header and dedupe key), for callers that hold
-    /// facts without their payloads.
+    /// The join order on the parts of two facts (header and first sequence), for callers that
+    /// hold facts without their payloads.
     @inline(__always)
-    public static func ranks(_ a: CatalogFactHeader, _ aKey: String, above b: CatalogFactHeader, _ bKey: String) -> Bool {
+    public static func ranks(_ a: CatalogFactHeader, _ aSequence: UInt64, above b: CatalogFactHeader, _ bSequence: UInt64) -> Bool {
         if a.version != b.version { return a.version > b.version }
         if a.isDeleted != b.isDeleted { return a.isDeleted }
-        if a.updatedAtNanos != b.updatedAtNanos { return a.updatedAtNanos > b.updatedAtNanos }
-        return aKey > bKey
+        return aSequence < bSequence
     }
 }
 
@@ -84,14 +88,8 @@ public struct CatalogState: Sendable, Hashable, Codable {
             objects[header.objectID] = candidate
             return
         }
-        let current = objects.values[index]
-        if ObjectFact.ranks(candidate, above: current) {
+        if ObjectFact.ranks(candidate, above: objects.values[index]) {
             objects.values[index] = candidate
-        } else if candidate.firstSequence < current.firstSequence, !ObjectFact.ranks(current, above: candidate) {
-            // The same fact learned again: keep the earliest learning, whatever the order.
-            objects.values[index].firstSequence = candidate.firstSequence
-            objects.values[index].firstRecordedAt = candidate.firstRecordedAt
-            objects.values[index].source = candidate.source
         }
     }
 

@@ -41,9 +41,14 @@ public enum EventBody: Sendable, Hashable {
 public struct ObjectObservation: Sendable, Hashable {
     public var header: CatalogFactHeader
     public var payload: [UInt8]
-    public init(header: CatalogFactHeader, payload: [UInt8]) {
+    /// The `Square-Version` of the API call that returned the object (the header the client sent,
+    /// or the one a recording names); nil when unknown (events written before it was recorded,
+    /// webhook payloads). A shape change after an upgrade is explained by it, not taken for an edit.
+    public var squareVersion: String?
+    public init(header: CatalogFactHeader, payload: [UInt8], squareVersion: String? = nil) {
         self.header = header
         self.payload = payload
+        self.squareVersion = squareVersion
     }
 }
 

@@ -3,8 +3,9 @@
 public enum EventBuilder {
     /// One observation per object, nested variations and modifiers flattened after their
     /// parent (an item with three variations yields four), related objects after the objects.
+    /// `squareVersion` is the `Square-Version` of the call that returned them, when known.
     public static func observations(of objects: [CatalogObject], merchantID: MerchantID, source: EventSource,
-                                    correlationID: String) -> [PendingEvent] {
+                                    correlationID: String, squareVersion: String? = nil) -> [PendingEvent] {
         var events: [PendingEvent] = []
         for object in objects {
             for flat in object.flattened {
@@ -13,7 +14,8 @@ public enum EventBuilder {
                     merchantID: merchantID, source: source,
                     dedupeKey: DedupeKey.observation(id: flat.id, version: header.version, payload: flat.rawJSON),
                     correlationID: correlationID,
-                    body: .objectObserved(ObjectObservation(header: header, payload: flat.rawJSON))))
+                    body: .objectObserved(ObjectObservation(header: header, payload: flat.rawJSON,
+                                                             squareVersion: squareVersion))))
             }
         }
         return events
@@ -22,16 +24,16 @@ public enum EventBuilder {
     /// Events for a search / list / retrieve / batch-retrieve response body: every object and
     /// related object observed (nested ones flattened), deduplicated within the body.
     public static func eventsFromReadResponse(body: [UInt8], merchantID: MerchantID, source: EventSource,
-                                              correlationID: String) throws -> [PendingEvent] {
+                                              correlationID: String, squareVersion: String? = nil) throws -> [PendingEvent] {
         let response = try CatalogResponse(body: body)
         return unique(observations(of: response.objects + response.relatedObjects, merchantID: merchantID,
-                                   source: source, correlationID: correlationID))
+                                   source: source, correlationID: correlationID, squareVersion: squareVersion))
     }
 
     /// Events for a successful upsert / batch-upsert response: an `upsertAccepted` with the new
     /// versions and id mappings, then an observation of every returned object.
     public static func eventsFromUpsertResponse(body: [UInt8], idempotencyKey: String, merchantID: MerchantID,
-                                                correlationID: String) throws -> [PendingEvent] {
+                                                correlationID: String, squareVersion: String? = nil) throws -> [PendingEvent] {
         let response = try CatalogResponse(body: body)
         let flat = response.objects.flatMap(\.flattened)
         let acceptance = UpsertAcceptance(
@@ -42,7 +44,7 @@ public enum EventBuilder {
                                     dedupeKey: DedupeKey.edit(kind: .upsertAccepted, idempotencyKey: idempotencyKey),
                                     correlationID: correlationID, body: .upsertAccepted(acceptance))
         return [accepted] + unique(observations(of: response.objects, merchantID: merchantID, source: .upsertResponse,
-                                                correlationID: correlationID))
+                                                correlationID: correlationID, squareVersion: squareVersion))
     }
 
     /// Events for a delete / batch-delete response: one tombstone per deleted id, plus one per

@@ -6,8 +6,9 @@
 ///
 ///     payload  = formatVersion:u8(=1) kind:u8 merchant:str source:u8 dedupeKey:str correlation:str body
 ///     header   = type:str id:str version:i64 updatedAtNanos:i64 updatedAt:str flags:u8 [parent:str if flags&2]
-///                (flags bit 0: is_deleted, bit 1: has parent)
-///     observed = header payload:bytes
+///                (flags bit 0: is_deleted, bit 1: has parent, bit 2: has Square-Version (observed only);
+///                any other bit is refused)
+///     observed = header payload:bytes [squareVersion:str if header flags&4]
 ///     deleted  = header opt<cascadedFrom:str>
 ///     webhook  = eventID:str eventType:str count (name:str value:str)* verdict:u8 body:bytes
 ///     syncStarted   = runID:str mode:u8 opt<beginTime:str>
@@ -24,7 +25,9 @@
 ///     money    = amount:i64 currency:str
 ///
 /// A payload must be consumed exactly; trailing bytes are an error. New kinds take new kind
-/// numbers; a change to an existing body takes a new format version.
+/// numbers; a change to an existing body takes a new format version, or, for an optional field
+/// that old events lack, a header flag bit that earlier builds refuse ("unknown header flags")
+/// and this build reads as absent when clear (bit 2, the Square-Version of an observation).
 public enum EventCodec {
     public static let formatVersion: UInt8 = 1
 
@@ -38,8 +41,9 @@ public enum EventCodec {
         w.string(event.correlationID)
         switch event.body {
         case .objectObserved(let o):
-            writeHeader(o.header, &w)
+            writeHeader(o.header, &w, extraFlags: o.squareVersion != nil ? squareVersionFlag : 0)
             w.data(o.payload)
+            if let version = o.squareVersion { w.string(version) }
         case .objectDeleted(let d):
             writeHeader(d.header, &w)
             w.optionalString(d.cascadedFrom?.rawValue)
@@ -118,10 +122,12 @@ public enum EventCodec {
         let body: EventBody
         switch kind {
         case .objectObserved:
-            let header = try readHeader(&r)
-            body = .objectObserved(ObjectObservation(header: header, payload: try r.data()))
+            let (header, flags) = try readHeader(&r, allowedExtraFlags: squareVersionFlag)
+            let payload = try r.data()
+            let squareVersion = flags & squareVersionFlag != 0 ? try r.string() : nil
+            body = .objectObserved(ObjectObservation(header: header, payload: payload, squareVersion: squareVersion))
         case .objectDeleted:
-            let header = try readHeader(&r)
+            let header = try readHeader(&r).header
             guard header.isDeleted else { throw r.malformed("objectDeleted header is not a tombstone") }
             body = .objectDeleted(ObjectDeletion(header: header, cascadedFrom: try r.optionalString().map { CatalogObjectID($0) }))
         case .webhookReceived:
@@ -199,28 +205,32 @@ public enum EventCodec {
         }
     }
 
-    static func writeHeader(_ h: CatalogFactHeader, _ w: inout ByteWriter) {
+    /// Header flag bit 2: an observation's Square-Version follows its payload.
+    static let squareVersionFlag: UInt8 = 4
+
+    static func writeHeader(_ h: CatalogFactHeader, _ w: inout ByteWriter, extraFlags: UInt8 = 0) {
         w.string(h.objectType.rawValue)
         w.string(h.objectID.rawValue)
         w.zigzag(h.version)
         w.zigzag(h.updatedAtNanos)
         w.string(h.updatedAt)
-        w.byte((h.isDeleted ? 1 : 0) | (h.parentID != nil ? 2 : 0))
+        w.byte((h.isDeleted ? 1 : 0) | (h.parentID != nil ? 2 : 0) | extraFlags)
         if let parent = h.parentID { w.string(parent.rawValue) }
     }
 
-    static func readHeader(_ r: inout ByteReader) throws -> CatalogFactHeader {
+    /// Reads a header; `allowedExtraFlags` are the bits beyond 0 and 1 the caller reads itself.
+    static func readHeader(_ r: inout ByteReader, allowedExtraFlags: UInt8 = 0) throws -> (header: CatalogFactHeader, flags: UInt8) {
         let type = try r.string()
         let id = try r.string()
         let version = try r.zigzag()
         let updatedAtNanos = try r.zigzag()
         let updatedAt = try r.string()
         let flags = try r.byte()
-        guard flags & ~3 == 0 else { throw r.malformed("unknown header flags \(flags)") }
+        guard flags & ~(3 | allowedExtraFlags) == 0 else { throw r.malformed("unknown header flags \(flags)") }
         let parent = flags & 2 != 0 ? CatalogObjectID(try r.string()) : nil
-        return CatalogFactHeader(objectType: CatalogObjectType(type), objectID: CatalogObjectID(id), version: version,
-                                 updatedAtNanos: updatedAtNanos, updatedAt: updatedAt, isDeleted: flags & 1 != 0,
-                                 parentID: parent)
+        return (CatalogFactHeader(objectType: CatalogObjectType(type), objectID: CatalogObjectID(id), version: version,
+                                  updatedAtNanos: updatedAtNanos, updatedAt: updatedAt, isDeleted: flags & 1 != 0,
+                                  parentID: parent), flags)
     }
 
     private static func writeVersions(_ versions: [ObjectVersion], _ w: inout ByteWriter) {

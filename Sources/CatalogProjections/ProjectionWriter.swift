@@ -49,7 +49,13 @@ struct ProjectionWriter: Sendable {
         var referencedItems = Set<String>()
         var releasedItems = Set<String>()
         var departedItems = Set<String>()
+        var parents = Set<CatalogObjectID>()
         for change in changes {
+            // A parent's row shows its nested array as its children are now: rebuilt below when
+            // the parent or any of its children changed.
+            if NestedArray.of(parentType: change.winner.header.objectType) != nil { parents.insert(change.winner.header.objectID) }
+            if let parent = change.winner.header.parentID { parents.insert(parent) }
+            if let parent = change.previous?.header.parentID { parents.insert(parent) }
             let row = RowMapping.row(for: change.winner)
             let previousRow = change.previous.map(RowMapping.row(for:))
             try store(row, replacing: previousRow?.table, in: db)
@@ -81,6 +87,7 @@ struct ProjectionWriter: Sendable {
                 releasedItems.insert(old)
             }
         }
+        for parent in parents.sorted() { try assembleNestedArray(of: parent, in: db) }
         try fixPlaceholders(referenced: referencedItems, released: releasedItems, departed: departedItems, in: db)
         if indexSearch {
             for item in dirtyItems.sorted() { try refreshSearchDocuments(itemID: item, in: db) }
@@ -141,6 +148,22 @@ struct ProjectionWriter: Sendable {
                 for link in row.itemCategories { try insert.execute(arguments: [id, link.categoryID, link.position]) }
             }
         }
+    }
+
+    /// Sets the `raw_json` of a parent's typed row (item, modifier list) to its stored fact with the
+    /// nested array rebuilt from its children's stored facts (`CatalogState.materialized`), so the
+    /// projection, like every as-of answer, never shows a child other than its winner.
+    /// `catalog_objects.raw_json` keeps each fact as learned.
+    private func assembleNestedArray(of parent: CatalogObjectID, in db: Database) throws {
+        guard let fact = try fact(parent, in: db), !fact.header.isDeleted, !fact.payload.isEmpty,
+              NestedArray.of(parentType: fact.header.objectType) != nil else { return }
+        let childIDs = try String.fetchAll(
+            db.cachedStatement(sql: "SELECT id FROM catalog_objects WHERE parent_id = ? AND is_deleted = 0"),
+            arguments: [parent.rawValue])
+        let children = try childIDs.compactMap { try self.fact(CatalogObjectID($0), in: db) }.filter { !$0.payload.isEmpty }
+        let payload = CatalogState.materialized(fact, children: children)
+        let table = CatalogTable.table(for: fact.header.objectType)
+        try db.execute(sql: "UPDATE \(table.rawValue) SET raw_json = ? WHERE id = ?", arguments: [Data(payload), parent.rawValue])
     }
 
     /// A variation may name an item the ledger never observed (or not yet): a placeholder item row

@@ -19,6 +19,12 @@ extension HistoryIndex {
         try history(of: [id]).entityHistory(of: id)
     }
 
+    /// The entity history of every child ever nested under `parent` (as
+    /// `CatalogHistory.childHistories(of:)`).
+    public func childHistories(of parent: CatalogObjectID) throws -> [(id: CatalogObjectID, versions: [EntityVersion])] {
+        try history(of: childIDs(of: parent) + [parent]).childHistories(of: parent)
+    }
+
     /// Price changes of one variation or modifier (as `CatalogHistory.priceHistory(of:)`).
     public func priceHistory(of id: CatalogObjectID) throws -> [PriceChange] {
         try history(of: [id]).priceHistory(of: id)

@@ -22,9 +22,11 @@ enum ReadAPI {
         guard let fact = state[CatalogObjectID(id)] else {
             return .error(404, "not_found", "no object \(id) as of \(point)")
         }
-        // The object's JSON is spliced in byte for byte, as Square sent it.
+        // The object's JSON as Square sent it, spliced in byte for byte; a parent's nested array is
+        // rebuilt from its children's facts in force at the point (NestedAssembly).
         let header = JSONAnswer.encoded(ObjectHeader(fact: fact)).body
-        let payload = fact.payload.isEmpty ? Array("null".utf8) : fact.payload
+        let materialized = state.materializedPayload(of: fact.header.objectID) ?? fact.payload
+        let payload = materialized.isEmpty ? Array("null".utf8) : materialized
         return JSONAnswer(status: 200, body: Array(header.dropLast()) + Array(#","object":"#.utf8) + payload + [UInt8(ascii: "}")])
     }
 

@@ -47,6 +47,13 @@ enum HistorySource {
         }
     }
 
+    func childHistories(of parent: CatalogObjectID) throws -> [(id: CatalogObjectID, versions: [EntityVersion])] {
+        switch self {
+        case .index(let index): try index.childHistories(of: parent)
+        case .fullScan(let history): history.childHistories(of: parent)
+        }
+    }
+
     func priceHistory(of id: CatalogObjectID) throws -> [PriceChange] {
         switch self {
         case .index(let index): try index.priceHistory(of: id)

@@ -28,7 +28,9 @@ struct ShowCommand: AsyncParsableCommand {
                 throw CLIError(.notFound, "no object \(id) as of \(point)",
                                hint: "check the id with `catledger history \(id)` or search with `catledger search`")
             }
-            let payload = fact.payload.isEmpty ? "null" : String(decoding: fact.payload, as: UTF8.self)
+            // A parent's nested array is rebuilt from its children's facts in force at the point.
+            let materialized = result.state.materializedPayload(of: fact.header.objectID) ?? fact.payload
+            let payload = materialized.isEmpty ? "null" : String(decoding: materialized, as: UTF8.self)
             if global.json {
                 print(#"{"id":"\#(id)","version":\#(fact.header.version),"updated_at":"\#(fact.header.updatedAt)","# +
                       #""is_deleted":\#(fact.header.isDeleted),"sequence":\#(fact.firstSequence),"object":\#(payload)}"#)
@@ -39,7 +41,7 @@ struct ShowCommand: AsyncParsableCommand {
             print("  square time  \(fact.header.updatedAt)")
             print("  ledger time  \(formatTime(fact.firstRecordedAt, in: zone)) (seq \(fact.firstSequence), \(fact.source))")
             print("  as of        \(point)\n")
-            if let data = try? JSONSerialization.jsonObject(with: Data(fact.payload)),
+            if let data = try? JSONSerialization.jsonObject(with: Data(materialized)),
                let pretty = try? JSONSerialization.data(withJSONObject: data, options: [.prettyPrinted, .sortedKeys]) {
                 print(String(decoding: pretty, as: UTF8.self))
             } else {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import CatalogLedger
+import CatalogModel
 import LedgerStorage
 
 struct VerifyCommand: AsyncParsableCommand {
@@ -19,6 +20,14 @@ struct VerifyCommand: AsyncParsableCommand {
         var highestSequence: UInt64?
         var eventsDecoded: Int
         var problems: [String]
+        /// (object, version) pairs observed more than once with different bytes.
+        var twinPairs: Int
+        /// Of those, the pairs that differ only in a parent's nested array (rebuilt from the
+        /// children's own facts, so no answer depends on which observation is kept).
+        var twinPairsNestedOnly: Int
+        /// Observations of one version that differ in the object's own fields: anomalies, not
+        /// damage. The first learned is kept.
+        var anomalies: [SameVersionTwin]
     }
 
     func run() async throws {
@@ -28,18 +37,26 @@ struct VerifyCommand: AsyncParsableCommand {
             let storage = LogVerifier.verify(directory: access.layout.logDirectory)
             var problems = storage.problems.map(\.description)
             var decoded = 0
+            var facts: [LedgerEvent] = []
             if storage.isClean {
                 // The bytes are sound; every event must also decode.
                 do {
                     var cursor = try reader.events()
-                    while try cursor.next() != nil { decoded += 1 }
+                    while let event = try cursor.next() {
+                        decoded += 1
+                        if event.header != nil { facts.append(event) }
+                    }
                 } catch {
                     problems.append("\(error)")
                 }
             }
+            // Same-version twins: how the join decided them, and the ones that need a person.
+            let history = CatalogHistory(events: facts)
+            let twins = history.twinCounts()
             let report = Report(ok: problems.isEmpty, segments: storage.segmentsChecked, batches: storage.batchesChecked,
                                 records: storage.recordsChecked, highestSequence: storage.highestSequence,
-                                eventsDecoded: decoded, problems: problems)
+                                eventsDecoded: decoded, problems: problems, twinPairs: twins.pairs,
+                                twinPairsNestedOnly: twins.nestedOnly, anomalies: history.sameVersionTwins())
             if global.json {
                 try printJSON(report)
             } else {
@@ -50,6 +67,20 @@ struct VerifyCommand: AsyncParsableCommand {
                 } else {
                     print(Terminal.colour("\(problems.count) problem(s):", "31"))
                     for problem in problems { print("  - \(problem)") }
+                }
+                if report.twinPairs > 0 {
+                    print("\(report.twinPairs) object version(s) observed more than once with different bytes; " +
+                          "\(report.twinPairsNestedOnly) differ only in nested children, which every as-of answer " +
+                          "rebuilds from the children's own facts.")
+                }
+                if !report.anomalies.isEmpty {
+                    print(Terminal.colour("\(report.anomalies.count) anomaly(ies):", "33") +
+                          " one version observed with different own fields; the first learned is kept.")
+                    for twin in report.anomalies {
+                        let fields = twin.differences.map(\.path).joined(separator: ", ")
+                        print("  - \(twin.objectType.rawValue) \(twin.objectID) v\(twin.version): kept seq \(twin.keptSequence), " +
+                              "seq \(twin.otherSequence) differs in \(fields.isEmpty ? "its bytes" : fields)")
+                    }
                 }
             }
             if !report.ok { throw ExitCode(CLIError.Kind.corruptData.rawValue) }

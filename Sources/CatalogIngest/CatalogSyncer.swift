@@ -48,7 +48,7 @@ public actor CatalogSyncer {
     ]
 
     public let ledger: Ledger
-    public let client: SquareCatalogClient
+    public nonisolated let client: SquareCatalogClient
     public let merchantID: MerchantID
     /// Objects per search page (Square allows up to 1000).
     public let pageLimit: Int

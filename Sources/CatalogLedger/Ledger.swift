@@ -70,10 +70,17 @@ public final class Ledger: @unchecked Sendable {
         do {
             let reader = try LedgerReader(layout: layout, fileSystem: fileSystem, logger: logger)
             try Self.removeSnapshotsBeyondLog(reader: reader)
+            let earlierFormat = try reader.snapshots.removeEarlierVersions(logger: logger)
             let loaded = try Self.loadDedupe(reader: reader)
-            return Ledger(layout: layout, writer: writer, reader: reader, options: options, logger: logger,
-                          dedupe: loaded.index, eventsSinceSnapshot: loaded.eventsSinceSnapshot,
-                          snapshotObjectCount: loaded.snapshotObjectCount)
+            let ledger = Ledger(layout: layout, writer: writer, reader: reader, options: options, logger: logger,
+                                dedupe: loaded.index, eventsSinceSnapshot: loaded.eventsSinceSnapshot,
+                                snapshotObjectCount: loaded.snapshotObjectCount)
+            if earlierFormat > 0 {
+                // As-of queries start from snapshots: write one of the current format now, once.
+                logger.info("writing a snapshot to replace those of an earlier format", metadata: ["removed": "\(earlierFormat)"])
+                try ledger.writeSnapshot()
+            }
+            return ledger
         } catch {
             try? writer.close()
             throw error

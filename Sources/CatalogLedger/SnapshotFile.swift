@@ -22,7 +22,7 @@ public struct SnapshotInfo: Sendable, Hashable, Codable {
 
 /// A snapshot file: `snapshots/<20-digit sequence>.snap` (docs/FORMAT.md, "Snapshots").
 ///
-///     magic "CLSNAP02" (8) | info length u32 LE | info (JSON) | state length u64 LE | state bytes
+///     magic "CLSNAP03" (8) | info length u32 LE | info (JSON) | state length u64 LE | state bytes
 ///     | SHA-256 of all before (32)
 ///     | dedupe count u64 LE | (digest high u64 LE, low u64 LE, sequence u64 LE)* | SHA-256 of all before (32)
 ///
@@ -30,7 +30,10 @@ public struct SnapshotInfo: Sendable, Hashable, Codable {
 /// dedupe section grows with the number of events, the state only with the catalog. Snapshots are
 /// disposable: a damaged one (or one of another version) is reported and ignored; the log is the truth.
 struct SnapshotFile {
-    static let magic: [UInt8] = Array("CLSNAP02".utf8)
+    /// Version 3: states folded under the join rule that keeps the first-learned fact of a version
+    /// (`ObjectFact.ranks`); version 2 files were folded with a payload-hash tie-break and are
+    /// removed when a writer opens the ledger (`SnapshotStore.removeEarlierVersions`).
+    static let magic: [UInt8] = Array("CLSNAP03".utf8)
     static let fileExtension = "snap"
 
     var info: SnapshotInfo

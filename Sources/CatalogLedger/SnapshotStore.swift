@@ -75,6 +75,31 @@ struct SnapshotStore: Sendable {
         try fileSystem.rename(temporary, to: directory.appending(name))
     }
 
+    /// Removes the snapshots an earlier build wrote in an earlier format (magic `CLSNAP01`,
+    /// `CLSNAP02`): their states were folded under an earlier join rule, and like any snapshot they
+    /// are disposable. Returns how many were removed.
+    func removeEarlierVersions(logger: Logger?) throws -> Int {
+        guard fileSystem.exists(directory) else { return 0 }
+        var removed = 0
+        for name in try fileSystem.contentsOfDirectory(directory).sorted() where name.hasSuffix("." + SnapshotFile.fileExtension) {
+            let path = directory.appending(name)
+            let head: [UInt8]
+            do {
+                let file = try fileSystem.open(path, mode: .readOnly)
+                defer { try? file.close() }
+                head = try file.read(at: 0, count: SnapshotFile.magic.count)
+            } catch {
+                continue
+            }
+            guard head.count == SnapshotFile.magic.count, head != SnapshotFile.magic,
+                  head.starts(with: Array("CLSNAP".utf8)) else { continue }
+            try fileSystem.remove(path)
+            removed += 1
+            logger?.info("removed a snapshot of an earlier format", metadata: ["file": "\(name)"])
+        }
+        return removed
+    }
+
     func remove(sequence: UInt64) throws {
         try fileSystem.remove(directory.appending(SnapshotFile.fileName(sequence: sequence)))
     }

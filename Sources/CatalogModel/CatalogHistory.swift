@@ -219,10 +219,13 @@ extension CatalogHistory {
             switch (a, b) {
             case (nil, _?): created.append(id)
             case (_?, nil): deleted.append(id)
-            case (let a?, let b?) where a.dedupeKey != b.dedupeKey:
+            case (let a?, let b?) where a.firstSequence != b.firstSequence:
+                // A parent is compared on its own fields: its children's changes are their own.
+                let changes = FieldDiff.changes(from: NestedAssembly.ownFields(of: a.payload, type: a.header.objectType),
+                                                to: NestedAssembly.ownFields(of: b.payload, type: b.header.objectType))
+                if changes.isEmpty, a.header.version == b.header.version { continue }
                 changed.append(.init(objectID: id, objectType: b.header.objectType, versionBefore: a.header.version,
-                                     versionAfter: b.header.version,
-                                     changes: FieldDiff.changes(from: a.payload, to: b.payload)))
+                                     versionAfter: b.header.version, changes: changes))
             default: break
             }
         }

@@ -70,6 +70,13 @@ extension LedgerServer {
                                    asKnownAt: request.uri.queryParameters.get("as_known_at"))
             }
         }
+        router.get("merchants/:merchant/check-replay") { request, context in
+            try await withMerchant(service, context) { merchant in
+                let query = request.uri.queryParameters
+                return try await ReadAPI.checkReplay(merchant, at: query.get("at"), asKnownAt: query.get("as_known_at"),
+                                                     sample: query.get("sample"), seed: query.get("seed"))
+            }
+        }
         router.get("merchants/:merchant/objects/:object/history") { _, context in
             try await withMerchant(service, context) { try ReadAPI.history($0, id: context.parameters.get("object") ?? "") }
         }

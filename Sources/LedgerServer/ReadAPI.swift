@@ -2,6 +2,7 @@ import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
+import SquareAPI
 
 /// The JSON read API over one merchant's ledger. Each function answers one route.
 enum ReadAPI {
@@ -28,6 +29,43 @@ enum ReadAPI {
         let materialized = state.materializedPayload(of: fact.header.objectID) ?? fact.payload
         let payload = materialized.isEmpty ? Array("null".utf8) : materialized
         return JSONAnswer(status: 200, body: Array(header.dropLast()) + Array(#","object":"#.utf8) + payload + [UInt8(ascii: "}")])
+    }
+
+    /// `GET /merchants/{id}/check-replay?at=RFC3339[&as_known_at=RFC3339][&sample=N][&seed=S]`: the
+    /// ledger's catalog at `at` compared with Square's answer for the catalog version in force then
+    /// (`ReplayCheck`, as `catledger check-replay`). 200 with the report whether or not it matched.
+    static func checkReplay(_ merchant: MerchantLedger, at: String?, asKnownAt: String?, sample: String?,
+                            seed: String?) async throws -> JSONAnswer {
+        guard let client = merchant.syncer?.client else {
+            return .error(409, "no_square", "this server has no Square connection to check against")
+        }
+        guard let at else { return .error(400, "bad_time", "at= is required (RFC 3339)") }
+        guard let squareTime = RFC3339.nanoseconds(at) else { return .error(400, "bad_time", "at=\(at) is not RFC 3339") }
+        var knownAt: Int64?
+        if let asKnownAt {
+            guard let nanos = RFC3339.nanoseconds(asKnownAt) else {
+                return .error(400, "bad_time", "as_known_at=\(asKnownAt) is not RFC 3339")
+            }
+            knownAt = nanos
+        }
+        var sampleSize: Int?
+        if let sample {
+            guard let size = Int(sample), (1...10_000).contains(size) else {
+                return .error(400, "bad_sample", "sample=\(sample) must be a whole number from 1 to 10000")
+            }
+            sampleSize = size
+        }
+        var seedValue: UInt64 = 1
+        if let seed {
+            guard let value = UInt64(seed) else { return .error(400, "bad_seed", "seed=\(seed) must be a whole number") }
+            seedValue = value
+        }
+        do {
+            return .encoded(try await ReplayCheck.run(reader: merchant.ledger.reader, client: client, at: squareTime,
+                                                      asKnownAt: knownAt, sample: sampleSize, seed: seedValue))
+        } catch let error as SquareAPIError {
+            return .error(502, "square_error", "Square did not answer: \(error.message)")
+        }
     }
 
     struct ObjectHeader: Encodable {

@@ -22,6 +22,11 @@ enum GoldenEvents {
         return [
             ("object-observed", event(.fullSync, DedupeKey.observation(id: "VAR_1", version: header.version, payload: variation),
                                       .objectObserved(ObjectObservation(header: header, payload: variation)))),
+            // Header flag bit 2: the Square-Version of the call follows the payload. Events written
+            // before it existed (object-observed above) stay byte for byte as they were.
+            ("object-observed-square-version", event(.incrementalSync, DedupeKey.observation(id: "VAR_1", version: header.version, payload: variation),
+                                                     .objectObserved(ObjectObservation(header: header, payload: variation,
+                                                                                       squareVersion: "2025-10-16")))),
             ("object-deleted", event(.upsertResponse, "del:VAR_1:1741083330123",
                                      .objectDeleted(ObjectDeletion(header: tombstone, cascadedFrom: "ITEM_1")))),
             ("webhook-received", event(.webhook, "wh:evt-1",

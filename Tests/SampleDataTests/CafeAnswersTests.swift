@@ -86,3 +86,57 @@ struct CafeAnswersTests {
         try await ledger.close()
     }
 }
+
+/// The two wrong answers found on the sample (issue "Time travel that never shows the future").
+struct CafeTimeTravelTests {
+    /// Espresso's Double was repriced on 2026-10-28, three weeks after the asked time; the item's own
+    /// version did not move, and its later observations carry the new price. As of 2026-10-05 the
+    /// item must show each variation at its own version in force then.
+    @Test func espressoAsOfShowsNoNestedVersionFromTheFuture() async throws {
+        let (ledger, root) = try await CafeAnswersTests.importedLedger()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let t = try #require(RFC3339.nanoseconds("2026-10-05T00:00:00Z"))
+        let state = try ledger.reader.state(asOf: AsOf(squareTimeMax: t)).state
+        let payload = try #require(state.materializedPayload(of: "IOA637UKLMJKBYECE5DDGC5L"))
+        let espresso = try CatalogObject(bytes: payload)
+        #expect(espresso.name == "Espresso")
+        #expect(espresso.nested.count == 2)
+        for variation in espresso.nested {
+            #expect((variation.updatedAtNanos ?? .max) <= t, "\(variation.id) v\(variation.version ?? 0) is later than T")
+            #expect(variation.version == state[variation.id]?.header.version)
+        }
+        let double = try #require(espresso.nested.first { $0.name == "Double" })
+        #expect(double.priceMoney == Money(amount: 375, currency: "USD"))
+        // Today the Double costs 3.85, and the item as of now says so.
+        let now = try ledger.reader.state(asOf: .latest).state
+        let today = try CatalogObject(bytes: try #require(now.materializedPayload(of: "IOA637UKLMJKBYECE5DDGC5L")))
+        #expect(today.nested.first { $0.name == "Double" }?.priceMoney == Money(amount: 385, currency: "USD"))
+        try await ledger.close()
+    }
+
+    /// Danish (42YU3B4CSW3B45OQYIYGAVG5) was renamed at sequence 412; sequence 448 re-observed the same
+    /// item version with other variation prices. History must credit the rename to 412, list versions
+    /// in (version, sequence) order, and show no item change that is a variation's.
+    @Test func danishHistoryCreditsTheRenameToTheEventThatBroughtIt() async throws {
+        let (ledger, root) = try await CafeAnswersTests.importedLedger()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let history = CatalogHistory(events: try ledger.reader.allEvents())
+        let versions = history.entityHistory(of: "42YU3B4CSW3B45OQYIYGAVG5")
+        let order = versions.map { "\($0.version)/\(String(format: "%012llu", $0.firstSequence))" }
+        #expect(order == order.sorted())
+        let rename = try #require(versions.first { $0.changes.contains { $0.path == "item_data.name" } })
+        #expect(rename.firstSequence == 412)
+        #expect(!versions.contains { $0.changes.contains { $0.path.contains("variations") } })
+        // The variation's price changes are in its own history, credited to the events that brought them.
+        let children = history.childHistories(of: "42YU3B4CSW3B45OQYIYGAVG5")
+        let prices = children.flatMap { child in child.versions.flatMap { v in v.changes.filter { $0.path.hasSuffix("price_money.amount") }.map { (v.firstSequence, $0.before, $0.after) } } }
+        #expect(prices.map(\.0) == prices.map(\.0).sorted())
+        #expect(prices.contains { $0.1 == "999" && $0.2 == "1009" })
+        #expect(!prices.contains { $0.1 == "1009" && $0.2 == "999" }, "a price change that never happened")
+        // verify's count: every twin of the sample differs only in nested children.
+        let twins = history.twinCounts()
+        #expect(twins.pairs > 0 && twins.pairs == twins.nestedOnly)
+        #expect(history.sameVersionTwins().isEmpty)
+        try await ledger.close()
+    }
+}

@@ -77,6 +77,34 @@ struct DemoCommand: AsyncParsableCommand {
                         print("      \(field.path): \(field.before ?? "(absent)") -> \(field.after ?? "(absent)")")
                     }
                 }
+                // One item as of then: its variations as they were then. An item's version does not move when
+                // only a variation changes, and every later read of the item carries today's variations, so
+                // the ledger rebuilds the nested array from each variation's own version in force then.
+                func variations(_ state: CatalogState, _ item: CatalogObjectID) -> [CatalogObject] {
+                    guard let payload = state.materializedPayload(of: item), !payload.isEmpty,
+                          let object = try? CatalogObject(bytes: payload) else { return [] }
+                    return object.nested
+                }
+                func prices(_ variations: [CatalogObject]) -> String {
+                    variations.map { v in
+                        "\(v.name ?? v.id.rawValue) \(v.priceMoney.map { "\(PriceChart.money($0.amount)) \($0.currency)" } ?? "(variable)")"
+                    }.joined(separator: ", ")
+                }
+                let example = before.liveObjects.filter { $0.header.objectType == .item }
+                    .compactMap { fact -> (CatalogObjectID, String, [CatalogObject], [CatalogObject])? in
+                        let id = fact.header.objectID
+                        let then = variations(before, id), today = variations(now, id)
+                        guard !then.isEmpty, prices(then) != prices(today) else { return nil }
+                        return (id, before.object(id)?.name ?? id.rawValue, then, today)
+                    }
+                    .min { $0.1 < $1.1 }
+                if let (id, name, then, today) = example {
+                    print("\n$ catledger show \(id.rawValue) --at \(RFC3339.format(nanoseconds: past).prefix(10))\n")
+                    print("\(name) then:  \(prices(then))")
+                    print("\(String(repeating: " ", count: name.count)) today: \(prices(today))")
+                    print("Each variation is shown at its own version in force then " +
+                          "(\(then.map { "v\($0.version ?? 0)" }.joined(separator: ", "))), never a later one.")
+                }
                 print("\nReplay any moment to a database of the same shape with `catledger replay --at T --out FILE`.")
             }
 

@@ -12,7 +12,14 @@ extension LedgerServer {
         let configuration = service.configuration
 
         router.get("healthz") { _, _ in
-            answer(.encoded(["status": "ok", "merchants": "\(service.merchants.count)"]))
+            // "degraded" (still 200: the server keeps recording) when a ledger failed its last verification.
+            let failed = service.failedVerifications()
+            var health = ["status": failed.isEmpty ? "ok" : "degraded", "merchants": "\(service.merchants.count)"]
+            if !failed.isEmpty {
+                health["verification_failed"] = failed.map { $0.merchantID.rawValue }.joined(separator: ",")
+                health["message"] = failed.map { "\($0.merchantID.rawValue): \($0.record.summary)" }.joined(separator: "; ")
+            }
+            return answer(.encoded(health))
         }
         router.get("metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],

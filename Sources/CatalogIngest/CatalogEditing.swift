@@ -1,3 +1,4 @@
+import CatalogModel
 import SquareAPI
 
 /// Pure changes to Square catalog JSON for edits, and the versions an upsert request carries.
@@ -22,6 +23,21 @@ enum CatalogEditing {
         try change(&variations[index], request: request, location: location)
         itemData["variations"] = .array(variations)
         top["item_data"] = itemData
+    }
+
+    /// Whether `request`, retried with the key of the recorded proposal `recorded`, is the same edit:
+    /// the same target, actor and device, and the recorded request body already makes every change the
+    /// request asks for (applying it to the recorded object changes nothing: price, currency, location
+    /// override, name and base version all as sent). The fetched versions of the rest of the item are
+    /// not compared: they move on once the first attempt succeeded.
+    static func isSameEdit(_ request: EditRequest, as recorded: LocalEdit) -> Bool {
+        guard recorded.targetIDs.map(\.rawValue) == [request.objectID], recorded.actor == request.actor,
+              recorded.device == request.device,
+              let object = (try? SquareJSON.decode(Value.self, from: recorded.requestBody))?["object"]
+        else { return false }
+        var changed = object
+        guard (try? apply(request, to: &changed)) != nil else { return false }
+        return changed == object
     }
 
     private static func change(_ object: inout Value, request: EditRequest, location: String) throws {

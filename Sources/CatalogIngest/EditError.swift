@@ -7,6 +7,8 @@ public struct EditError: Error, Sendable, CustomStringConvertible, Equatable {
         case invalidRequest = "invalid_request"
         /// Square did not answer (after retries), so the edit's outcome is unknown.
         case squareUnavailable = "square_unavailable"
+        /// The idempotency key is the key of an earlier, different edit; nothing was sent to Square.
+        case idempotencyKeyReused = "idempotency_key_reused"
     }
 
     public var code: Code

@@ -117,9 +117,12 @@ public struct EditResult: Sendable, Encodable {
     public var errorCodes: [String]
     /// Why Square refused, for VERSION_MISMATCH.
     public var diagnosis: VersionMismatchDiagnosis?
+    /// A retry with the key of an edit whose outcome the ledger held: this is that outcome, answered
+    /// from the ledger without a request to Square.
+    public var replayed = false
 
     enum CodingKeys: String, CodingKey {
-        case status, diagnosis
+        case status, diagnosis, replayed
         case idempotencyKey = "idempotency_key"
         case editSequence = "edit_sequence"
         case outcomeSequence = "outcome_sequence"

@@ -17,8 +17,8 @@ public struct ImportReport: Sendable, Codable, Equatable {
 
 /// Imports recordings (JSON Lines of `RecordedExchange`) into a ledger, in file order, each exchange
 /// with the ledger time it was recorded at. Importing the same file twice appends nothing the second
-/// time. A bad line stops the import with its file and line number; everything before it is durable
-/// and a re-run after fixing the file continues without duplicates.
+/// time. All or nothing: every line is read, checked and mapped to events before the first append, so
+/// a bad line (with its file and line number) stops the import with nothing written.
 public struct RecordingImporter {
     let ledger: Ledger
     let merchant: MerchantID
@@ -28,8 +28,9 @@ public struct RecordingImporter {
         self.merchant = defaultMerchant
     }
 
-    /// Reads and checks every line of the files first (so a typo is reported before anything is written),
-    /// then appends. `progress(done, total)` is called after each exchange.
+    /// Reads, checks and maps every line of the files first (so a typo or a broken Square body is
+    /// reported before anything is written), then appends. `progress(done, total)` is called after
+    /// each exchange is appended.
     public func importFiles(_ paths: [String], progress: (Int, Int) -> Void = { _, _ in }) async throws -> ImportReport {
         var exchanges: [(RecordedExchange, String)] = []
         for path in paths {
@@ -47,28 +48,46 @@ public struct RecordingImporter {
                 exchanges.append((exchange, "\(path):\(index + 1)"))
             }
         }
+        let planned = try plan(exchanges)
         var report = ImportReport()
         report.files = paths.count
-        var mapper = ExchangeMapper(defaultMerchant: merchant)
-        var state = try ledger.reader.state(asOf: .latest).state
-        for (done, (exchange, location)) in exchanges.enumerated() {
-            let at = RFC3339.nanoseconds(exchange.at)!
-            let events = try mapper.events(for: exchange, state: state, where: location)
-            let outcomes = try await ledger.append(events, recordedAt: at)
-            for (event, outcome) in zip(events, outcomes) {
+        for (done, step) in planned.enumerated() {
+            let outcomes = try await ledger.append(step.events, recordedAt: step.at)
+            for outcome in outcomes {
                 switch outcome {
-                case .appended(let sequence, let recordedAt):
+                case .appended(let sequence, _):
                     report.eventsAppended += 1
                     report.firstSequence = report.firstSequence ?? sequence
                     report.lastSequence = sequence
-                    state.apply(LedgerEvent(sequence: sequence, recordedAt: recordedAt, content: event))
                 case .duplicate:
                     report.duplicates += 1
                 }
             }
             report.exchanges += 1
-            progress(done + 1, exchanges.count)
+            progress(done + 1, planned.count)
         }
         return report
+    }
+
+    /// The events of every exchange, mapped in order against the ledger's state with the events of the
+    /// exchanges before it folded in (delete cascades need an item's variations, which may come from
+    /// earlier lines of the same file). Folding is idempotent, so events the ledger turns out to hold
+    /// already change nothing; the sequences given them here are provisional and never written.
+    private func plan(_ exchanges: [(RecordedExchange, String)]) throws -> [(events: [PendingEvent], at: Int64)] {
+        var mapper = ExchangeMapper(defaultMerchant: merchant)
+        var state = try ledger.reader.state(asOf: .latest).state
+        var provisional = ledger.nextSequence
+        var planned: [(events: [PendingEvent], at: Int64)] = []
+        planned.reserveCapacity(exchanges.count)
+        for (exchange, location) in exchanges {
+            let at = RFC3339.nanoseconds(exchange.at)!
+            let events = try mapper.events(for: exchange, state: state, where: location)
+            for event in events {
+                state.apply(LedgerEvent(sequence: provisional, recordedAt: at, content: event))
+                provisional += 1
+            }
+            planned.append((events, at))
+        }
+        return planned
     }
 }

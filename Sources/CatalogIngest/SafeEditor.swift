@@ -33,8 +33,17 @@ public struct SafeEditor: Sendable {
     }
 
     /// Performs `request` at Square and records it. A refusal by Square is a result (`.rejected`,
-    /// diagnosed for VERSION_MISMATCH), not an error; errors are bad requests, unknown objects and
-    /// Square being unreachable.
+    /// diagnosed for VERSION_MISMATCH), not an error; errors are bad requests, unknown objects, a key
+    /// reused for a different edit, and Square being unreachable.
+    ///
+    /// Retrying with the key of an earlier edit is safe. When the ledger holds that key's proposal:
+    /// - a different edit (`CatalogEditing.isSameEdit`) is refused with `idempotencyKeyReused`, before
+    ///   anything is read from or sent to Square;
+    /// - the same edit whose outcome the ledger holds gets that outcome (`replayed`), with no request to
+    ///   Square and nothing appended;
+    /// - the same edit without a recorded outcome (a crash, or Square unreachable, between proposal and
+    ///   answer) sends the recorded request body again with the same key, which Square answers
+    ///   idempotently (the first answer if it had applied it), and records the answer.
     public func edit(_ request: EditRequest) async throws -> EditResult {
         guard let client else {
             throw EditError(.invalidRequest, "this ledger has no Square connection for edits", location: request.objectID)
@@ -45,6 +54,9 @@ public struct SafeEditor: Sendable {
         let key = request.idempotencyKey ?? SquareCatalogClient.makeIdempotencyKey()
         guard (1...128).contains(key.utf8.count) else {
             throw EditError(.invalidRequest, "idempotency key must be 1 to 128 bytes", location: request.objectID)
+        }
+        if let editSequence = ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: .localEditProposed, idempotencyKey: key)) {
+            return try await retry(request, editSequence: editSequence, key: key, client: client)
         }
         // Fetch: the target, then its top-level object (a variation's item) with every child.
         let target = try await read([request.objectID], client: client, correlation: key, record: false).objects.first
@@ -71,8 +83,54 @@ public struct SafeEditor: Sendable {
         proposal.baseVersions = sent.versions
         proposal.requestBody = String(decoding: requestBody, as: UTF8.self)
         proposal.correlationID = key
-        let editSequence = try await append(proposal, location: "edit \(key)")[0].sequence
+        let proposed = try await append(proposal, location: "edit \(key)")[0]
+        if proposed.isDuplicate {
+            // A concurrent request with this key recorded its proposal first: this one is its retry.
+            return try await retry(request, editSequence: proposed.sequence, key: key, client: client)
+        }
+        return try await send(objectJSON: objectJSON, sent: sent, editSequence: proposed.sequence, key: key, client: client)
+    }
 
+    /// An edit whose key the ledger already holds a proposal for (see `edit`).
+    private func retry(_ request: EditRequest, editSequence: UInt64, key: String,
+                       client: SquareCatalogClient) async throws -> EditResult {
+        guard case .localEditProposed(let recorded) = try ledger.reader.event(at: editSequence).body else {
+            throw EditError(.idempotencyKeyReused, "idempotency key \"\(key)\" is recorded for another kind of event",
+                            location: request.objectID)
+        }
+        guard CatalogEditing.isSameEdit(request, as: recorded) else {
+            throw EditError(.idempotencyKeyReused,
+                            "idempotency key \"\(key)\" belongs to a different edit (recorded at seq \(editSequence): "
+                                + "\(recorded.targetIDs.map(\.rawValue).joined(separator: ",")) by \(recorded.actor) on \(recorded.device)); "
+                                + "nothing was sent to Square. Use a new key for a new edit",
+                            location: request.objectID)
+        }
+        if let outcomeSequence = recordedOutcome(key: key) {
+            var result = try editResult(editSequence: editSequence, outcomeSequence: outcomeSequence, key: key)
+            result.replayed = true
+            logger.info("edit retry answered from the ledger", metadata: ["key": "\(key)", "status": "\(result.status.rawValue)"])
+            return result
+        }
+        guard let object = (try? SquareJSON.decode(SquareAPI.JSONValue.self, from: recorded.requestBody))?["object"] else {
+            throw EditError(.invalidRequest, "the recorded proposal at seq \(editSequence) has no object to send", location: key)
+        }
+        logger.info("edit proposal without an outcome: sending it again with its key", metadata: ["key": "\(key)"])
+        return try await send(objectJSON: SquareJSON.encodeOrTrap(object),
+                              sent: CatalogEditing.versions(inRequestBody: recorded.requestBody),
+                              editSequence: editSequence, key: key, client: client)
+    }
+
+    /// The sequence of the recorded acceptance or rejection of the edit with `key`, if any.
+    private func recordedOutcome(key: String) -> UInt64? {
+        let sequences = [EventKind.upsertAccepted, .upsertRejected].compactMap {
+            ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: $0, idempotencyKey: key))
+        }
+        return sequences.min()
+    }
+
+    /// Sends the upsert of a recorded proposal and records Square's answer.
+    private func send(objectJSON: [UInt8], sent: CatalogEditing.SentVersions, editSequence: UInt64, key: String,
+                      client: SquareCatalogClient) async throws -> EditResult {
         var response = RecordedExchange(type: .squareResponse, at: "")
         response.endpoint = "upsert"
         response.idempotencyKey = key
@@ -134,31 +192,37 @@ public struct SafeEditor: Sendable {
     // MARK: Shared
 
     private func record(_ response: RecordedExchange, editSequence: UInt64, key: String) async throws -> EditResult {
-        let status = response.status ?? 200
         let outcomes = try await append(response, location: "response to \(key)")
         guard let first = outcomes.first else {
             throw EditError(.invalidRequest, "Square's response produced no event", location: key)
         }
-        var result = EditResult(status: (200..<300).contains(status) ? .accepted : .rejected, idempotencyKey: key,
-                                editSequence: editSequence, outcomeSequence: first.sequence, newVersions: [:],
-                                httpStatus: status, errorCodes: [], diagnosis: nil)
-        let outcomeEvent = try ledger.reader.event(at: first.sequence)
-        switch outcomeEvent.body {
+        let result = try editResult(editSequence: editSequence, outcomeSequence: first.sequence, key: key)
+        logger.info("edit recorded", metadata: [
+            "key": "\(key)", "status": "\(result.status.rawValue)", "codes": "\(result.errorCodes)",
+        ])
+        return result
+    }
+
+    /// The result of an edit as the ledger holds it: the outcome event at `outcomeSequence`.
+    private func editResult(editSequence: UInt64, outcomeSequence: UInt64, key: String) throws -> EditResult {
+        var result = EditResult(status: .accepted, idempotencyKey: key, editSequence: editSequence,
+                                outcomeSequence: outcomeSequence, newVersions: [:], httpStatus: 200, errorCodes: [],
+                                diagnosis: nil)
+        switch try ledger.reader.event(at: outcomeSequence).body {
         case .upsertAccepted(let accepted):
             for version in accepted.newVersions { result.newVersions[version.objectID.rawValue] = version.version }
         case .upsertRejected(let rejected):
+            result.status = .rejected
+            result.httpStatus = Int(rejected.httpStatus)
             let codes = (try? CatalogResponse(body: rejected.errorBody))?.errors.map(\.code) ?? []
             result.errorCodes = codes
             if codes.contains("VERSION_MISMATCH") {
                 let diagnoser = VersionMismatchDiagnoser(events: try ledger.reader.allEvents())
-                result.diagnosis = try diagnoser.diagnose(rejectionSequence: first.sequence)
+                result.diagnosis = try diagnoser.diagnose(rejectionSequence: outcomeSequence)
             }
         default:
             break
         }
-        logger.info("edit recorded", metadata: [
-            "key": "\(key)", "status": "\(result.status.rawValue)", "codes": "\(result.errorCodes)",
-        ])
         return result
     }
 

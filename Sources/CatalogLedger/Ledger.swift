@@ -135,6 +135,13 @@ public final class Ledger: @unchecked Sendable {
     /// Number of distinct dedupe keys held.
     public var dedupeCount: Int { lock.withLock { dedupe.count } }
 
+    /// The sequence of the event holding dedupe key `key`, or nil when the ledger holds none (an
+    /// append of that key still in flight is not seen). A lookup in memory: no read of the log.
+    public func sequence(ofDedupeKey key: String) -> UInt64? {
+        let digest = DedupeDigest(key: key)
+        return lock.withLock { dedupe[digest] }
+    }
+
     public func append(_ event: PendingEvent, recordedAt: Int64? = nil) async throws -> AppendOutcome {
         try await append([event], recordedAt: recordedAt)[0]
     }

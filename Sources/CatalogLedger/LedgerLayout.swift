@@ -6,6 +6,7 @@ import SystemPackage
 ///     <root>/snapshots/      CatalogState snapshots at sequence boundaries (disposable)
 ///     <root>/projections.sqlite   the projection database (disposable, rebuilt from the log)
 ///     <root>/index/history.sqlite the per-object history index (LedgerIndex; disposable)
+///     <root>/verification.json    the outcome of the last verification (`VerificationRecord`)
 ///
 /// Everything but `log/` can be deleted and is rebuilt from the log.
 public struct LedgerLayout: Sendable, Hashable {
@@ -19,4 +20,5 @@ public struct LedgerLayout: Sendable, Hashable {
     public var projectionsDatabase: FilePath { root.appending("projections.sqlite") }
     public var indexDirectory: FilePath { root.appending("index") }
     public var historyIndexDatabase: FilePath { indexDirectory.appending("history.sqlite") }
+    public var verificationFile: FilePath { root.appending("verification.json") }
 }

@@ -1,10 +1,39 @@
 /// RFC 3339 timestamps as Square writes them (`2019-10-29T17:26:16.808603647Z`, 1 to 9
 /// fractional digits or none, `Z` or a numeric offset) to nanoseconds since the Unix epoch.
+///
+/// Fields are checked against RFC 3339's ranges: month 01-12, a day that exists in that month,
+/// hour 00-23, minute 00-59, second 00-60, offset hours 00-23 and minutes 00-59. Second 60 is a
+/// leap second: it is accepted only where one can fall (23:59:60 UTC, whatever the offset) and is
+/// read as second 59 of that minute, fraction kept (as java.time reads it), so it stays inside its
+/// day and orders before the next one; ledger times have no leap seconds. Times outside the
+/// ledger's range (an Int64 of nanoseconds: 1677-09-21 to 2262-04-11 UTC) are refused.
 public enum RFC3339 {
-    /// Nanoseconds since the Unix epoch, UTC, or nil when the text is not RFC 3339.
-    public static func nanoseconds(_ text: String) -> Int64? {
+    /// Why a text is not a usable RFC 3339 time: `syntax` when it does not have the form at all,
+    /// the other kinds when it has the form but a field is out of range.
+    public struct ParseError: Error, Equatable, Sendable, CustomStringConvertible {
+        public enum Kind: Sendable, Equatable {
+            case syntax
+            case fieldOutOfRange
+            case offsetOutOfRange
+            case leapSecond
+            case yearOutOfRange
+        }
+
+        public let kind: Kind
+        public let reason: String
+
+        public var description: String { reason }
+    }
+
+    /// Nanoseconds since the Unix epoch, UTC, or nil when the text is not RFC 3339 (or out of range).
+    public static func nanoseconds(_ text: String) -> Int64? { try? parse(text) }
+
+    /// Nanoseconds since the Unix epoch, UTC; throws what is wrong with the text.
+    public static func parse(_ text: String) throws(ParseError) -> Int64 {
+        func syntax(_ reason: String) -> ParseError { ParseError(kind: .syntax, reason: reason) }
+        func range(_ reason: String) -> ParseError { ParseError(kind: .fieldOutOfRange, reason: reason) }
         let b = Array(text.utf8)
-        guard b.count >= 20 else { return nil }
+        guard b.count >= 20 else { throw syntax("not an RFC 3339 time") }
         func number(_ range: Range<Int>) -> Int64? {
             var value: Int64 = 0
             for i in range {
@@ -18,9 +47,8 @@ public enum RFC3339 {
               let day = number(8..<10), b[10] == UInt8(ascii: "T") || b[10] == UInt8(ascii: "t") || b[10] == UInt8(ascii: " "),
               let hour = number(11..<13), b[13] == UInt8(ascii: ":"),
               let minute = number(14..<16), b[16] == UInt8(ascii: ":"),
-              let second = number(17..<19)
-        else { return nil }
-        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second <= 60 else { return nil }
+              var second = number(17..<19)
+        else { throw syntax("not an RFC 3339 time (YYYY-MM-DDTHH:MM:SS)") }
         var index = 19
         var fraction: Int64 = 0
         if index < b.count, b[index] == UInt8(ascii: ".") {
@@ -32,30 +60,73 @@ public enum RFC3339 {
                 digits += 1
                 index += 1
             }
-            guard digits > 0 else { return nil }
+            guard digits > 0 else { throw syntax("no digits after the decimal point") }
             for _ in 0..<max(0, 9 - digits) { fraction *= 10 }
         }
-        guard index < b.count else { return nil }
-        var offsetSeconds: Int64 = 0
+        guard index < b.count else { throw syntax("no time zone (Z or an offset such as +01:00)") }
+        var offsetMinutes: Int64 = 0
         switch b[index] {
         case UInt8(ascii: "Z"), UInt8(ascii: "z"):
             index += 1
         case UInt8(ascii: "+"), UInt8(ascii: "-"):
             let sign: Int64 = b[index] == UInt8(ascii: "-") ? -1 : 1
             guard let oh = number(index + 1..<index + 3), index + 3 < b.count, b[index + 3] == UInt8(ascii: ":"),
-                  let om = number(index + 4..<index + 6) else { return nil }
-            offsetSeconds = sign * (oh * 3600 + om * 60)
+                  let om = number(index + 4..<index + 6) else { throw syntax("the offset must be +HH:MM or -HH:MM") }
+            let written = String(decoding: b[index..<index + 6], as: UTF8.self)
+            guard oh <= 23, om <= 59 else {
+                throw ParseError(kind: .offsetOutOfRange,
+                                 reason: "the offset \(written) is out of range (hours 00-23, minutes 00-59)")
+            }
+            offsetMinutes = sign * (oh * 60 + om)
             index += 6
         default:
-            return nil
+            throw syntax("no time zone (Z or an offset such as +01:00)")
         }
-        guard index == b.count else { return nil }
+        guard index == b.count else { throw syntax("unexpected text after the time zone") }
+        guard (1...12).contains(month) else { throw range("month \(month) is out of range (01-12)") }
+        guard (1...daysInMonth(year: year, month: month)).contains(day) else {
+            throw range("day \(day) does not exist in \(pad(year, 4))-\(pad(month, 2))")
+        }
+        guard hour < 24 else { throw range("hour \(hour) is out of range (00-23)") }
+        guard minute < 60 else { throw range("minute \(minute) is out of range (00-59)") }
+        guard second <= 60 else { throw range("second \(second) is out of range (00-60)") }
+        if second == 60 {
+            let utcMinuteOfDay = ((hour * 60 + minute - offsetMinutes) % 1440 + 1440) % 1440
+            guard utcMinuteOfDay == 1439 else {
+                throw ParseError(kind: .leapSecond,
+                                 reason: "second 60 is a leap second, which only exists at 23:59:60 UTC")
+            }
+            second = 59
+        }
         let days = daysFromCivil(year: year, month: month, day: day)
-        let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds
+        var seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offsetMinutes * 60
+        // Before the epoch, a fraction moves the instant up from a second that may itself be past
+        // Int64's nanoseconds (the range's first instant is 1677-09-21T00:12:43.145224192Z).
+        if seconds < 0 && fraction > 0 {
+            seconds += 1
+            fraction -= 1_000_000_000
+        }
         let (product, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return nil }
         let (sum, sumOverflow) = product.addingReportingOverflow(fraction)
-        return sumOverflow ? nil : sum
+        guard !overflow, !sumOverflow else {
+            throw ParseError(kind: .yearOutOfRange,
+                             reason: "year \(pad(year, 4)) is out of range: the ledger's times run from "
+                                 + "1677-09-21 to 2262-04-11 UTC")
+        }
+        return sum
+    }
+
+    static func daysInMonth(year: Int64, month: Int64) -> Int64 {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    static func pad(_ v: Int64, _ width: Int) -> String {
+        let s = String(v)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
     }
 
     /// `2023-11-30T19:24:35.4Z`-style text for nanoseconds since the epoch (UTC, 9 digits
@@ -68,10 +139,6 @@ public enum RFC3339 {
         var secondOfDay = seconds % 86_400
         if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
         let (y, m, d) = civilFromDays(days)
-        func pad(_ v: Int64, _ width: Int) -> String {
-            let s = String(v)
-            return String(repeating: "0", count: max(0, width - s.count)) + s
-        }
         var text = "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2))"
         if nanos > 0 {
             var fraction = pad(nanos, 9)

@@ -3,7 +3,8 @@ import Foundation
 /// A point in time as a person types it on the command line, resolved to ledger nanoseconds.
 ///
 /// Accepted forms (case-insensitive, surrounding spaces ignored):
-/// - RFC 3339: `2026-11-03T14:03:00Z`, `2026-11-03T14:03:00.123456789+01:00`
+/// - RFC 3339: `2026-11-03T14:03:00Z`, `2026-11-03T14:03:00.123456789+01:00` (fields in RFC 3339's
+///   ranges, offsets up to ±23:59; a leap second `23:59:60Z` reads as `23:59:59Z`, see `RFC3339`)
 /// - a date or a date with a time, read in the stated time zone: `2026-11-03`, `2026-11-03 14:03`,
 ///   `2026-11-03T14:03:05`
 /// - relative: `now`, `today`, `yesterday`, `today 09:30`, `yesterday 14:00`, `2h ago`, `90 min ago`,
@@ -64,8 +65,12 @@ extension TimeExpression {
         if let dot = text.firstIndex(of: "."), text[text.index(after: dot)...].prefix(while: \.isNumber).count > 9 {
             throw fail("at most 9 fractional digits (nanoseconds)")
         }
-        if let instant = RFC3339.nanoseconds(raw.trimmingCharacters(in: .whitespaces)) {
-            return instant
+        // Text in RFC 3339's form is read as RFC 3339 only: a field out of range (an offset of +25:00,
+        // a year past the ledger's range, a misplaced leap second) is named, not retried as a local time.
+        do throws(RFC3339.ParseError) {
+            return try RFC3339.parse(raw.trimmingCharacters(in: .whitespaces))
+        } catch {
+            guard error.kind == .syntax else { throw fail(error.reason) }
         }
         if let local = try localDateTime(text, timeZone: timeZone, fail: fail) {
             return local

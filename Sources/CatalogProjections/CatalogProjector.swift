@@ -201,7 +201,7 @@ public final class CatalogProjector: @unchecked Sendable {
         } catch let error as ProjectionError {
             throw error
         } catch {
-            throw ProjectionError(.ledger, "\(error)", location: location())
+            throw ProjectionError(.ledger, "\(error)", location: location(), cause: error)
         }
     }
 

@@ -17,11 +17,15 @@ public struct ProjectionError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     public var message: String
     public var location: String
+    /// The error underneath (for `.ledger`: the storage or ledger error), so callers can tell damage
+    /// from other failures.
+    public var cause: (any Error)?
 
-    public init(_ code: Code, _ message: String, location: String) {
+    public init(_ code: Code, _ message: String, location: String, cause: (any Error)? = nil) {
         self.code = code
         self.message = message
         self.location = location
+        self.cause = cause
     }
 
     public var description: String { "projection error \(code.rawValue) at \(location): \(message)" }

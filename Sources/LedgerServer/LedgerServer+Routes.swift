@@ -12,7 +12,14 @@ extension LedgerServer {
         let configuration = service.configuration
 
         router.get("healthz") { _, _ in
-            answer(.encoded(["status": "ok", "merchants": "\(service.merchants.count)"]))
+            // "degraded" (still 200: the server keeps recording) when a ledger failed its last verification.
+            let failed = service.failedVerifications()
+            var health = ["status": failed.isEmpty ? "ok" : "degraded", "merchants": "\(service.merchants.count)"]
+            if !failed.isEmpty {
+                health["verification_failed"] = failed.map { $0.merchantID.rawValue }.joined(separator: ",")
+                health["message"] = failed.map { "\($0.merchantID.rawValue): \($0.record.summary)" }.joined(separator: "; ")
+            }
+            return answer(.encoded(health))
         }
         router.get("metrics") { _, _ in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
@@ -41,7 +48,7 @@ extension LedgerServer {
                 case .success(let value): edit = value
                 case .failure(let failure): return failure.response
                 }
-                return answer(try await editing { try await merchant.editor.edit(edit) })
+                return answer(try await editing(refusalStatus: true) { try await merchant.editor.edit(edit) })
             }
         }
         router.post("merchants/:merchant/reports") { request, context in
@@ -51,7 +58,7 @@ extension LedgerServer {
                 case .success(let value): report = value
                 case .failure(let failure): return failure.response
                 }
-                return answer(try await editing { try await merchant.editor.report(report) })
+                return answer(try await editing(refusalStatus: false) { try await merchant.editor.report(report) })
             }
         }
         router.post("merchants/:merchant/sync") { _, context in
@@ -152,17 +159,39 @@ extension LedgerServer {
         }
     }
 
-    /// Maps edit errors to HTTP: unknown objects 404, bad requests 400, Square unreachable 502.
-    private static func editing(_ body: () async throws -> EditResult) async throws -> JSONAnswer {
+    /// Maps edit errors to HTTP: unknown objects 404, bad requests 400, a key reused for a different
+    /// edit 422, Square unreachable 502. With `refusalStatus` (the edit route), an edit Square refused
+    /// answers `refusedEditStatus` with the same body; a report is answered 200 whatever the app's
+    /// write became, since recording it succeeded.
+    private static func editing(refusalStatus: Bool, _ body: () async throws -> EditResult) async throws -> JSONAnswer {
         do {
-            return .encoded(try await body())
+            let result = try await body()
+            return .encoded(result, status: refusalStatus
+                ? editStatus(accepted: result.status == .accepted, squareStatus: result.httpStatus, errorCodes: result.errorCodes)
+                : 200)
         } catch let error as EditError {
             let status = switch error.code {
             case .notFound: 404
             case .invalidRequest: 400
+            case .idempotencyKeyReused: 422
             case .squareUnavailable: 502
             }
             return .error(status, error.code.rawValue, "\(error.message) (\(error.location))")
+        }
+    }
+
+    /// The HTTP status of an edit's answer: 200 accepted; for a refusal, 409 Conflict for
+    /// VERSION_MISMATCH (the edit was based on a version someone else moved on), Square's own 404 or 409,
+    /// 502 when Square refused the server's credentials (401, 403: not the client's fault), and 422 for
+    /// any other refusal of a well-formed edit (Square's 400 validation errors).
+    public static func editStatus(accepted: Bool, squareStatus: Int, errorCodes: [String]) -> Int {
+        guard !accepted else { return 200 }
+        if errorCodes.contains("VERSION_MISMATCH") { return 409 }
+        switch squareStatus {
+        case 401, 403: return 502
+        case 404, 409: return squareStatus
+        case 400..<500: return 422
+        default: return 502
         }
     }
 }

@@ -4,6 +4,7 @@ import CatalogModel
 import CatalogProjections
 import Foundation
 import Logging
+import Prometheus
 import SquareAPI
 
 /// The server's state without its sockets: every configured merchant's ledger, opened under
@@ -129,13 +130,31 @@ public final class LedgerService: Sendable {
         if let firstError { throw firstError }
     }
 
-    /// Metrics in the Prometheus text format, with each ledger's event count.
+    /// Metrics in the Prometheus text format, with each ledger's event count and whether it failed
+    /// its last verification (1) or not (0: passed, or never verified).
     public func renderMetrics() -> [UInt8] {
         for (id, merchant) in merchants {
             metrics.registry.makeGauge(name: "catledger_ledger_events", labels: [("merchant", id.rawValue)],
                                        help: "Events in the merchant's ledger").set(Int64(merchant.ledger.nextSequence))
+            let record = VerificationRecord.load(layout: merchant.ledger.layout)
+            metrics.registry.makeGauge(
+                descriptor: MetricNameDescriptor(namespace: "catledger", metricName: "ledger_verification", unitName: "failed",
+                                                 helpText: "1 when the merchant's ledger failed its last verification"),
+                labels: [("merchant", id.rawValue)])
+                .set(Int64(record.map { $0.ok ? 0 : 1 } ?? 0))
         }
         return metrics.render()
+    }
+
+    /// The merchants whose ledger failed its last verification (nightly, `catledger verify` or repair), by id.
+    public func failedVerifications() -> [(merchantID: MerchantID, record: VerificationRecord)] {
+        var failed: [(merchantID: MerchantID, record: VerificationRecord)] = []
+        for merchant in merchants.values {
+            if let record = VerificationRecord.load(layout: merchant.ledger.layout), !record.ok {
+                failed.append((merchant.merchantID, record))
+            }
+        }
+        return failed.sorted { $0.merchantID.rawValue < $1.merchantID.rawValue }
     }
 
     static func isSafeDirectoryName(_ id: String) -> Bool {

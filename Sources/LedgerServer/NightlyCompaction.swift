@@ -1,6 +1,9 @@
 // The server's compaction: every merchant's ledger, once a night at a configured local time, or
 // on demand. A run never overlaps another (a second trigger while one runs is skipped, logged and
-// counted); the outcome of each run is logged per merchant and exported as metrics.
+// counted); the outcome of each run is logged per merchant and exported as metrics. After each
+// merchant's compaction, the run checks that merchant's sealed segments cheaply (CRCs, hash chain,
+// footers, manifest; `Ledger.verifySealedSegments`) and records the outcome as the ledger's last
+// verification, which `/healthz`, `/metrics`, `catledger show` and `catledger search` report.
 
 import CatalogLedger
 import CatalogModel
@@ -17,11 +20,13 @@ public enum CompactionRunOutcome: String, Sendable, CaseIterable {
     case skippedOverlap = "skipped_overlap"
 }
 
-/// One merchant's part of a run: its report, or the error that stopped it.
+/// One merchant's part of a run: its report, or the error that stopped it, and the check of its
+/// sealed segments after it (nil when the check could not run).
 public struct MerchantCompactionResult: Sendable {
     public var merchantID: MerchantID
     public var report: LedgerCompactionReport?
     public var error: String?
+    public var verification: VerificationRecord?
 }
 
 /// Runs compaction over the server's merchants. Thread-safety: `running` is guarded by `lock`;
@@ -66,6 +71,7 @@ public final class NightlyCompaction: @unchecked Sendable {
         logger.info("compaction started", metadata: ["trigger": "\(trigger)", "merchants": "\(merchants.count)"])
         var results: [MerchantCompactionResult] = []
         for merchant in merchants {
+            defer { results[results.count - 1].verification = verifySealedSegments(merchant) }
             do {
                 let report = try await compactor(merchant)
                 results.append(MerchantCompactionResult(merchantID: merchant.merchantID, report: report, error: nil))
@@ -86,6 +92,28 @@ public final class NightlyCompaction: @unchecked Sendable {
         let outcome: CompactionRunOutcome = results.contains { $0.error != nil } ? .failed : .completed
         metrics.compactionRun(outcome, duration: ContinuousClock.now - started)
         return (outcome, results)
+    }
+
+    /// The cheap check of one merchant's sealed segments, recorded in its data directory and counted.
+    private func verifySealedSegments(_ merchant: MerchantLedger) -> VerificationRecord? {
+        do {
+            let record = try merchant.ledger.verifySealedSegments()
+            metrics.sealedVerification(ok: record.ok)
+            if record.ok {
+                logger.info("sealed segments verified", metadata: ["merchant": "\(merchant.merchantID.rawValue)"])
+            } else {
+                logger.error("sealed segments failed verification", metadata: [
+                    "merchant": "\(merchant.merchantID.rawValue)", "problems": "\(record.problemCount)",
+                    "first": "\(record.problems.first ?? "")",
+                ])
+            }
+            return record
+        } catch {
+            logger.error("sealed segments could not be verified", metadata: [
+                "merchant": "\(merchant.merchantID.rawValue)", "error": "\(error)",
+            ])
+            return nil
+        }
     }
 
     /// Runs `runNow` at each scheduled time until the task is cancelled. `now` and `sleep` are the

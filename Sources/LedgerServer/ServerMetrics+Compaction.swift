@@ -3,6 +3,7 @@
 
 import CatalogLedger
 import Foundation
+import Prometheus
 
 extension ServerMetrics {
     func compactionRun(_ outcome: CompactionRunOutcome, duration: Duration) {
@@ -31,5 +32,13 @@ extension ServerMetrics {
                                                help: "Events dropped by compaction, by rule")
             if let count = report.droppedByReason[reason], count > 0 { counter.increment(by: Int64(count)) }
         }
+    }
+
+    /// One merchant's nightly check of its sealed segments.
+    func sealedVerification(ok: Bool) {
+        registry.makeCounter(
+            descriptor: MetricNameDescriptor(namespace: "catledger", metricName: "verification_runs", unitName: "total",
+                                             helpText: "Nightly verifications of sealed segments by outcome"),
+            labels: [("outcome", ok ? "ok" : "failed")]).increment()
     }
 }

@@ -29,11 +29,27 @@ public enum LogVerifier {
         run.verifyAll()
         return run.report
     }
+
+    /// The cheap check of the sealed segments, safe while a writer appends (the nightly job runs it):
+    /// every segment but the newest, read once, with its header, batch CRCs, the hash chain through
+    /// them, sequence continuity, footers and their manifest entries. It does not decompress records
+    /// or check the sparse indexes (both left to `verify`), and does not look at the active segment.
+    public static func verifySealedSegments(directory: FilePath, fileSystem: any FileSystem = PosixFileSystem()) -> VerifyReport {
+        var run = VerifierRun(directory: LogDirectory(root: directory, fileSystem: ExactReadFileSystem(base: fileSystem)),
+                              sealedOnly: true)
+        run.verifyAll()
+        return run.report
+    }
 }
 
 struct VerifierRun {
     let directory: LogDirectory
+    /// Only the segments before the newest (sealed, immutable while a writer appends), without record
+    /// decoding or index checks; the manifest is checked for them only.
+    let sealedOnly: Bool
     var report = VerifyReport()
+    /// With `sealedOnly`: the newest segment's base; it and the manifest entries from it on are not checked.
+    private var uncheckedFrom: UInt64?
     private var expectedSequence: UInt64 = 0
     private var previousHash: [UInt8]? = LogFormat.zeroHash
     private var previousBatch: LogLocation?
@@ -42,7 +58,10 @@ struct VerifierRun {
     /// Segments a read error stopped: their footers were never seen, which is not the manifest's fault.
     private var unreadSegments: Set<String> = []
 
-    init(directory: LogDirectory) { self.directory = directory }
+    init(directory: LogDirectory, sealedOnly: Bool = false) {
+        self.directory = directory
+        self.sealedOnly = sealedOnly
+    }
 
     mutating func verifyAll() {
         let bases: [UInt64]
@@ -50,7 +69,8 @@ struct VerifierRun {
             report.problems.append(error)
             return
         } catch { return }
-        for (position, base) in bases.enumerated() {
+        if sealedOnly { uncheckedFrom = bases.last }
+        for (position, base) in bases.enumerated() where !(sealedOnly && position == bases.count - 1) {
             verifySegment(base: base, isLast: position == bases.count - 1, nextBase: position + 1 < bases.count ? bases[position + 1] : nil)
         }
         verifyManifest()
@@ -155,9 +175,11 @@ struct VerifierRun {
                 if header.firstLedgerTime < lastLedgerTime {
                     problem(.timeOrder, "ledger time goes backwards", location)
                 }
-                do { _ = try BatchCodec.decodeRecords(header, batchBytes: bytes) } catch let error as LedgerStorageError {
-                    report.problems.append(LedgerStorageError(error.code, error.message, location: location))
-                } catch {}
+                if !sealedOnly {
+                    do { _ = try BatchCodec.decodeRecords(header, batchBytes: bytes) } catch let error as LedgerStorageError {
+                        report.problems.append(LedgerStorageError(error.code, error.message, location: location))
+                    } catch {}
+                }
                 previousHash = BatchCodec.hash(bytes)
                 previousBatch = location
                 lastLedgerTime = header.lastLedgerTime
@@ -231,7 +253,7 @@ struct VerifierRun {
                 break scan
             }
         }
-        if sealed { verifyIndex(base: base, name: name, batchStarts: batchStarts) }
+        if sealed && !sealedOnly { verifyIndex(base: base, name: name, batchStarts: batchStarts) }
     }
 
     private mutating func verifyIndex(base: UInt64, name: String, batchStarts: [UInt64: (UInt64, Int64)]) {
@@ -259,7 +281,12 @@ struct VerifierRun {
             problem(.manifestMismatch, "manifest unreadable or its CRC is wrong", location)
             return
         }
-        for entry in manifest.sealed where !footers.contains(where: { $0.0 == entry.segmentName }) && !unreadSegments.contains(entry.segmentName) {
+        func checked(_ segmentName: String) -> Bool {
+            guard let uncheckedFrom else { return true }
+            return SegmentFileName.parseSegment(segmentName).map { $0 < uncheckedFrom } ?? true
+        }
+        for entry in manifest.sealed where checked(entry.segmentName) && !footers.contains(where: { $0.0 == entry.segmentName })
+            && !unreadSegments.contains(entry.segmentName) {
             problem(.manifestMismatch, "manifest lists sealed segment \(entry.segmentName), which is missing or not sealed", location)
         }
         for (segmentName, footer, size) in footers {

@@ -256,7 +256,7 @@ struct Recovery {
                 throw LedgerStorageError(
                     damage.code == .tornTail ? .corruptBatch : damage.code,
                     "damage inside the active segment with intact batches after it (at offset \(laterOffset)); "
-                        + "not a torn tail, run repair explicitly: \(damage.reason)",
+                        + "not a torn tail, so it is not cut on open; repair explicitly (`catledger repair`): \(damage.reason)",
                     location: LogLocation(file: name, byteOffset: damage.offset,
                                           sequences: chain.nextSequence...max(chain.nextSequence, later.baseSequence)))
             }

@@ -81,6 +81,20 @@ struct CLIErrorTests {
         #expect(stats.standardOutput.contains(#""events" : 0"#), "nothing was appended: \(stats.standardOutput)")
     }
 
+    @Test("import is all or nothing: a broken Square body on line 2 exits 64 and line 1 is not appended either")
+    func importIsAllOrNothing() throws {
+        let path = try Self.ledgerCopy()
+        let file = path + "-broken.jsonl"
+        defer { try? FileManager.default.removeItem(atPath: path); try? FileManager.default.removeItem(atPath: file) }
+        try [
+            #"{"type":"sync_started","at":"2026-12-01T00:00:00Z","run_id":"all-or-nothing","mode":"full"}"#,
+            #"{"type":"square_response","at":"2026-12-01T00:00:01Z","endpoint":"search","status":200,"correlation_id":"all-or-nothing","body":"<html>bad gateway</html>"}"#,
+        ].joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        try expectFailure(["import", file, "--data-dir", path], status: 64, mentions: ["\(file):2", "nothing was written"])
+        let after = try CatLedgerProcess.run(["stats", "--json", "--data-dir", path])
+        #expect(after.standardOutput.contains(#""events" : 826,"#), "nothing was appended (826 events): \(after.standardOutput)")
+    }
+
     @Test("usage mistakes exit 64 with ArgumentParser's message")
     func usage() throws {
         try expectFailure(["prices", "--data-dir", CLIGoldenTests.ledger], status: 64, mentions: ["exactly one of"])

@@ -23,7 +23,9 @@ struct JSONAndTimeTests {
     }
 
     @Test("invalid timestamps are nil", arguments: ["", "2025-03-04", "2025-03-04T10:15:30", "2025-13-04T10:15:30Z",
-                                                    "2025-03-04T10:15:30.Z", "2025-03-04T10:15:30Zjunk"])
+                                                    "2025-03-04T10:15:30.Z", "2025-03-04T10:15:30Zjunk",
+                                                    "2025-03-04T10:15:30+24:00", "2025-03-04T10:15:30+01:60",
+                                                    "2025-02-29T10:15:30Z", "2025-03-04T10:15:60Z", "9999-03-04T10:15:30Z"])
     func invalidTimestamps(text: String) {
         #expect(RFC3339.nanoseconds(text) == nil)
     }

@@ -57,6 +57,66 @@ struct TimeExpressionTests {
         #expect(throws: TimeExpressionError.self) { try resolve(text) }
     }
 
+    func reason(_ text: String) -> String? {
+        do {
+            _ = try resolve(text)
+            return nil
+        } catch let error as TimeExpressionError {
+            return error.reason
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test("an offset outside RFC 3339's range (hours 00-23, minutes 00-59) is refused and named", arguments: [
+        "2026-10-05T10:00:00+25:00", "2026-10-05T10:00:00-99:99", "2026-10-05T10:00:00+05:60",
+        "2026-10-05T10:00:00.5+24:00",
+    ])
+    func offsetOutOfRange(text: String) {
+        let reason = self.reason(text)
+        #expect(reason?.contains("offset") == true && reason?.contains("out of range") == true, "\(text): \(reason ?? "accepted")")
+    }
+
+    @Test("the widest valid offsets are accepted")
+    func widestOffsets() throws {
+        #expect(try resolve("2026-11-23T11:59:00+23:59") == Self.now)
+        #expect(try resolve("2026-11-21T12:01:00-23:59") == Self.now)
+    }
+
+    @Test("a valid RFC 3339 time outside the ledger's range names the year, not a clock format", arguments: [
+        "9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z", "2262-04-12T00:00:00Z", "1677-09-21T00:00:00Z",
+    ])
+    func yearOutOfRange(text: String) {
+        let reason = self.reason(text)
+        #expect(reason?.contains("year") == true && reason?.contains("out of range") == true, "\(text): \(reason ?? "accepted")")
+        #expect(reason?.contains("HH:MM") != true)
+    }
+
+    @Test("the ends of the ledger's range are accepted")
+    func rangeEnds() throws {
+        #expect(try resolve("2262-04-11T23:47:16.854775807Z") == .max)
+        #expect(try resolve("1677-09-21T00:12:43.145224192Z") == .min)
+    }
+
+    @Test("a leap second reads as second 59 of 23:59 UTC; elsewhere second 60 is refused")
+    func leapSeconds() throws {
+        #expect(try resolve("2016-12-31T23:59:60Z") == (try resolve("2016-12-31T23:59:59Z")))
+        #expect(try resolve("2016-12-31T23:59:60.5Z") == (try resolve("2016-12-31T23:59:59.5Z")))
+        #expect(try resolve("2017-01-01T00:59:60+01:00") == (try resolve("2016-12-31T23:59:59Z")))
+        #expect(try resolve("2016-12-31T23:59:60Z") < (try resolve("2017-01-01T00:00:00Z")))
+        #expect(reason("2026-11-22T12:00:60Z")?.contains("leap second") == true)
+        #expect(reason("2016-12-31T23:59:60+01:00")?.contains("leap second") == true)
+        #expect(reason("2026-11-22T12:00:61Z")?.contains("second 61") == true)
+    }
+
+    @Test("fields out of range in RFC 3339 form say which field", arguments: [
+        ("2026-11-22T25:00:00Z", "hour 25"), ("2026-11-22T12:60:00Z", "minute 60"),
+        ("2026-13-22T12:00:00Z", "month 13"), ("2026-02-29T12:00:00Z", "day 29"), ("2026-04-31T12:00:00Z", "day 31"),
+    ])
+    func fieldOutOfRange(text: String, named: String) {
+        #expect(reason(text)?.contains(named) == true, "\(text): \(reason(text) ?? "accepted")")
+    }
+
     @Test("the error message names the input and the accepted forms")
     func message() {
         do {

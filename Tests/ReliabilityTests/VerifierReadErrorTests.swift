@@ -147,4 +147,27 @@ struct VerifierReadErrorTests {
         }
         #expect(sawDamageWithReadError, "some run failed the read that looks past the damage")
     }
+
+    @Test("the cheap check of sealed segments finds damage in a sealed segment and leaves the active one alone")
+    func sealedSegmentsCheck() async throws {
+        let disk = try await Self.cleanLog()
+        let clean = LogVerifier.verifySealedSegments(directory: Self.directory, fileSystem: disk)
+        #expect(clean.isClean, "\(clean.problems)")
+        let names = try disk.contentsOfDirectory(Self.directory.appending(LogFormat.segmentsDirectoryName))
+        let bases = names.compactMap(SegmentFileName.parseSegment).sorted()
+        #expect(clean.segmentsChecked == bases.count - 1, "every segment but the active one")
+
+        // Damage in the active segment is not this check's business (the writer is appending there).
+        let active = Self.directory.appending(LogFormat.segmentsDirectoryName).appending(SegmentFileName.segment(base: bases.last!))
+        let activeBytes = try #require(disk.contents(of: active))
+        disk.flipBit(active, byteOffset: activeBytes.count / 2, bit: 3)
+        #expect(LogVerifier.verifySealedSegments(directory: Self.directory, fileSystem: disk).isClean)
+
+        let sealed = Self.directory.appending(LogFormat.segmentsDirectoryName).appending(SegmentFileName.segment(base: bases[1]))
+        let sealedBytes = try #require(disk.contents(of: sealed))
+        disk.flipBit(sealed, byteOffset: sealedBytes.count / 2, bit: 3)
+        let damaged = LogVerifier.verifySealedSegments(directory: Self.directory, fileSystem: disk)
+        #expect(damaged.problems.contains { $0.location.file == SegmentFileName.segment(base: bases[1]) || ($0.location.file ?? "").hasSuffix(SegmentFileName.segment(base: bases[1])) },
+                "\(damaged.problems)")
+    }
 }

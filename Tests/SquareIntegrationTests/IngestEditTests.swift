@@ -144,4 +144,143 @@ import Testing
         #expect(ledger.nextSequence == count)
         try await ledger.close()
     }
+
+    // MARK: Retries with an idempotency key (issue 26)
+
+    @Test func aRetriedEditGetsTheFirstOutcomeFromTheLedgerWithoutARequestToSquare() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let variation = try #require(ids["#Latte_Large"])
+        let editor = Self.editor(ledger, simulator)
+        let request = EditRequest(objectID: variation, price: .init(amount: 575), actor: "ana", device: "ipad-2",
+                                  idempotencyKey: "retry-1")
+        let first = try await editor.edit(request)
+        #expect(first.status == .accepted && !first.replayed)
+
+        // The client timed out and retries: same key, same edit.
+        let requestsBefore = await simulator.receivedRequests.count
+        let eventsBefore = ledger.nextSequence
+        let retried = try await editor.edit(request)
+        #expect(retried.status == .accepted)
+        #expect(retried.replayed)
+        #expect(retried.editSequence == first.editSequence && retried.outcomeSequence == first.outcomeSequence)
+        #expect(retried.newVersions == first.newVersions && retried.httpStatus == 200 && retried.errorCodes.isEmpty)
+        #expect(await simulator.receivedRequests.count == requestsBefore, "nothing was sent to Square")
+        #expect(ledger.nextSequence == eventsBefore, "nothing was appended")
+        #expect(try Kit.events(ledger, kind: .upsertRejected).isEmpty, "no conflict recorded")
+        try await ledger.close()
+    }
+
+    @Test func aRetriedRefusalGetsTheSameRefusalAndNoSecondConflict() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let variation = try #require(ids["#Espresso_Double"])
+        try await Kit.syncer(ledger, simulator).syncFull()
+        let seen = try #require(try ledger.reader.state(asOf: .latest).state[CatalogObjectID(variation)]?.header.version)
+        await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 390), by: .pointOfSale)
+        let request = EditRequest(objectID: variation, price: .init(amount: 410), actor: "ana", device: "ipad-2",
+                                  baseVersion: seen, idempotencyKey: "stale-1")
+        let editor = Self.editor(ledger, simulator)
+        let first = try await editor.edit(request)
+        #expect(first.status == .rejected && first.errorCodes == ["VERSION_MISMATCH"])
+        let requestsBefore = await simulator.receivedRequests.count
+        let retried = try await editor.edit(request)
+        #expect(retried.status == .rejected && retried.replayed)
+        #expect(retried.errorCodes == ["VERSION_MISMATCH"] && retried.httpStatus == first.httpStatus)
+        #expect(retried.outcomeSequence == first.outcomeSequence)
+        #expect(retried.diagnosis?.primaryClassification == first.diagnosis?.primaryClassification)
+        #expect(await simulator.receivedRequests.count == requestsBefore)
+        #expect(try Kit.events(ledger, kind: .upsertRejected).count == 1)
+        try await ledger.close()
+    }
+
+    @Test func aKeyReusedForADifferentEditIsRefusedBeforeAnythingIsSent() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let variation = try #require(ids["#Latte_Large"])
+        let other = try #require(ids["#Latte_Small"])
+        let editor = Self.editor(ledger, simulator)
+        _ = try await editor.edit(EditRequest(objectID: variation, price: .init(amount: 575), actor: "ana", device: "ipad-2",
+                                              idempotencyKey: "reused-1"))
+        let requestsBefore = await simulator.receivedRequests.count
+        let eventsBefore = ledger.nextSequence
+        let different = [
+            EditRequest(objectID: variation, price: .init(amount: 600), actor: "ana", device: "ipad-2", idempotencyKey: "reused-1"),
+            EditRequest(objectID: other, price: .init(amount: 575), actor: "ana", device: "ipad-2", idempotencyKey: "reused-1"),
+            EditRequest(objectID: variation, name: "Huge", actor: "ana", device: "ipad-2", idempotencyKey: "reused-1"),
+            EditRequest(objectID: variation, price: .init(amount: 575, locationID: "L1"), actor: "ana", device: "ipad-2",
+                        idempotencyKey: "reused-1"),
+            EditRequest(objectID: variation, price: .init(amount: 575), actor: "bob", device: "ipad-2", idempotencyKey: "reused-1"),
+        ]
+        for request in different {
+            do {
+                _ = try await editor.edit(request)
+                Issue.record("a different edit with a used key was accepted: \(request)")
+            } catch let error as EditError {
+                #expect(error.code == .idempotencyKeyReused)
+                #expect(error.message.contains("reused-1") && error.message.contains("different edit"))
+            }
+        }
+        #expect(await simulator.receivedRequests.count == requestsBefore, "nothing was sent to Square")
+        #expect(ledger.nextSequence == eventsBefore, "nothing was appended")
+        try await ledger.close()
+    }
+
+    /// Forwards to the simulator, but loses Square's answer to the first `lost` upserts (as a timeout
+    /// would): Square applied them, the editor never heard.
+    actor LosesUpsertAnswers: SquareTransport {
+        let simulator: SquareSimulator
+        var lost: Int
+        init(_ simulator: SquareSimulator, lost: Int) {
+            self.simulator = simulator
+            self.lost = lost
+        }
+
+        func send(_ request: SquareHTTPRequest, timeout: Duration) async throws -> SquareHTTPResponse {
+            let response = await simulator.handle(request)
+            guard request.path == "/v2/catalog/object", lost > 0 else { return response }
+            lost -= 1
+            return SquareHTTPResponse(status: 504, body: Array(#"{"errors":[{"category":"API_ERROR","code":"GATEWAY_TIMEOUT"}]}"#.utf8))
+        }
+    }
+
+    @Test func aProposalWithoutAnOutcomeIsSentAgainWithItsKeyAndSquareAnswersIdempotently() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let variation = try #require(ids["#Latte_Large"])
+        let transport = LosesUpsertAnswers(simulator, lost: 1)
+        let editor = SafeEditor(ledger: ledger, client: Kit.client(transport, attempts: 1), merchantID: MerchantID(Kit.merchant),
+                                logger: Kit.logger)
+        let request = EditRequest(objectID: variation, price: .init(amount: 575), actor: "ana", device: "ipad-2",
+                                  idempotencyKey: "lost-1")
+        do {
+            _ = try await editor.edit(request)
+            Issue.record("the lost answer was not reported")
+        } catch let error as EditError {
+            #expect(error.code == .squareUnavailable)
+        }
+        #expect(try Kit.events(ledger, kind: .localEditProposed).count == 1)
+        #expect(try Kit.events(ledger, kind: .upsertAccepted).isEmpty)
+        let sentFirst = try #require(await simulator.receivedRequests.last { $0.path == "/v2/catalog/object" })
+
+        let retried = try await editor.edit(request)
+        #expect(retried.status == .accepted && !retried.replayed)
+        #expect(retried.newVersions[variation] != nil)
+        let sentAgain = try #require(await simulator.receivedRequests.last { $0.path == "/v2/catalog/object" })
+        #expect(try SquareJSON.decode(SquareAPI.JSONValue.self, from: sentAgain.body)
+            == (try SquareJSON.decode(SquareAPI.JSONValue.self, from: sentFirst.body)), "the recorded request, resent")
+        #expect(try Kit.events(ledger, kind: .localEditProposed).count == 1)
+        #expect(try Kit.events(ledger, kind: .upsertAccepted).count == 1)
+        #expect(try Kit.events(ledger, kind: .upsertRejected).isEmpty)
+        #expect(try ledger.reader.state(asOf: .latest).state.object(CatalogObjectID(variation))?.priceMoney?.amount == 575)
+        try await ledger.close()
+    }
 }

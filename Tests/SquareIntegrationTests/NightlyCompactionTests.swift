@@ -5,6 +5,8 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import Hummingbird
+import HummingbirdTesting
 import LedgerServer
 import Testing
 
@@ -154,6 +156,49 @@ final class CompactionGateForTest: @unchecked Sendable {
         #expect(metrics.contains("catledger_compaction_bytes_saved_total"))
         loop.cancel()
         await loop.value
+        try await service.close()
+    }
+
+    @Test("the nightly run checks the sealed segments; a damaged one shows in its result, /healthz and /metrics")
+    func nightlyVerification() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nightly-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let service = try await Self.serviceWithHistory(root: root)
+        let ledger = try #require(service.merchant(Kit.merchant)).ledger
+        func health() async throws -> String {
+            let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+            return try await app.test(.router) { client in
+                let response = try await client.execute(uri: "/healthz", method: .get)
+                #expect(response.status == .ok)
+                return String(buffer: response.body)
+            }
+        }
+
+        let (_, clean) = await service.compaction.runNow(trigger: "manual")
+        #expect(clean.first?.verification?.ok == true && clean.first?.verification?.scope == .sealedSegments)
+        #expect(VerificationRecord.load(layout: ledger.layout)?.ok == true)
+        var metrics = String(decoding: service.renderMetrics(), as: UTF8.self)
+        #expect(metrics.contains(#"catledger_verification_runs_total{outcome="ok"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"catledger_ledger_verification_failed{merchant="\#(Kit.merchant)"} 0"#), "\(metrics)")
+        #expect(try await health().contains(#""status":"ok""#))
+
+        // One flipped byte in the middle of the oldest sealed segment.
+        let segments = root.appendingPathComponent(Kit.merchant).appendingPathComponent("log/segments")
+        let oldest = try #require(try FileManager.default.contentsOfDirectory(atPath: segments.path)
+            .filter { $0.hasSuffix(".seg") }.sorted().first)
+        var bytes = try Data(contentsOf: segments.appendingPathComponent(oldest))
+        bytes[bytes.count / 2] ^= 0x10
+        try bytes.write(to: segments.appendingPathComponent(oldest))
+
+        let (_, damaged) = await service.compaction.runNow(trigger: "manual")
+        let record = try #require(damaged.first?.verification)
+        #expect(!record.ok && record.problems.contains { $0.contains(oldest) }, "\(record)")
+        metrics = String(decoding: service.renderMetrics(), as: UTF8.self)
+        #expect(metrics.contains(#"catledger_verification_runs_total{outcome="failed"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"catledger_ledger_verification_failed{merchant="\#(Kit.merchant)"} 1"#), "\(metrics)")
+        let healthz = try await health()
+        #expect(healthz.contains(#""status":"degraded""#) && healthz.contains(#""verification_failed":"\#(Kit.merchant)""#)
+            && healthz.contains("failed its last verification"), "\(healthz)")
         try await service.close()
     }
 

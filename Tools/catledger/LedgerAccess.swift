@@ -1,5 +1,6 @@
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import Foundation
 import LedgerStorage
 import SystemPackage
@@ -21,8 +22,27 @@ struct LedgerAccess {
         }
     }
 
+    /// Opens the ledger for writing, creating it when needed: for the commands that bring data in or
+    /// create a ledger (init, import, sync, edit, serve, demo).
     func writer(options ledgerOptions: LedgerOptions = LedgerOptions()) throws -> Ledger {
         try Ledger.open(layout: layout, options: ledgerOptions, logger: try options.logger("catledger"))
+    }
+
+    /// Opens an existing ledger for writing, for maintenance (compact, repair): a mistyped --data-dir
+    /// is "no ledger" (exit 4), never a new empty ledger.
+    func existingWriter(options ledgerOptions: LedgerOptions = LedgerOptions()) throws -> Ledger {
+        _ = try reader()
+        return try writer(options: ledgerOptions)
+    }
+
+    /// Says on standard error (so JSON on standard output stays as it is) when the ledger failed its
+    /// last verification: answers read from snapshots or projections do not show damage by themselves.
+    func warnIfLastVerificationFailed() {
+        guard let record = VerificationRecord.load(layout: layout), !record.ok else { return }
+        FileHandle.standardError.write(Data((
+            "catledger: warning: \(record.summary)\n"
+                + "  hint: answers may miss what the damage holds; `catledger verify` lists every problem, "
+                + "`catledger repair` cuts the log before the damage\n").utf8))
     }
 }
 
@@ -40,7 +60,8 @@ extension CLIError {
             case .corruptBatch, .brokenHashChain, .corruptSegmentHeader, .corruptFooter, .sequenceGap, .timeOrder,
                  .manifestMismatch, .tornTail, .indexMismatch:
                 return CLIError(.corruptData, "the log is damaged: \(error)",
-                                hint: "run `catledger verify` for every problem and its location")
+                                hint: "run `catledger verify` for every problem and its location; "
+                                    + "`catledger repair` cuts the log before the first damage")
             default:
                 return CLIError(.failure, "\(error)")
             }
@@ -57,6 +78,14 @@ extension CLIError {
             }
         case let error as TimeExpressionError:
             return CLIError(.usage, error.description)
+        case let error as ProjectionError:
+            // A ledger that cannot be read is reported as what stopped the read (damage: exit 5).
+            if error.code == .ledger, let cause = error.cause {
+                var mapped = from(cause)
+                mapped.message += " (while projecting \(error.location))"
+                return mapped
+            }
+            return CLIError(.failure, error.description)
         default:
             return CLIError(.failure, "\(error)")
         }

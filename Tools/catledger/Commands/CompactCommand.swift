@@ -65,7 +65,7 @@ struct CompactCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let horizon = try retain.map { try global.horizon(retaining: $0) }
-            let ledger = try LedgerAccess(options: global).writer()
+            let ledger = try LedgerAccess(options: global).existingWriter()
             let bar = ProgressBar(dryRun ? "planning" : "compacting", total: nil, enabled: !global.json && Terminal.standardErrorIsTerminal)
             let result: LedgerCompactionReport
             do {

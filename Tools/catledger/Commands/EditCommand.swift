@@ -15,6 +15,11 @@ struct EditCommand: AsyncParsableCommand {
         item is sent with every version. With --base-version the target is sent with that version instead, so
         a change based on an outdated copy is refused rather than overwriting someone else's; the refusal is
         recorded and diagnosed. Exit code 7 when Square refuses the edit.
+
+        Retrying with the same --idempotency-key is safe: an edit whose outcome the ledger holds gets that \
+        outcome again (the same exit code) without a request to Square; one whose outcome is missing (Square \
+        was unreachable) is sent again with the same key. A key already used for a different edit (another \
+        object, change, actor or device) is refused with exit code 64 before anything is sent.
         """)
 
     @OptionGroup var global: GlobalOptions
@@ -87,11 +92,15 @@ struct EditCommand: AsyncParsableCommand {
                 try? await ledger.close()
                 let kind: CLIError.Kind = switch error.code {
                 case .notFound: .notFound
-                case .invalidRequest: .usage
+                case .invalidRequest, .idempotencyKeyReused: .usage
                 case .squareUnavailable: .squareError
                 }
-                throw CLIError(kind, error.message, hint: error.code == .squareUnavailable
-                               ? "the proposal is recorded; retry with --idempotency-key to complete it safely" : nil)
+                let hint: String? = switch error.code {
+                case .squareUnavailable: "the proposal is recorded; retry with the same --idempotency-key to complete it safely"
+                case .idempotencyKeyReused: "retry an edit with the same options, or give a new edit a new --idempotency-key"
+                default: nil
+                }
+                throw CLIError(kind, error.message, hint: hint)
             } catch {
                 try? await ledger.close()
                 throw error
@@ -102,9 +111,11 @@ struct EditCommand: AsyncParsableCommand {
             } else if result.status == .accepted {
                 let versions = result.newVersions.sorted { $0.key < $1.key }.map { "\($0.key) v\($0.value)" }
                 print("Accepted (seq \(result.outcomeSequence)): \(versions.joined(separator: ", "))")
+                if result.replayed { print("This retry was answered from the ledger; nothing was sent to Square.") }
             } else {
                 print("Square refused the edit: HTTP \(result.httpStatus) \(result.errorCodes.joined(separator: ","))" +
                       " (recorded at seq \(result.outcomeSequence))")
+                if result.replayed { print("This retry was answered from the ledger; nothing was sent to Square.") }
                 if let diagnosis = result.diagnosis { print("\n" + diagnosis.renderedText) }
             }
             if result.status == .rejected { throw ExitCode(CLIError.Kind.squareError.rawValue) }

@@ -40,7 +40,7 @@ struct ImportCommand: AsyncParsableCommand {
                 _ = try ledger.writeSnapshot()
             } catch let error as IngestError {
                 try? await ledger.close()
-                throw CLIError(.usage, "cannot import: \(error)", hint: "fix the line named; nothing after it was written, and a re-run skips what was")
+                throw CLIError(.usage, "cannot import: \(error)", hint: "fix the line named and run the import again; nothing was written")
             } catch {
                 try? await ledger.close()
                 throw error

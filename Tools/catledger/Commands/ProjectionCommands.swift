@@ -50,7 +50,9 @@ struct SearchCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let hits = try LedgerAccess(options: global).projection(db: db).search(text, categoryID: category, limit: limit)
+            let access = LedgerAccess(options: global)
+            let hits = try access.projection(db: db).search(text, categoryID: category, limit: limit)
+            if db == nil { access.warnIfLastVerificationFailed() }
             if global.json { try printJSON(hits); return }
             print(SearchRendering.table(hits))
         }

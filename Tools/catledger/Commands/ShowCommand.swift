@@ -22,7 +22,9 @@ struct ShowCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let point = try global.asOf(at: at, asKnownAt: asKnownAt)
-            let reader = try LedgerAccess(options: global).reader()
+            let access = LedgerAccess(options: global)
+            let reader = try access.reader()
+            access.warnIfLastVerificationFailed()
             let result = try reader.state(asOf: point)
             guard let fact = result.state[CatalogObjectID(id)] else {
                 throw CLIError(.notFound, "no object \(id) as of \(point)",

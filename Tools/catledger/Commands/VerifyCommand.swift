@@ -7,7 +7,11 @@ struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
         abstract: "Check every segment, checksum, the hash chain, footers, sequences, indexes and events.",
-        discussion: "Exits 0 when the ledger is sound and 5 when anything is wrong, listing every problem with its location."
+        discussion: """
+        Exits 0 when the ledger is sound and 5 when anything is wrong, listing every problem with its location. \
+        The outcome is recorded in <data-dir>/verification.json: while it says the ledger failed, `show`, `search` \
+        and the server's /healthz and /metrics say so.
+        """
     )
 
     @OptionGroup var global: GlobalOptions
@@ -50,6 +54,8 @@ struct VerifyCommand: AsyncParsableCommand {
                     problems.append("\(error)")
                 }
             }
+            // Recorded for `show`, `search` and the server; a read-only data directory keeps the old record.
+            try? VerificationRecord(scope: .full, problems: problems).save(layout: access.layout)
             // Same-version twins: how the join decided them, and the ones that need a person.
             let history = CatalogHistory(events: facts)
             let twins = history.twinCounts()

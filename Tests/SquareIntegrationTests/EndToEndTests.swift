@@ -82,6 +82,30 @@ import Testing
             let beforeJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: asOfBefore.body)
             #expect(beforeJSON["object"]?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice)
 
+            // The item as of then carries the variation at its version then, though the item's own
+            // version did not move and every later read of the item carries the new price.
+            let latte = try #require(ids["#Latte"])
+            let itemThen = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(latte)",
+                                              query: [("at", before.header.updatedAt)])
+            let itemThenJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: itemThen.body)
+            let nestedThen = itemThenJSON["object"]?["item_data"]?["variations"]?.arrayValue?.first { $0["id"]?.stringValue == variation }
+            #expect(nestedThen?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice)
+            #expect(nestedThen?["version"]?.int64Value == before.header.version)
+
+            // The replay checked against Square itself, before and after the POS change.
+            for at in [before.header.updatedAt, RFC3339.format(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))] {
+                let check = try await Self.get(http, "/merchants/\(Kit.merchant)/check-replay", query: [("at", at)])
+                #expect(check.status == 200)
+                let report = try SquareJSON.decode(SquareAPI.JSONValue.self, from: check.body)
+                #expect(report["ok"]?.boolValue == true, "check-replay at \(at): \(String(decoding: check.body, as: UTF8.self))")
+                #expect((report["matches"]?.int64Value ?? 0) > 5)
+            }
+            let sampled = try await Self.get(http, "/merchants/\(Kit.merchant)/check-replay",
+                                             query: [("at", before.header.updatedAt), ("sample", "3")])
+            let sampledReport = try SquareJSON.decode(SquareAPI.JSONValue.self, from: sampled.body)
+            #expect(sampledReport["sampled"]?.boolValue == true && sampledReport["compared"]?.int64Value == 3)
+            #expect(try await Self.get(http, "/merchants/\(Kit.merchant)/check-replay", query: [("at", "yesterday")]).status == 400)
+
             // The projection caught up after the sync's appends.
             await merchant.projectionRunner?.waitUntilIdle()
             let projected = try await Self.get(http, "/merchants/\(Kit.merchant)/variations/\(variation)")

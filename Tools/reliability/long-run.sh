@@ -11,10 +11,15 @@
 # LONG_RUN_CONFIGURATION=debug uses the debug build `make test` already made (.build), for a long run
 # without the hour-long first release build; seeds run several times slower.
 #
-# Usage: Tools/reliability/long-run.sh SECONDS [FIRST_SEED] [storage|projection|both]
+# `oracle` runs the time-travel property test against the simulator (ReplayOracleTests) for
+# ORACLE_SEEDS seeds (default 2000) from FIRST_SEED instead of for SECONDS: each seed is a random
+# catalog history ingested through syncs, checked at ten random times against Square's
+# catalog_version answer.
+#
+# Usage: Tools/reliability/long-run.sh SECONDS [FIRST_SEED] [storage|projection|both|oracle|all]
 set -uo pipefail
 
-seconds="${1:?usage: long-run.sh SECONDS [FIRST_SEED] [storage|projection|both]}"
+seconds="${1:?usage: long-run.sh SECONDS [FIRST_SEED] [storage|projection|both|oracle|all]}"
 first_seed="${2:-$(date +%s)}"
 suites="${3:-both}"
 configuration="${LONG_RUN_CONFIGURATION:-release}"
@@ -48,13 +53,29 @@ run() {
     echo "rerun one seed: RELIABILITY_SEED=<seed> swift test --filter ReliabilityTests.$test/ciSizedRun ($name)"
 }
 
+oracle() {
+    local seeds="${ORACLE_SEEDS:-2000}"
+    echo "time-travel oracle: $seeds seeds from $first_seed"
+    CATLEDGER_ORACLE_SEEDS="$seeds" CATLEDGER_ORACLE_FIRST_SEED="$first_seed" \
+        swift test ${test_flags[@]+"${test_flags[@]}"} --skip-build --filter "SquareIntegrationTests.ReplayOracleTests" 2>&1 \
+        | grep -E "seed|Test run|passed|failed|error"
+    if [ "${PIPESTATUS[0]}" -ne 0 ]; then status=1; fi
+    echo "rerun: CATLEDGER_ORACLE_SEEDS=1 CATLEDGER_ORACLE_FIRST_SEED=<seed> swift test --filter ReplayOracleTests"
+}
+
 case "$suites" in
+    oracle) oracle ;;
+    all)
+        run storage StorageFaultSimulationTests
+        run projection ProjectionFaultSimulationTests
+        oracle
+        ;;
     storage) run storage StorageFaultSimulationTests ;;
     projection) run projection ProjectionFaultSimulationTests ;;
     both)
         run storage StorageFaultSimulationTests
         run projection ProjectionFaultSimulationTests
         ;;
-    *) echo "unknown suite selection: $suites (storage, projection or both)" >&2; exit 2 ;;
+    *) echo "unknown suite selection: $suites (storage, projection, both, oracle or all)" >&2; exit 2 ;;
 esac
 exit "$status"

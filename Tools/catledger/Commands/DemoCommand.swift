@@ -90,20 +90,29 @@ struct DemoCommand: AsyncParsableCommand {
                         "\(v.name ?? v.id.rawValue) \(v.priceMoney.map { "\(PriceChart.money($0.amount)) \($0.currency)" } ?? "(variable)")"
                     }.joined(separator: ", ")
                 }
+                // The item whose variation was repriced soonest after then: its later reads carry the new
+                // price at the item's unchanged version, which is what a naive as-of would show.
                 let example = before.liveObjects.filter { $0.header.objectType == .item }
-                    .compactMap { fact -> (CatalogObjectID, String, [CatalogObject], [CatalogObject])? in
+                    .compactMap { fact -> (id: CatalogObjectID, name: String, then: [CatalogObject], today: [CatalogObject],
+                                           changed: CatalogObject)? in
                         let id = fact.header.objectID
                         let then = variations(before, id), today = variations(now, id)
                         guard !then.isEmpty, prices(then) != prices(today) else { return nil }
-                        return (id, before.object(id)?.name ?? id.rawValue, then, today)
+                        let changed = today.filter { v in then.first { $0.id == v.id }?.version != v.version }
+                            .min { ($0.updatedAtNanos ?? .max) < ($1.updatedAtNanos ?? .max) }
+                        guard let changed else { return nil }
+                        return (id, before.object(id)?.name ?? id.rawValue, then, today, changed)
                     }
-                    .min { $0.1 < $1.1 }
-                if let (id, name, then, today) = example {
-                    print("\n$ catledger show \(id.rawValue) --at \(RFC3339.format(nanoseconds: past).prefix(10))\n")
-                    print("\(name) then:  \(prices(then))")
-                    print("\(String(repeating: " ", count: name.count)) today: \(prices(today))")
-                    print("Each variation is shown at its own version in force then " +
-                          "(\(then.map { "v\($0.version ?? 0)" }.joined(separator: ", "))), never a later one.")
+                    .min { ($0.changed.updatedAtNanos ?? .max, $0.name) < ($1.changed.updatedAtNanos ?? .max, $1.name) }
+                if let example {
+                    let name = example.name
+                    print("\n$ catledger show \(example.id.rawValue) --at \(RFC3339.format(nanoseconds: past).prefix(10))\n")
+                    print("\(name) then:  \(prices(example.then))")
+                    print("\(String(repeating: " ", count: name.count)) today: \(prices(example.today))")
+                    let when = example.changed.updatedAtNanos.map { formatTime($0, in: zone) } ?? "later"
+                    print("\(example.changed.name ?? example.changed.id.rawValue) was repriced at \(when), after the asked " +
+                          "time, and the item's version did not move; every variation is shown at its own version in " +
+                          "force then (\(example.then.map { "v\($0.version ?? 0)" }.joined(separator: ", "))).")
                 }
                 print("\nReplay any moment to a database of the same shape with `catledger replay --at T --out FILE`.")
             }
@@ -146,6 +155,8 @@ struct DemoCommand: AsyncParsableCommand {
               SQUARE_ACCESS_TOKEN=sim catledger serve --data-dir ledgers --merchant ML8CAFE0SIM01 \\
                 --square-base-url http://127.0.0.1:8081 --signature-key simulator-signature-key \\
                 --notification-url http://127.0.0.1:8080/webhooks/square
+              SQUARE_ACCESS_TOKEN=sim catledger check-replay --at "5 minutes ago" --data-dir ledgers/ML8CAFE0SIM01 \\
+                --square-base-url http://127.0.0.1:8081     # the replay against the simulator's catalog_version
             """)
         }
     }

@@ -44,6 +44,12 @@ import Testing
         let ledger = try Self.ledger(in: directory)
         let syncer = IngestKit.syncer(ledger, simulator)
         _ = try await syncer.syncFull()
+        // Every observation records the Square-Version the client sent.
+        let observations = try ledger.reader.allEvents().compactMap { event -> ObjectObservation? in
+            if case .objectObserved(let observation) = event.body { return observation } else { return nil }
+        }
+        #expect(!observations.isEmpty)
+        #expect(observations.allSatisfy { $0.squareVersion == SquareClientConfiguration.defaultSquareVersion })
         await simulator.advanceClock(by: .seconds(60))
         let variation = try #require(ids["#Latte_Small"])
         await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 999))
@@ -59,6 +65,29 @@ import Testing
         #expect(mismatch.id == latte)
         #expect(mismatch.differences.contains { $0.path.contains("variations[id=\(variation)]") && $0.path.hasSuffix("amount") })
         #expect(report.neverSeen.isEmpty && report.ledgerOnly.isEmpty)
+    }
+
+    /// A recording names the Square-Version of its call (`square_version`, or a `square-version`
+    /// header); the observations of its body keep it, and a recording without one keeps none.
+    @Test func aRecordingsSquareVersionIsKeptWithItsObservations() throws {
+        let item = #"{"type":"ITEM","id":"I1","version":5,"updated_at":"2026-10-01T00:00:00Z","item_data":{"name":"Tea","variations":[{"type":"ITEM_VARIATION","id":"V1","version":5,"updated_at":"2026-10-01T00:00:00Z","item_variation_data":{"item_id":"I1"}}]}}"#
+        func versions(_ configure: (inout RecordedExchange) -> Void) throws -> [String?] {
+            var exchange = RecordedExchange(type: .squareResponse, at: "2026-10-01T00:00:01Z")
+            exchange.endpoint = "batch-retrieve"
+            exchange.status = 200
+            exchange.body = #"{"objects":[\#(item)]}"#
+            configure(&exchange)
+            var mapper = ExchangeMapper(defaultMerchant: "M")
+            return try mapper.events(for: exchange, state: CatalogState(), where: "test").compactMap { event in
+                if case .objectObserved(let observation) = event.body { return observation.squareVersion } else { return nil }
+            }
+        }
+        #expect(try versions { $0.squareVersion = "2024-01-18" } == ["2024-01-18", "2024-01-18"])
+        #expect(try versions { $0.headers = ["Square-Version": "2023-12-13"] } == ["2023-12-13", "2023-12-13"])
+        #expect(try versions { _ in } == [nil, nil])
+        let line = try RecordedExchange.parse(line: #"{"type":"square_response","at":"2026-10-01T00:00:01Z","endpoint":"list","status":200,"body":"{}","square_version":"2025-08-20"}"#,
+                                              lineNumber: 1, file: "test")
+        #expect(line.squareVersion == "2025-08-20")
     }
 
     // MARK: One seed

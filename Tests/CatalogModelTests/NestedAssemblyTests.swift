@@ -66,6 +66,17 @@ struct NestedAssemblyTests {
         #expect(try children(at: v + 25).map(\.0) == ["B", "A", "C"])
         #expect(try children(at: nil).map(\.0) == ["A", "C"])
 
+        // As known at ledger time K (events are recorded at sequence x 1,000): the children the ledger had
+        // learned by then; and both clocks together.
+        func known(at k: Int64, asOf t: Int64? = nil) throws -> [(String, Int64?)] {
+            let state = CatalogState.fold(all, filter: AsOf(squareTimeMax: t.map { $0 * 1_000_000 }, ledgerTimeMax: k))
+            return try CatalogObject(bytes: try #require(state.materializedPayload(of: "I"))).nested.map { ($0.id.rawValue, $0.priceMoney?.amount) }
+        }
+        #expect(try known(at: 15_000).map(\.0) == ["B", "A"])
+        #expect(try known(at: 15_000).map(\.1) == [100, 250])
+        #expect(try known(at: 25_000).map(\.0) == ["B", "A", "C"])
+        #expect(try known(at: 25_000, asOf: v + 5).map(\.1) == [100, 200])
+
         // The same answer whatever the order the events are folded in (the join is commutative).
         let reversed = CatalogState.fold(all.reversed(), filter: AsOf(squareTimeMax: (v + 15) * 1_000_000))
         let forward = CatalogState.fold(all, filter: AsOf(squareTimeMax: (v + 15) * 1_000_000))

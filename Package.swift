@@ -101,6 +101,17 @@ let package = Package(
             ]
         ),
 
+        // MARK: Answers: one implementation of each question, for the CLI and the server.
+        .target(
+            name: "LedgerQueries",
+            dependencies: [
+                "CatalogLedger",
+                "CatalogModel",
+                "LedgerIndex",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // MARK: Square.
         .target(
             name: "SquareAPI",
@@ -137,6 +148,7 @@ let package = Package(
                 "CatalogIngest",
                 "CatalogLedger",
                 "LedgerIndex",
+                "LedgerQueries",
                 "CatalogProjections",
                 "SquareAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -151,7 +163,7 @@ let package = Package(
             name: "catledger",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerIndex", "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
+                "LedgerIndex", "LedgerQueries", "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -3,7 +3,7 @@ import CatalogLedger
 import CatalogProjections
 import CatalogModel
 import Foundation
-import LedgerIndex
+import LedgerQueries
 import Logging
 
 /// One merchant's ledger with what works on it: the syncer and its coalescing runner (when Square is
@@ -21,10 +21,8 @@ public final class MerchantLedger: Sendable {
     public let projector: CatalogProjector?
     /// Drives `projector.catchUp()` one run at a time, coalescing bursts of appends.
     public let projectionRunner: CoalescingRunner?
-    let events: EventCache
-    /// Per-object history for the history and prices endpoints, so they read a few events instead
-    /// of the whole log; nil when it cannot be opened (those endpoints then fold the cached events).
-    let historyIndex: HistoryIndex?
+    /// The answers (history, prices, as-of objects, diffs) over this ledger, shared with the CLI.
+    public let queries: LedgerQueries
 
     init(merchantID: MerchantID, ledger: Ledger, syncer: CatalogSyncer?, syncRunner: CoalescingRunner?,
          editor: SafeEditor, projector: CatalogProjector?, projectionRunner: CoalescingRunner?) {
@@ -35,36 +33,10 @@ public final class MerchantLedger: Sendable {
         self.editor = editor
         self.projector = projector
         self.projectionRunner = projectionRunner
-        self.events = EventCache(reader: ledger.reader)
-        self.historyIndex = try? HistoryIndex(reader: ledger.reader)
-    }
-
-    /// The history index caught up with the durable log, or nil when there is none.
-    func caughtUpHistoryIndex() throws -> HistoryIndex? {
-        guard let historyIndex else { return nil }
-        try historyIndex.catchUp()
-        return historyIndex
+        self.queries = LedgerQueries(reader: ledger.reader)
     }
 
     /// The catalog history with every durable event, for the conflict endpoints (a diagnosis looks
-    /// at everything around an incident) and as the fallback of the history endpoints.
-    func history() throws -> CatalogHistory { CatalogHistory(events: try events.all()) }
-}
-
-/// Decoded events of one ledger, read once and then extended with the new tail on each call, so the
-/// read API does not decode the whole log per request. Thread-safety: guarded by `lock`.
-final class EventCache: @unchecked Sendable {
-    private let reader: LedgerReader
-    private let lock = NSLock()
-    private var cached: [LedgerEvent] = []
-
-    init(reader: LedgerReader) { self.reader = reader }
-
-    func all() throws -> [LedgerEvent] {
-        try lock.withLock {
-            let next = cached.last.map { $0.sequence + 1 } ?? 0
-            cached += try reader.allEvents(from: next)
-            return cached
-        }
-    }
+    /// at everything around an incident).
+    func history() throws -> CatalogHistory { try queries.fullHistory() }
 }

@@ -2,6 +2,7 @@ import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerQueries
 import SquareAPI
 
 /// The JSON read API over one merchant's ledger. Each function answers one route.
@@ -19,15 +20,13 @@ enum ReadAPI {
             }
             point.ledgerTimeMax = nanos
         }
-        let state = try merchant.ledger.reader.state(asOf: point).state
-        guard let fact = state[CatalogObjectID(id)] else {
+        guard let answer = try merchant.queries.object(CatalogObjectID(id), asOf: point) else {
             return .error(404, "not_found", "no object \(id) as of \(point)")
         }
-        // The object's JSON as Square sent it, spliced in byte for byte; a parent's nested array is
-        // rebuilt from its children's facts in force at the point (NestedAssembly).
-        let header = JSONAnswer.encoded(ObjectHeader(fact: fact)).body
-        let materialized = state.materializedPayload(of: fact.header.objectID) ?? fact.payload
-        let payload = materialized.isEmpty ? Array("null".utf8) : materialized
+        // The object's JSON as Square sent it, spliced in byte for byte (a parent's nested array
+        // rebuilt from its children's facts in force at the point, see `LedgerQueries.object`).
+        let header = JSONAnswer.encoded(ObjectHeader(fact: answer.fact)).body
+        let payload = answer.payload.isEmpty ? Array("null".utf8) : answer.payload
         return JSONAnswer(status: 200, body: Array(header.dropLast()) + Array(#","object":"#.utf8) + payload + [UInt8(ascii: "}")])
     }
 
@@ -100,8 +99,7 @@ enum ReadAPI {
     /// `GET /merchants/{id}/objects/{object_id}/history`
     static func history(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
         let objectID = CatalogObjectID(id)
-        let versions = try merchant.caughtUpHistoryIndex()?.entityHistory(of: objectID)
-            ?? merchant.history().entityHistory(of: objectID)
+        let versions = try merchant.queries.entityHistory(of: objectID)
         guard !versions.isEmpty else { return .error(404, "not_found", "the ledger never learned object \(id)") }
         return .encoded(versions)
     }
@@ -110,15 +108,10 @@ enum ReadAPI {
     /// or every variation's for an item. Each change carries Square time and ledger time.
     static func prices(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
         let objectID = CatalogObjectID(id)
-        // The object's own facts come from the index when there is one (a few events), else from
-        // every event; an item's variations are looked up the same way.
-        let index = try merchant.caughtUpHistoryIndex()
-        let history = try index?.history(of: [objectID]) ?? merchant.history()
-        guard let last = history.facts(of: objectID).last else {
+        guard let changes = try merchant.queries.prices(of: objectID) else {
             return .error(404, "not_found", "the ledger never learned object \(id)")
         }
-        guard last.header.objectType == .item else { return .encoded(history.priceHistory(of: objectID)) }
-        return .encoded(try index?.priceHistory(ofItem: objectID) ?? history.priceHistory(ofItem: objectID))
+        return .encoded(changes)
     }
 
     struct Conflict: Encodable {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import LedgerQueries
 
 struct DiffCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -21,9 +22,7 @@ struct DiffCommand: AsyncParsableCommand {
         try await reportingErrors(json: global.json) {
             let before = try global.asOf(at: from, asKnownAt: asKnownAt)
             let after = try global.asOf(at: to, asKnownAt: asKnownAt)
-            let reader = try LedgerAccess(options: global).reader()
-            let diff = CatalogHistory.diff(try reader.state(asOf: before).state, try reader.state(asOf: after).state,
-                                           from: before, to: after)
+            let diff = try LedgerAccess(options: global).asOfQueries().diff(from: before, to: after)
             if global.json { try printJSON(diff); return }
             print("From \(before)\n  to \(after)\n")
             print("\(diff.created.count) created, \(diff.changed.count) changed, \(diff.deleted.count) deleted")

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import LedgerQueries
 
 struct HistoryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,7 +21,7 @@ struct HistoryCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let history = try HistorySource.open(LedgerAccess(options: global))
+            let history = try LedgerAccess(options: global).queries()
             let versions = try history.entityHistory(of: CatalogObjectID(id))
             guard !versions.isEmpty else {
                 throw CLIError(.notFound, "no object \(id) in the ledger", hint: "search for it with `catledger search TEXT`")

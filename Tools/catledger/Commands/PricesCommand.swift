@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import LedgerQueries
 import Foundation
 
 struct PricesCommand: AsyncParsableCommand {
@@ -43,7 +44,7 @@ struct PricesCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let history = try HistorySource.open(LedgerAccess(options: global))
+            let history = try LedgerAccess(options: global).queries()
             var changes: [PriceChange]
             let subject: String
             if let sku {

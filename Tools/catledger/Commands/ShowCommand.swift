@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import LedgerQueries
 import Foundation
 
 struct ShowCommand: AsyncParsableCommand {
@@ -23,15 +24,15 @@ struct ShowCommand: AsyncParsableCommand {
         try await reportingErrors(json: global.json) {
             let point = try global.asOf(at: at, asKnownAt: asKnownAt)
             let access = LedgerAccess(options: global)
-            let reader = try access.reader()
+            let queries = try access.asOfQueries()
             access.warnIfLastVerificationFailed()
-            let result = try reader.state(asOf: point)
-            guard let fact = result.state[CatalogObjectID(id)] else {
+            guard let answer = try queries.object(CatalogObjectID(id), asOf: point) else {
                 throw CLIError(.notFound, "no object \(id) as of \(point)",
                                hint: "check the id with `catledger history \(id)` or search with `catledger search`")
             }
+            let fact = answer.fact
             // A parent's nested array is rebuilt from its children's facts in force at the point.
-            let materialized = result.state.materializedPayload(of: fact.header.objectID) ?? fact.payload
+            let materialized = answer.payload
             let payload = materialized.isEmpty ? "null" : String(decoding: materialized, as: UTF8.self)
             if global.json {
                 print(#"{"id":"\#(id)","version":\#(fact.header.version),"updated_at":"\#(fact.header.updatedAt)","# +

@@ -1,0 +1,160 @@
+import CatalogLedger
+import CatalogModel
+import Foundation
+import LedgerIndex
+import Logging
+
+/// The one home of the ledger's answers: entity history, child histories, price history, an object
+/// as of a point in the two clocks, and time diffs. The CLI, the server (and the pages to come) are
+/// thin adapters over it, so each question has one implementation (docs/DESIGN.md, "Where each
+/// answer lives").
+///
+/// History and prices read only the events of the objects asked about through the per-object
+/// history index (`LedgerIndex`), caught up with the durable log before each answer; when the index
+/// cannot be opened (a read-only data directory, say) they fold every event instead, with the same
+/// answers. The choice is made once, at `init`, and logged once.
+///
+/// Thread-safety: the index and the event cache are thread-safe; the rest is immutable.
+public final class LedgerQueries: Sendable {
+    public let reader: LedgerReader
+    let index: HistoryIndex?
+    let events: EventCache
+    let logger: Logger
+
+    /// Where history and price answers come from.
+    public enum HistoryPath: String, Sendable { case index, fullScan }
+    public var historyPath: HistoryPath { index == nil ? .fullScan : .index }
+
+    /// `historyIndex: false` answers history from the whole log (for a caller that asks only as-of
+    /// and diff questions, which never read the index, and should not build it).
+    public init(reader: LedgerReader, historyIndex: Bool = true, logger: Logger = Logger(label: "LedgerQueries")) {
+        self.reader = reader
+        self.logger = logger
+        self.events = EventCache(reader: reader)
+        guard historyIndex else {
+            index = nil
+            return
+        }
+        do {
+            index = try HistoryIndex(reader: reader, logger: logger)
+        } catch {
+            logger.warning("history index unavailable, answering history from the whole log", metadata: ["error": "\(error)"])
+            index = nil
+        }
+    }
+
+    /// Brings the history index up to the durable log (a no-op without one); `progress` is called
+    /// with the next sequence to index and the last one, for a progress bar on a long first run.
+    public func catchUp(progress: ((_ next: UInt64, _ last: UInt64?) -> Void)? = nil) throws {
+        guard let index else { return }
+        _ = try index.catchUp(progress: progress)
+    }
+
+    /// Every durable event folded into one history: for answers that look at everything around an
+    /// incident (diagnosis) and the fallback of the history answers. Decoded once, then extended.
+    public func fullHistory() throws -> CatalogHistory { CatalogHistory(events: try events.all()) }
+
+    /// The history holding at least every fact of `ids` (all of them on the full-scan path).
+    private func history(of ids: [CatalogObjectID]) throws -> CatalogHistory {
+        guard let index else { return try fullHistory() }
+        try catchUp()
+        return try index.history(of: ids)
+    }
+
+    private func childIDs(of parent: CatalogObjectID) throws -> [CatalogObjectID] {
+        guard let index else { return try fullHistory().childIDs(of: parent) }
+        try catchUp()
+        return try index.childIDs(of: parent)
+    }
+
+    // MARK: Answers
+
+    /// Whether the ledger ever learned a fact of `id`.
+    public func isKnown(_ id: CatalogObjectID) throws -> Bool {
+        guard let index else { return !(try fullHistory().facts(of: id).isEmpty) }
+        try catchUp()
+        return try index.isKnown(id)
+    }
+
+    /// The object's type as last learned, or nil when never learned.
+    public func objectType(of id: CatalogObjectID) throws -> CatalogObjectType? {
+        try history(of: [id]).facts(of: id).last?.header.objectType
+    }
+
+    /// Every version of `id` (`CatalogHistory.entityHistory(of:)`): Square version then ledger order,
+    /// a parent on its own fields.
+    public func entityHistory(of id: CatalogObjectID) throws -> [EntityVersion] {
+        try history(of: [id]).entityHistory(of: id)
+    }
+
+    /// The entity history of every child ever nested under `parent`.
+    public func childHistories(of parent: CatalogObjectID) throws -> [(id: CatalogObjectID, versions: [EntityVersion])] {
+        try history(of: try childIDs(of: parent) + [parent]).childHistories(of: parent)
+    }
+
+    /// Price changes of one variation or modifier.
+    public func priceHistory(of id: CatalogObjectID) throws -> [PriceChange] {
+        try history(of: [id]).priceHistory(of: id)
+    }
+
+    /// Price changes of every variation ever under `item`.
+    public func priceHistory(ofItem item: CatalogObjectID) throws -> [PriceChange] {
+        try history(of: try childIDs(of: item) + [item]).priceHistory(ofItem: item)
+    }
+
+    /// Price changes of every variation that carried `sku`.
+    public func priceHistory(ofSKU sku: String) throws -> [PriceChange] {
+        guard let index else { return try fullHistory().priceHistory(ofSKU: sku) }
+        try catchUp()
+        return try index.history(of: try index.objectIDs(withSKU: sku)).priceHistory(ofSKU: sku)
+    }
+
+    /// The prices of `id`: every variation's for an item, else the object's own; nil when the
+    /// ledger never learned it.
+    public func prices(of id: CatalogObjectID) throws -> [PriceChange]? {
+        guard let type = try objectType(of: id) else { return nil }
+        return type == .item ? try priceHistory(ofItem: id) : try priceHistory(of: id)
+    }
+
+    /// An object as of `point`, with its payload as it was then (`CatalogState.materializedPayload`:
+    /// a parent's nested array rebuilt from its children's facts in force); nil when the ledger knew
+    /// nothing of it at that point.
+    public func object(_ id: CatalogObjectID, asOf point: AsOf) throws -> ObjectAsOf? {
+        let state = try reader.state(asOf: point).state
+        guard let fact = state[id] else { return nil }
+        return ObjectAsOf(fact: fact, payload: state.materializedPayload(of: id) ?? fact.payload, point: point)
+    }
+
+    /// Objects created, changed (field by field) and deleted between two points.
+    public func diff(from: AsOf, to: AsOf) throws -> CatalogTimeDiff {
+        CatalogHistory.diff(try reader.state(asOf: from).state, try reader.state(asOf: to).state, from: from, to: to)
+    }
+}
+
+/// An object as of a point: its fact in force (both clocks, source, first learning) and its JSON as
+/// it was then.
+public struct ObjectAsOf: Sendable, Hashable {
+    public var fact: ObjectFact
+    /// Square's JSON of the object as of the point; empty for a tombstone learned without payload.
+    public var payload: [UInt8]
+    public var point: AsOf
+}
+
+/// Decoded events of one ledger, read once and then extended with the new tail on each call, so a
+/// long-lived caller (the server) does not decode the whole log per request. Thread-safety: guarded
+/// by `lock`.
+final class EventCache: @unchecked Sendable {
+    private let reader: LedgerReader
+    private let lock = NSLock()
+    private var cached: [LedgerEvent] = []
+
+    init(reader: LedgerReader) { self.reader = reader }
+
+    func all() throws -> [LedgerEvent] {
+        try lock.withLock {
+            let next = cached.last.map { $0.sequence + 1 } ?? 0
+            cached += try reader.allEvents(from: next)
+            return cached
+        }
+    }
+}

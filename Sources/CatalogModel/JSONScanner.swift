@@ -291,10 +291,18 @@ public struct JSONScanner {
                 var code = try parseHex4()
                 if (0xD800..<0xDC00).contains(code), peek() == UInt8(ascii: "\\"),
                    position + 1 < limit, bytes[position + 1] == UInt8(ascii: "u") {
+                    let next = position
                     position += 2
                     let low = try parseHex4()
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low &- 0xDC00)
+                    if (0xDC00..<0xE000).contains(low) {
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else {
+                        // A high surrogate not followed by a low one stands alone (U+FFFD below); the
+                        // escape after it is read on its own.
+                        position = next
+                    }
                 }
+                // Lone surrogates are not scalars: U+FFFD, as for invalid UTF-8.
                 let scalar = Unicode.Scalar(code) ?? "\u{FFFD}"
                 scalars.append(contentsOf: Array(String(scalar).utf8))
             default: scalars.append(escaped)

@@ -54,9 +54,12 @@ let package = Package(
         ),
 
         // MARK: Domain: pure, no I/O.
+        // The nesting limit of every JSON parser and the depth check in front of JSONDecoder.
+        .target(name: "BoundedJSON"),
         .target(
             name: "CatalogModel",
             dependencies: [
+                "BoundedJSON",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -65,6 +68,7 @@ let package = Package(
         .target(
             name: "CatalogLedger",
             dependencies: [
+                "BoundedJSON",
                 "LedgerStorage",
                 "CatalogModel",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -93,6 +97,7 @@ let package = Package(
         .target(
             name: "CatalogProjections",
             dependencies: [
+                "BoundedJSON",
                 "CatalogLedger",
                 "CatalogModel",
                 "CatalogSearch",
@@ -116,6 +121,7 @@ let package = Package(
         .target(
             name: "SquareAPI",
             dependencies: [
+                "BoundedJSON",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -135,6 +141,7 @@ let package = Package(
         .target(
             name: "CatalogIngest",
             dependencies: [
+                "BoundedJSON",
                 "CatalogLedger",
                 "CatalogModel",
                 "CatalogProjections",
@@ -145,6 +152,7 @@ let package = Package(
         .target(
             name: "LedgerServer",
             dependencies: [
+                "BoundedJSON",
                 "CatalogIngest",
                 "CatalogLedger",
                 "LedgerIndex",
@@ -191,8 +199,11 @@ let package = Package(
         // a plain build is a replayer that feeds files to a harness).
         .executableTarget(
             name: "reliability-fuzz",
-            dependencies: ["LedgerStorage", "CatalogModel", .product(name: "Crypto", package: "swift-crypto")],
-            path: "Tools/fuzz/Harness"
+            dependencies: ["LedgerStorage", "CatalogModel", "BoundedJSON", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tools/fuzz/Harness",
+            // Files of SquareAPI, CatalogIngest and LedgerServer compiled here through symbolic links
+            // (Square/, Server/) check this to leave out the imports of their own modules.
+            swiftSettings: [.define("RELIABILITY_FUZZ")]
         ),
 
         // MARK: Tests.
@@ -202,7 +213,7 @@ let package = Package(
             path: "Tests/TestHelpers"
         ),
         .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4", "CCRC32C", "TestHelpers"]),
-        .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel"]),
+        .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON"]),
         .testTarget(name: "CatalogLedgerTests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "TestHelpers"]),
         .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", "CatalogModel"]),
         .testTarget(
@@ -221,11 +232,12 @@ let package = Package(
             name: "SampleDataTests",
             dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", "LedgerStorage"]
         ),
-        .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage"], exclude: ["Golden"]),
+        .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "BoundedJSON"], exclude: ["Golden"]),
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer", "CatalogProjections",
+                "CatalogIngest", "BoundedJSON",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]

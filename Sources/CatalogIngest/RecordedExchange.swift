@@ -1,3 +1,4 @@
+import BoundedJSON
 import CatalogModel
 import Foundation
 
@@ -89,19 +90,9 @@ extension RecordedExchange {
 
     public static func parse(line: String, lineNumber: Int, file: String) throws -> RecordedExchange {
         do {
-            return try JSONDecoder().decode(RecordedExchange.self, from: Data(line.utf8))
+            return try BoundedJSON.decode(RecordedExchange.self, from: Data(line.utf8))
         } catch {
-            throw IngestError.badRecording(file: file, line: lineNumber, reason: Self.describe(error))
-        }
-    }
-
-    private static func describe(_ error: any Error) -> String {
-        switch error {
-        case DecodingError.dataCorrupted(let context): return "not valid JSON (\(context.debugDescription))"
-        case DecodingError.keyNotFound(let key, _): return "missing field \"\(key.stringValue)\""
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            return "field \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
-        default: return "\(error)"
+            throw IngestError.badRecording(file: file, line: lineNumber, reason: BoundedJSON.describe(error))
         }
     }
 }

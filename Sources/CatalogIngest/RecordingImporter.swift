@@ -37,7 +37,7 @@ public struct RecordingImporter {
             guard let data = FileManager.default.contents(atPath: path) else {
                 throw IngestError.badRecording(file: path, line: 0, reason: "cannot read the file")
             }
-            let text = String(decoding: data, as: UTF8.self)
+            let text = try Self.text(of: data, file: path)
             for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let trimmed = line.trimmingCharacters(in: .whitespaces)
                 if trimmed.isEmpty || trimmed.hasPrefix("#") { continue }
@@ -89,5 +89,17 @@ public struct RecordingImporter {
             planned.append((events, at))
         }
         return planned
+    }
+
+    /// The file as text. Bodies in a recording are the bytes that crossed the wire, so bytes that are
+    /// not UTF-8 are refused with their line rather than silently replaced.
+    static func text(of data: Data, file: String) throws -> String {
+        if let text = String(validating: data, as: UTF8.self) { return text }
+        // A newline byte is never part of a multi-byte sequence, so each line is valid or not on its own.
+        for (index, line) in data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).enumerated()
+        where String(validating: line, as: UTF8.self) == nil {
+            throw IngestError.badRecording(file: file, line: index + 1, reason: "not valid UTF-8")
+        }
+        return String(decoding: data, as: UTF8.self)
     }
 }

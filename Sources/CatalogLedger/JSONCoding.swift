@@ -1,3 +1,4 @@
+import BoundedJSON
 import Foundation
 
 /// Deterministic JSON for the ledger's own small metadata (sorted keys, so files diff cleanly).
@@ -9,6 +10,6 @@ enum JSONCoding {
     }
 
     static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
-        try JSONDecoder().decode(type, from: Data(bytes))
+        try BoundedJSON.decode(type, from: bytes)
     }
 }

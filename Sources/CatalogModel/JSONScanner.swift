@@ -1,12 +1,19 @@
+import BoundedJSON
+
 /// A byte-level JSON reader over a buffer. It parses values into `JSONValue` and, without
 /// building values, finds the byte spans of object members and array elements, so that an
 /// object nested in a response can be kept as the exact sub-slice of the bytes received.
 ///
 /// Spans are absolute indices into `bytes`. Value type; not shared between threads.
+///
+/// Nesting is bounded by `BoundedJSON.maximumDepth`: a container one level deeper is refused with
+/// `CatalogModelError.invalidJSON` before the parser recurses into it, so no input can exhaust the stack.
 public struct JSONScanner {
     public let bytes: [UInt8]
     private var position: Int
     private var limit: Int
+    /// Containers open around `position` while parsing.
+    private var depth = 0
 
     public init(bytes: [UInt8]) {
         self.bytes = bytes
@@ -104,6 +111,12 @@ public struct JSONScanner {
         CatalogModelError(.invalidJSON, message, location: "byte \(position)")
     }
 
+    /// Called on a container's opening byte, before parsing inside it.
+    private mutating func enterContainer() throws {
+        depth += 1
+        guard depth <= BoundedJSON.maximumDepth else { throw error(BoundedJSON.depthMessage) }
+    }
+
     private mutating func skipWhitespace() {
         while position < limit {
             switch bytes[position] {
@@ -145,6 +158,7 @@ public struct JSONScanner {
         switch byte {
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             // Depth-counting skip: strings are skipped whole so brackets inside them do not count.
+            // The limit applies here too, so a span found by skipping can always be parsed.
             var depth = 0
             while position < limit {
                 let b = bytes[position]
@@ -152,7 +166,9 @@ public struct JSONScanner {
                 case UInt8(ascii: "\""):
                     try skipString()
                     continue
-                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    depth += 1
+                    if depth > BoundedJSON.maximumDepth { throw error(BoundedJSON.depthMessage) }
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
                     depth -= 1
                     if depth == 0 { position += 1; return }
@@ -184,10 +200,11 @@ public struct JSONScanner {
         guard let byte = peek() else { throw error("unexpected end of input") }
         switch byte {
         case UInt8(ascii: "{"):
+            try enterContainer()
             position += 1
             var members: [JSONMember] = []
             skipWhitespace()
-            if peek() == UInt8(ascii: "}") { position += 1; return .object(members) }
+            if peek() == UInt8(ascii: "}") { position += 1; depth -= 1; return .object(members) }
             while true {
                 skipWhitespace()
                 let key = try parseString()
@@ -196,17 +213,18 @@ public struct JSONScanner {
                 let value = try parseValue()
                 members.append(JSONMember(key, value))
                 skipWhitespace()
-                if try consumeSeparator(closing: UInt8(ascii: "}")) { return .object(members) }
+                if try consumeSeparator(closing: UInt8(ascii: "}")) { depth -= 1; return .object(members) }
             }
         case UInt8(ascii: "["):
+            try enterContainer()
             position += 1
             var items: [JSONValue] = []
             skipWhitespace()
-            if peek() == UInt8(ascii: "]") { position += 1; return .array(items) }
+            if peek() == UInt8(ascii: "]") { position += 1; depth -= 1; return .array(items) }
             while true {
                 items.append(try parseValue())
                 skipWhitespace()
-                if try consumeSeparator(closing: UInt8(ascii: "]")) { return .array(items) }
+                if try consumeSeparator(closing: UInt8(ascii: "]")) { depth -= 1; return .array(items) }
             }
         case UInt8(ascii: "\""): return .string(try parseString())
         case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
@@ -273,10 +291,18 @@ public struct JSONScanner {
                 var code = try parseHex4()
                 if (0xD800..<0xDC00).contains(code), peek() == UInt8(ascii: "\\"),
                    position + 1 < limit, bytes[position + 1] == UInt8(ascii: "u") {
+                    let next = position
                     position += 2
                     let low = try parseHex4()
-                    code = 0x10000 + ((code - 0xD800) << 10) + (low &- 0xDC00)
+                    if (0xDC00..<0xE000).contains(low) {
+                        code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                    } else {
+                        // A high surrogate not followed by a low one stands alone (U+FFFD below); the
+                        // escape after it is read on its own.
+                        position = next
+                    }
                 }
+                // Lone surrogates are not scalars: U+FFFD, as for invalid UTF-8.
                 let scalar = Unicode.Scalar(code) ?? "\u{FFFD}"
                 scalars.append(contentsOf: Array(String(scalar).utf8))
             default: scalars.append(escaped)

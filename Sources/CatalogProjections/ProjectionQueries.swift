@@ -1,3 +1,4 @@
+import BoundedJSON
 import CatalogSearch
 import Foundation
 import GRDB
@@ -161,8 +162,8 @@ public struct ProjectionQueries: Sendable {
     }
 
     static func variation(_ row: Row) -> VariationRecord {
-        let overrides = (try? JSONDecoder().decode([LocationPriceOverride].self,
-                                                   from: Data((row["location_overrides"] as String).utf8))) ?? []
+        let overrides = (try? BoundedJSON.decode([LocationPriceOverride].self,
+                                                    from: Data((row["location_overrides"] as String).utf8))) ?? []
         return VariationRecord(
             id: row["id"], itemID: row["item_id"], name: row["name"], sku: row["sku"], upc: row["upc"],
             ordinal: row["ordinal"], pricingType: row["pricing_type"], priceAmount: row["price_amount"],
@@ -173,7 +174,7 @@ public struct ProjectionQueries: Sendable {
     static func text(_ data: Data?) -> String { String(decoding: data ?? Data(), as: UTF8.self) }
 
     static func strings(_ json: String?) -> [String] {
-        (try? JSONDecoder().decode([String].self, from: Data((json ?? "[]").utf8))) ?? []
+        (try? BoundedJSON.decode([String].self, from: Data((json ?? "[]").utf8))) ?? []
     }
 
     private func read<T>(_ location: String, _ body: (Database) throws -> T) throws -> T {

@@ -152,10 +152,9 @@ extension LedgerServer {
             return .failure(DecodeFailure(response: refuse(read.refusal(bytesMax: limit,
                                                                         timeout: configuration.requestReadTimeout)!, context)))
         }
-        do {
-            return .success(try JSONDecoder().decode(T.self, from: Data(buffer: body)))
-        } catch {
-            return .failure(DecodeFailure(response: answer(.error(400, "malformed", "the body is not a valid \(T.self): \(error)"))))
+        switch RequestAdmission.body(T.self, Array(buffer: body), contentType: request.headers[.contentType]) {
+        case .success(let value): return .success(value)
+        case .failure(let refusal): return .failure(DecodeFailure(response: answer(.refusal(refusal))))
         }
     }
 

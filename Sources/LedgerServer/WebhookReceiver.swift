@@ -26,11 +26,15 @@ public struct JSONAnswer: Sendable, Equatable {
     static func error(_ status: Int, _ code: String, _ message: String) -> JSONAnswer {
         encoded(["error": code, "message": message], status: status)
     }
+
+    static func refusal(_ refusal: RequestAdmission.Refusal) -> JSONAnswer {
+        error(refusal.status, refusal.code, refusal.message)
+    }
 }
 
 /// `POST /webhooks/square`: verifies, records and acknowledges one delivery.
 ///
-/// The signature is checked first, over the configured notification URL and the raw body bytes, in
+/// The signature is checked first (`RequestAdmission.webhook`), over the configured notification URL and the raw body bytes, in
 /// constant time, against every configured key (two during rotation); nothing is appended for a bad
 /// or missing signature. An accepted delivery is appended durably (deduplicated on `event_id`, so a
 /// redelivery is answered 200 without a new event) and then the merchant's sync runner is triggered;
@@ -38,12 +42,6 @@ public struct JSONAnswer: Sendable, Equatable {
 public struct WebhookReceiver: Sendable {
     public let service: LedgerService
     let logger: Logger
-
-    /// Delivery headers worth keeping with the event.
-    static let keptHeaders = [
-        WebhookSignature.headerName, "square-environment", "square-initial-delivery-timestamp",
-        "square-retry-number", "square-retry-reason",
-    ]
 
     public init(service: LedgerService, logger: Logger) {
         self.service = service
@@ -65,37 +63,29 @@ public struct WebhookReceiver: Sendable {
     public func receive(body: [UInt8], headers: [String: String]) async -> JSONAnswer {
         let metrics = service.metrics
         let configuration = service.configuration
-        guard let signature = headers[WebhookSignature.headerName] else {
-            metrics.webhook(.badSignature)
-            return .error(401, "missing_signature", "the \(WebhookSignature.headerName) header is missing")
+        let admitted: RequestAdmission.Webhook
+        switch RequestAdmission.webhook(body: body, headers: headers, notificationURL: configuration.notificationURL,
+                                        signatureKeys: configuration.signatureKeys) {
+        case .success(let webhook):
+            admitted = webhook
+        case .failure(let refusal):
+            if refusal.status == 401 {
+                metrics.webhook(.badSignature)
+                if refusal.code == "bad_signature" {
+                    logger.warning("webhook with a bad signature refused", metadata: ["bytes": "\(body.count)"])
+                }
+            } else {
+                metrics.webhook(.malformed)
+            }
+            return .refusal(refusal)
         }
-        guard WebhookSignature.verify(body: body, notificationURL: configuration.notificationURL, header: signature,
-                                      signatureKeys: configuration.signatureKeys) else {
-            metrics.webhook(.badSignature)
-            logger.warning("webhook with a bad signature refused", metadata: ["bytes": "\(body.count)"])
-            return .error(401, "bad_signature", "the signature does not match the notification URL and body")
-        }
-        let notification: WebhookNotification
-        do {
-            notification = try WebhookNotification(body: body)
-        } catch {
-            metrics.webhook(.malformed)
-            return .error(400, "malformed", "the body is not a Square notification: \(error)")
-        }
+        let notification = admitted.notification
+        let event = admitted.event
         guard let merchant = service.merchant(notification.merchantID.rawValue) else {
             metrics.webhook(.unknownMerchant)
             logger.warning("webhook for an unknown merchant refused", metadata: ["merchant": "\(notification.merchantID)"])
             return .error(404, "unknown_merchant",
                           "this server keeps no ledger for merchant \"\(notification.merchantID)\"")
-        }
-        let kept = Self.keptHeaders.compactMap { name in headers[name].map { HTTPHeader(name: name, value: $0) } }
-        let event: PendingEvent
-        do {
-            event = try EventBuilder.webhookEvent(body: body, headers: kept, signatureVerdict: .valid,
-                                                  correlationID: "webhook:\(notification.eventID)")
-        } catch {
-            metrics.webhook(.malformed)
-            return .error(400, "malformed", "the body is not a Square notification: \(error)")
         }
         let started = ContinuousClock.now
         let outcome: AppendOutcomeSummary

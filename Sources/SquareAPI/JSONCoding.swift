@@ -1,3 +1,4 @@
+import BoundedJSON
 import Foundation
 
 /// Shared JSON encoding and decoding for Square bodies.
@@ -20,7 +21,9 @@ public enum SquareJSON {
         }
     }
 
+    /// Decodes a body Square (or anyone) sent; nesting deeper than `BoundedJSON.maximumDepth`
+    /// throws `JSONNestingError` before the decoder recurses.
     public static func decode<Value: Decodable>(_ type: Value.Type, from bytes: [UInt8]) throws -> Value {
-        try JSONDecoder().decode(type, from: Data(bytes))
+        try BoundedJSON.decode(type, from: bytes)
     }
 }

@@ -1,11 +1,17 @@
+import BoundedJSON
+
 // Finds the exact bytes of catalog objects inside a Square response without re-serialising
 // them: the ledger stores what Square sent, byte for byte.
 
 /// A minimal scanner over one JSON document: it walks the top-level object and reports the
-/// byte ranges of member values. It validates structure only as far as needed to skip values.
+/// byte ranges of member values. It validates structure only as far as needed to skip values,
+/// and refuses values nested deeper than `BoundedJSON.maximumDepth` like every parser here.
 struct RawJSONScanner {
-    struct MalformedJSON: Error, Equatable {
+    struct MalformedJSON: Error, Equatable, CustomStringConvertible {
         let offset: Int
+        var reason = "malformed JSON"
+
+        var description: String { "\(reason) at byte \(offset)" }
     }
 
     private let bytes: [UInt8]
@@ -112,6 +118,10 @@ struct RawJSONScanner {
                     continue
                 case UInt8(ascii: "{"), UInt8(ascii: "["):
                     depth += 1
+                    // The top-level object counts as one level.
+                    if depth + 1 > BoundedJSON.maximumDepth {
+                        throw MalformedJSON(offset: position, reason: BoundedJSON.depthMessage)
+                    }
                 case UInt8(ascii: "}"), UInt8(ascii: "]"):
                     depth -= 1
                 default:

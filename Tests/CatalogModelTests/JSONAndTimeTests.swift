@@ -58,6 +58,20 @@ struct JSONAndTimeTests {
         #expect(elements.map { Array(bytes[$0]).text } == [#""]}""#, #"{"x":"{"}"#])
     }
 
+    @Test("surrogate escapes: pairs combine, lone halves are U+FFFD, the escape after a lone high one is its own",
+          arguments: [
+              (#""\ud83d\ude00""#, "\u{1F600}"),
+              (#""\ud800\u0041""#, "\u{FFFD}A"),
+              (#""\udbff\u0000""#, "\u{FFFD}\u{0}"),
+              (#""\ud800\ud800\udc00""#, "\u{FFFD}\u{10000}"),
+              (#""\udc00\ud800""#, "\u{FFFD}\u{FFFD}"),
+              (#""\ud800x""#, "\u{FFFD}x"),
+          ])
+    func surrogateEscapes(text: String, expected: String) throws {
+        // Before the fix, a high surrogate followed by any other \u escape overflowed (a trap).
+        #expect(try JSONScanner.parse(Array(text.utf8)).stringValue == expected)
+    }
+
     @Test("garbage is a thrown error", arguments: ["", "{", "[1,", #"{"a" 1}"#, "tru", "{\"a\":1} x", "\"abc"])
     func garbage(text: String) {
         #expect(throws: CatalogModelError.self) { try JSONScanner.parse(Array(text)) }

@@ -63,4 +63,17 @@ enum CrashInputs {
         _ = RFC3339.nanoseconds(text)
         _ = try? TimeExpression(parsing: text, now: 1_763_000_000_000_000_000, timeZone: TimeZone(identifier: "UTC")!)
     }
+
+    /// Found by the json and request-path fuzzers (their first minute): a `\u` high surrogate followed by
+    /// a `\u` escape that is not a low surrogate. JSONScanner.parseString combined the two anyway,
+    /// and `0x10000 + (high - 0xD800) << 10 + (low &- 0xDC00)` overflowed UInt32: a trap in any
+    /// webhook body or Square response holding it.
+    static let highSurrogateBeforeOtherEscape = #"{"event_id":"\ud800\u0041","merchant_id":"M","name":"\udbff\u0000"}"#
+
+    static func feedJSON(_ text: String) {
+        let bytes = Array(text.utf8)
+        _ = try? JSONScanner.parse(bytes)
+        _ = try? WebhookNotification(body: bytes)
+        _ = try? CatalogObject(bytes: bytes)
+    }
 }

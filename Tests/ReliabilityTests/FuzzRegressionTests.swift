@@ -75,4 +75,11 @@ struct FuzzRegressionTests {
     func rfc3339Largest() {
         #expect(RFC3339.nanoseconds("2262-04-11T23:47:16.854775807Z") == Int64.max)
     }
+
+    @Test("a \\u high surrogate followed by another escape is U+FFFD, not a trap")
+    func highSurrogateBeforeOtherEscape() async {
+        await #expect(processExitsWith: .success) {
+            CrashInputs.feedJSON(CrashInputs.highSurrogateBeforeOtherEscape)
+        }
+    }
 }

@@ -63,6 +63,11 @@ final class LoopbackConnection: @unchecked Sendable {
 
     func send(_ text: String) throws { try send(Array(text.utf8)) }
 
+    /// Ends what this side sends (the server reads end of file) while still reading what it answers.
+    func shutdownWrite() {
+        _ = Glibc.shutdown(socket, Int32(SHUT_WR))
+    }
+
     /// Waits up to `timeout` for bytes; returns nil on timeout, an empty array when the server closed
     /// (or reset) the connection.
     private func receiveSome(timeout: Duration) throws -> [UInt8]? {

@@ -6,6 +6,9 @@
 # Usage: Tools/fuzz/run-fuzzers.sh [SECONDS_PER_TARGET] [TARGET...]
 #   FUZZ_WORK   scratch directory (default .build/fuzz-work)
 #   FUZZ_JOBS   when above 1, forwarded to libFuzzer -jobs/-workers (worker logs go to $FUZZ_WORK)
+#   FUZZ_RUNS   when set, each target also stops after this many executions (libFuzzer -runs);
+#               SECONDS_PER_TARGET is then the upper bound. The recorded campaign:
+#               FUZZ_RUNS=10000000 nice Tools/fuzz/run-fuzzers.sh 86400
 set -euo pipefail
 
 seconds="${1:-60}"
@@ -14,12 +17,14 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(segment batch event-codec catalog-object webhook time-expression)
+    targets=(segment batch event-codec catalog-object webhook time-expression json json-raw request-path)
 fi
 work="${FUZZ_WORK:-$root/.build/fuzz-work}"
 jobs="${FUZZ_JOBS:-1}"
 parallel=()
 if [ "$jobs" -gt 1 ]; then parallel=(-jobs="$jobs" -workers="$jobs"); fi
+runs=()
+if [ -n "${FUZZ_RUNS:-}" ]; then runs=(-runs="$FUZZ_RUNS"); fi
 
 echo "building reliability-fuzz with -sanitize=fuzzer,address (release, .build/fuzz)"
 swift build -c release --product reliability-fuzz --build-path "$root/.build/fuzz" \
@@ -41,7 +46,7 @@ for target in "${targets[@]}"; do
     set +e
     (cd "$work" && FUZZ_TARGET="$target" ASAN_OPTIONS="detect_leaks=0:allocator_may_return_null=1" "$binary" \
         -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-        -print_final_stats=1 -artifact_prefix="$artifacts/" "${parallel[@]}" "$corpus" >"$log" 2>&1)
+        -print_final_stats=1 -artifact_prefix="$artifacts/" "${parallel[@]}" "${runs[@]}" "$corpus" >"$log" 2>&1)
     code=$?
     set -e
     executions="$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s+=$2} END {print s+0}')"

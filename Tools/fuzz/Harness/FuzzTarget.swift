@@ -16,6 +16,12 @@ enum FuzzTarget: String, CaseIterable {
     case webhook
     /// TimeExpression and RFC 3339 parsing (CatalogModel).
     case timeExpression = "time-expression"
+    /// Every JSON parser on the structure-aware generator's documents (JSONGenerator.swift).
+    case json
+    /// Every JSON parser on the input bytes as they are.
+    case jsonRaw = "json-raw"
+    /// The server's request path: webhook signature and body, edit and report bodies (RequestAdmission).
+    case requestPath = "request-path"
 
     func run(_ input: [UInt8]) {
         switch self {
@@ -25,6 +31,9 @@ enum FuzzTarget: String, CaseIterable {
         case .catalogObject: CatalogObjectFuzz.run(input)
         case .webhook: WebhookFuzz.run(input)
         case .timeExpression: TimeExpressionFuzz.run(input)
+        case .json: JSONFuzz.run(input)
+        case .jsonRaw: RawJSONFuzz.run(input)
+        case .requestPath: RequestPathFuzz.run(input)
         }
     }
 }

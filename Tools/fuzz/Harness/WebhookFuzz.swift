@@ -19,7 +19,7 @@ enum WebhookFuzz {
         let signed = WebhookSignature.sign(body: body, notificationURL: notificationURL, signatureKey: signatureKeys[1])
         precondition(WebhookSignature.verify(body: body, notificationURL: notificationURL, header: signed, signatureKeys: signatureKeys))
 
-        if let event = try? JSONDecoder().decode(CatalogVersionUpdatedEvent.self, from: Data(body)) {
+        if let event = try? SquareJSON.decode(CatalogVersionUpdatedEvent.self, from: body) {
             _ = RFC3339.nanoseconds(event.created_at)
             _ = RFC3339.nanoseconds(event.catalogUpdatedAt)
         }

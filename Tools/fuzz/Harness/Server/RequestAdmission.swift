@@ -1,0 +1,1 @@
+../../../../Sources/LedgerServer/RequestAdmission.swift

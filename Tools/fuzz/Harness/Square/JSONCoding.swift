@@ -1,0 +1,1 @@
+../../../../Sources/SquareAPI/JSONCoding.swift

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import LedgerQueries
 import Foundation
 
 struct StatsCommand: AsyncParsableCommand {
@@ -23,32 +24,18 @@ struct StatsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let access = LedgerAccess(options: global)
-            let reader = try access.reader()
+            let answer = try LedgerAccess(options: global).asOfQueries().stats()
             let zone = try global.timeZone()
             var stats = Stats()
-            var state = CatalogState()
-            var cursor = try reader.events()
-            var first: Int64?
-            var last: Int64?
-            while let event = try cursor.next() {
-                stats.events += 1
-                stats.eventsByKind["\(event.kind)", default: 0] += 1
-                stats.eventsBySource["\(event.source)", default: 0] += 1
-                first = first ?? event.recordedAt
-                last = event.recordedAt
-                state.apply(event)
-            }
-            for fact in state.objects.values {
-                let type = fact.header.objectType.rawValue
-                if fact.header.isDeleted { stats.deletedObjectsByType[type, default: 0] += 1 }
-                else { stats.liveObjectsByType[type, default: 0] += 1 }
-            }
-            stats.firstRecordedAt = first.map { formatTime($0, in: zone) }
-            stats.lastRecordedAt = last.map { formatTime($0, in: zone) }
-            // Segments only: the lock file holds the last writer's pid, whose length varies.
-            stats.logBytes = directoryBytes(access.layout.logDirectory.appending("segments").string)
-            stats.snapshots = reader.snapshotInfos().count
+            stats.events = answer.events
+            stats.eventsByKind = answer.eventsByKind
+            stats.eventsBySource = answer.eventsBySource
+            stats.liveObjectsByType = answer.liveObjectsByType
+            stats.deletedObjectsByType = answer.deletedObjectsByType
+            stats.firstRecordedAt = answer.firstRecordedAt.map { formatTime($0, in: zone) }
+            stats.lastRecordedAt = answer.lastRecordedAt.map { formatTime($0, in: zone) }
+            stats.logBytes = answer.logBytes
+            stats.snapshots = answer.snapshots
             if global.json { try printJSON(stats); return }
             print("Ledger \(global.dataDirectory): \(stats.events) events, \(stats.logBytes / 1024) KiB of log, " +
                   "\(stats.snapshots) snapshots")
@@ -64,17 +51,4 @@ struct StatsCommand: AsyncParsableCommand {
             print("\n" + types.render())
         }
     }
-}
-
-/// Bytes of all regular files below a directory.
-func directoryBytes(_ path: String) -> UInt64 {
-    guard let enumerator = FileManager.default.enumerator(atPath: path) else { return 0 }
-    var total: UInt64 = 0
-    while let name = enumerator.nextObject() as? String {
-        let attributes = try? FileManager.default.attributesOfItem(atPath: path + "/" + name)
-        if attributes?[.type] as? FileAttributeType == .typeRegular {
-            total += (attributes?[.size] as? NSNumber)?.uint64Value ?? 0
-        }
-    }
-    return total
 }

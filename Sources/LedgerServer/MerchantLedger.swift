@@ -46,9 +46,12 @@ public final class MerchantLedger: Sendable {
         return historyIndex
     }
 
-    /// The catalog history with every durable event, for the conflict endpoints (a diagnosis looks
-    /// at everything around an incident) and as the fallback of the history endpoints.
+    /// The catalog history with every durable event, the fallback of the history endpoints.
     func history() throws -> CatalogHistory { CatalogHistory(events: try events.all()) }
+
+    /// The diagnosis index over every durable event, for the conflict endpoints: each incident is
+    /// diagnosed from the events of the objects it names, with everything learned since.
+    func diagnosisIndex() throws -> DiagnosisIndex { DiagnosisIndex(events: try events.all()) }
 }
 
 /// Decoded events of one ledger, read once and then extended with the new tail on each call, so the

@@ -181,7 +181,7 @@ let package = Package(
             name: "ledger-bench",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerIndex", "SquareSimulator", "LedgerServer", "CLZ4",
+                "LedgerIndex", "SquareSimulator", "LedgerServer", "CatalogIngest", "CLZ4",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -20,7 +20,8 @@ extension CatalogProjector {
     /// history and conflicts are written as the fold meets them, and each final object is written
     /// once, then indexed for search once. Re-reading and rewriting stored winners batch by batch,
     /// as catch-up does, would cost a read and a rewrite per event instead. Memory grows with the
-    /// catalog (every winning fact), not with the log.
+    /// catalog (every winning fact), plus the diagnosis index (`DiagnosisIndex`: the fact events,
+    /// edits and accepted upserts the conflicts' diagnoses read, one copy of each).
     @discardableResult
     public func rebuild(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
         let shadow = shadowPath

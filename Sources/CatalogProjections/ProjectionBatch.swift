@@ -11,6 +11,8 @@ import GRDB
 struct ProjectionBatch {
     let writer: ProjectionWriter
     let reader: LedgerReader
+    /// What the diagnoses of the rejections met read, kept from batch to batch.
+    let diagnoses = DiagnosisFeed()
 
     func apply(_ events: [LedgerEvent], in db: Database) throws {
         guard let last = events.last else { return }
@@ -24,7 +26,7 @@ struct ProjectionBatch {
         var before: [CatalogObjectID: ObjectFact?] = [:]
         var order: [CatalogObjectID] = []
         var changed = Set<CatalogObjectID>()
-        for event in events {
+        for (position, event) in events.enumerated() {
             switch event.body {
             case .objectObserved, .objectDeleted:
                 let id = event.header!.objectID
@@ -44,7 +46,7 @@ struct ProjectionBatch {
                 if changed.insert(id).inserted { order.append(id) }
                 winners[id] = winner
             case .upsertRejected:
-                try writer.insert(try ConflictDiagnosis.row(for: event, reader: reader), in: db)
+                try writer.insert(try diagnoses.row(forLastOf: events[...position], reader: reader), in: db)
             case .priceHistoryRetained(let record):
                 _ = try writer.applyRetained(record, admittedAt: .latest, in: db)
             default:

@@ -68,11 +68,15 @@ public enum ProjectionReplay {
             var state = CatalogState(filter: point)
             var cursor = try CatalogProjector.ledgerRead("events from 0") { try reader.events(from: 0) }
             var lastEvent: LedgerEvent?
+            // What the diagnoses read, filled as the log is folded: a rejection is diagnosed with every
+            // event up to and including it, whatever the point admits.
+            var diagnoses = DiagnosisIndex()
             while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }) {
                 if let k = point.ledgerTimeMax, event.recordedAt > k { break }
                 if let last = throughSequence, event.sequence > last { break }
                 summary.throughSequence = event.sequence
                 lastEvent = event
+                diagnoses.add(event)
                 if let progress, event.sequence % 1_000 == 999 { progress(ProjectionProgress(processed: event.sequence + 1, total: total)) }
                 switch event.body {
                 case .objectObserved, .objectDeleted:
@@ -88,7 +92,7 @@ public enum ProjectionReplay {
                 case .upsertRejected:
                     state.apply(event)
                     guard point.admits(event) else { continue }
-                    try writer.insert(try ConflictDiagnosis.row(for: event, reader: reader), in: db)
+                    try writer.insert(try ConflictDiagnosis.row(for: event, index: diagnoses), in: db)
                     summary.conflicts += 1
                 case .priceHistoryRetained(let record):
                     state.apply(event)

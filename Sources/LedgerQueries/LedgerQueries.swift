@@ -54,6 +54,10 @@ public final class LedgerQueries: Sendable {
     /// incident (diagnosis) and the fallback of the history answers. Decoded once, then extended.
     public func fullHistory() throws -> CatalogHistory { CatalogHistory(events: try events.all()) }
 
+    /// The diagnosis index over every durable event (`DiagnosisIndex`): each VERSION_MISMATCH
+    /// incident is diagnosed from the events of the objects it names, with everything learned since.
+    public func diagnosisIndex() throws -> DiagnosisIndex { DiagnosisIndex(events: try events.all()) }
+
     /// The history holding at least every fact of `ids` (all of them on the full-scan path).
     private func history(of ids: [CatalogObjectID]) throws -> CatalogHistory {
         guard let index else { return try fullHistory() }

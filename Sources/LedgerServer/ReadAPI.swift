@@ -132,11 +132,10 @@ enum ReadAPI {
 
     /// `GET /merchants/{id}/conflicts`: every rejected upsert with its diagnosis.
     static func conflicts(_ merchant: MerchantLedger) throws -> JSONAnswer {
-        let diagnoser = VersionMismatchDiagnoser(history: try merchant.history())
+        let diagnoses = try merchant.diagnosisIndex()
         var conflicts: [Conflict] = []
-        for event in diagnoser.history.events {
-            guard case .upsertRejected = event.body else { continue }
-            let diagnosis = try diagnoser.diagnose(rejectionSequence: event.sequence)
+        for event in diagnoses.rejections {
+            let diagnosis = try diagnoses.diagnose(event)
             conflicts.append(Conflict(sequence: event.sequence, idempotencyKey: diagnosis.idempotencyKey,
                                       httpStatus: diagnosis.httpStatus, errorCodes: diagnosis.errorCodes,
                                       classification: diagnosis.primaryClassification.rawValue, diagnosis: diagnosis))
@@ -146,12 +145,10 @@ enum ReadAPI {
 
     /// `GET /merchants/{id}/conflicts/{sequence or idempotency key}`: one diagnosis.
     static func conflict(_ merchant: MerchantLedger, incident: String) throws -> JSONAnswer {
-        let diagnoser = VersionMismatchDiagnoser(history: try merchant.history())
-        let rejection = diagnoser.history.events.first { event in
-            guard case .upsertRejected(let rejected) = event.body else { return false }
-            return "\(event.sequence)" == incident || rejected.idempotencyKey == incident
+        let diagnoses = try merchant.diagnosisIndex()
+        guard let rejection = diagnoses.rejection(named: incident) else {
+            return .error(404, "not_found", "no rejected upsert \"\(incident)\"")
         }
-        guard let rejection else { return .error(404, "not_found", "no rejected upsert \"\(incident)\"") }
-        return .encoded(try diagnoser.diagnose(rejectionSequence: rejection.sequence))
+        return .encoded(try diagnoses.diagnose(rejection))
     }
 }

@@ -11,6 +11,7 @@ struct LedgerBench: AsyncParsableCommand {
         commandName: "ledger-bench",
         abstract: "Benchmarks of CatalogLedger, each measured against a baseline in the same run.",
         subcommands: [StorageBench.self, SearchBench.self, TimeTravelBench.self, ProjectionsBench.self, WebhookBench.self, CompactionBench.self,
+                      DiagnosisBench.self,
                       KillChild.self, CompactionKillChild.self]
     )
 }

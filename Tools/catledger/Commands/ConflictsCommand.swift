@@ -25,12 +25,11 @@ struct ConflictsCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let reader = try LedgerAccess(options: global).reader()
-            let diagnoser = VersionMismatchDiagnoser(events: try reader.allEvents())
+            let diagnoses = DiagnosisIndex(events: try reader.allEvents())
             let zone = try global.timeZone()
             var rows: [Row] = []
-            for event in diagnoser.history.events {
-                guard case .upsertRejected = event.body else { continue }
-                let diagnosis = try diagnoser.diagnose(rejectionSequence: event.sequence)
+            for event in diagnoses.rejections {
+                let diagnosis = try diagnoses.diagnose(event)
                 rows.append(Row(incident: event.sequence, idempotencyKey: diagnosis.idempotencyKey,
                                 rejectedAt: formatTime(diagnosis.rejectedAt, in: zone), actor: diagnosis.actor,
                                 device: diagnosis.device, httpStatus: diagnosis.httpStatus, errorCodes: diagnosis.errorCodes,
@@ -65,16 +64,12 @@ struct DiagnoseCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let reader = try LedgerAccess(options: global).reader()
-            let diagnoser = VersionMismatchDiagnoser(events: try reader.allEvents())
-            let rejection = diagnoser.history.events.first { event in
-                guard case .upsertRejected(let rejected) = event.body else { return false }
-                return "\(event.sequence)" == incident || rejected.idempotencyKey == incident
-            }
-            guard let rejection else {
+            let diagnoses = DiagnosisIndex(events: try reader.allEvents())
+            guard let rejection = diagnoses.rejection(named: incident) else {
                 throw CLIError(.notFound, "no rejected upsert \"\(incident)\" in the ledger",
                                hint: "list them with `catledger conflicts`")
             }
-            let diagnosis = try diagnoser.diagnose(rejectionSequence: rejection.sequence)
+            let diagnosis = try diagnoses.diagnose(rejection)
             if global.json { try printJSON(diagnosis) } else { print(diagnosis.renderedText) }
         }
     }

@@ -39,8 +39,4 @@ public final class MerchantLedger: Sendable {
     /// The catalog history with every durable event, for the conflict endpoints (a diagnosis looks
     /// at everything around an incident).
     func history() throws -> CatalogHistory { try queries.fullHistory() }
-
-    /// The diagnosis index over every durable event, for the conflict endpoints: each incident is
-    /// diagnosed from the events of the objects it names, with everything learned since.
-    func diagnosisIndex() throws -> DiagnosisIndex { try queries.diagnosisIndex() }
 }

@@ -132,23 +132,18 @@ enum ReadAPI {
 
     /// `GET /merchants/{id}/conflicts`: every rejected upsert with its diagnosis.
     static func conflicts(_ merchant: MerchantLedger) throws -> JSONAnswer {
-        let diagnoses = try merchant.diagnosisIndex()
-        var conflicts: [Conflict] = []
-        for event in diagnoses.rejections {
-            let diagnosis = try diagnoses.diagnose(event)
-            conflicts.append(Conflict(sequence: event.sequence, idempotencyKey: diagnosis.idempotencyKey,
-                                      httpStatus: diagnosis.httpStatus, errorCodes: diagnosis.errorCodes,
-                                      classification: diagnosis.primaryClassification.rawValue, diagnosis: diagnosis))
-        }
-        return .encoded(conflicts)
+        .encoded(try merchant.queries.conflicts().map { answer in
+            Conflict(sequence: answer.sequence, idempotencyKey: answer.diagnosis.idempotencyKey,
+                     httpStatus: answer.diagnosis.httpStatus, errorCodes: answer.diagnosis.errorCodes,
+                     classification: answer.diagnosis.primaryClassification.rawValue, diagnosis: answer.diagnosis)
+        })
     }
 
     /// `GET /merchants/{id}/conflicts/{sequence or idempotency key}`: one diagnosis.
     static func conflict(_ merchant: MerchantLedger, incident: String) throws -> JSONAnswer {
-        let diagnoses = try merchant.diagnosisIndex()
-        guard let rejection = diagnoses.rejection(named: incident) else {
+        guard let answer = try merchant.queries.conflict(named: incident) else {
             return .error(404, "not_found", "no rejected upsert \"\(incident)\"")
         }
-        return .encoded(try diagnoses.diagnose(rejection))
+        return .encoded(answer.diagnosis)
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import LedgerQueries
 
 /// Rejected upserts in the ledger, each with its diagnosis.
 struct ConflictsCommand: AsyncParsableCommand {
@@ -24,18 +25,15 @@ struct ConflictsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let reader = try LedgerAccess(options: global).reader()
-            let diagnoses = DiagnosisIndex(events: try reader.allEvents())
+            let conflicts = try LedgerAccess(options: global).asOfQueries().conflicts()
             let zone = try global.timeZone()
-            var rows: [Row] = []
-            for event in diagnoses.rejections {
-                let diagnosis = try diagnoses.diagnose(event)
-                rows.append(Row(incident: event.sequence, idempotencyKey: diagnosis.idempotencyKey,
-                                rejectedAt: formatTime(diagnosis.rejectedAt, in: zone), actor: diagnosis.actor,
-                                device: diagnosis.device, httpStatus: diagnosis.httpStatus, errorCodes: diagnosis.errorCodes,
-                                classification: diagnosis.primaryClassification.rawValue,
-                                staleObjects: diagnosis.findings.filter { $0.classification != .current && $0.classification != .newObject }
-                                    .map(\.objectID.rawValue)))
+            let rows = conflicts.map { answer in
+                let diagnosis = answer.diagnosis
+                return Row(incident: answer.sequence, idempotencyKey: diagnosis.idempotencyKey,
+                           rejectedAt: formatTime(diagnosis.rejectedAt, in: zone), actor: diagnosis.actor,
+                           device: diagnosis.device, httpStatus: diagnosis.httpStatus, errorCodes: diagnosis.errorCodes,
+                           classification: diagnosis.primaryClassification.rawValue,
+                           staleObjects: answer.staleObjectIDs.map(\.rawValue))
             }
             if global.json { try printJSON(rows); return }
             if rows.isEmpty { print("No rejected upserts in the ledger."); return }
@@ -63,13 +61,10 @@ struct DiagnoseCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let reader = try LedgerAccess(options: global).reader()
-            let diagnoses = DiagnosisIndex(events: try reader.allEvents())
-            guard let rejection = diagnoses.rejection(named: incident) else {
+            guard let diagnosis = try LedgerAccess(options: global).asOfQueries().conflict(named: incident)?.diagnosis else {
                 throw CLIError(.notFound, "no rejected upsert \"\(incident)\" in the ledger",
                                hint: "list them with `catledger conflicts`")
             }
-            let diagnosis = try diagnoses.diagnose(rejection)
             if global.json { try printJSON(diagnosis) } else { print(diagnosis.renderedText) }
         }
     }

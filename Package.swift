@@ -8,6 +8,8 @@
 //   SquareAPI | CatalogProjections + CatalogSearch | LedgerIndex | SquareSimulator
 //   CatalogLedger                                             event store over LedgerStorage
 //   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
+// Each target declares exactly the modules its files import; `make test` checks it
+// (--explicit-target-dependency-import-check error).
 import PackageDescription
 
 let package = Package(
@@ -24,13 +26,18 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Used directly by our targets (SquareAPI, SquareSimulator, LedgerServer, tests), so declared
+        // here: each target names every module it imports (`--explicit-target-dependency-import-check`).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // MARK: Storage: bytes only.
@@ -108,15 +115,20 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .target(
             name: "SquareSimulator",
             dependencies: [
                 "SquareAPI",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
 
@@ -126,7 +138,6 @@ let package = Package(
             dependencies: [
                 "CatalogLedger",
                 "CatalogModel",
-                "CatalogProjections",
                 "SquareAPI",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -136,13 +147,17 @@ let package = Package(
             dependencies: [
                 "CatalogIngest",
                 "CatalogLedger",
+                "CatalogModel",
                 "LedgerIndex",
                 "CatalogProjections",
                 "SquareAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
 
@@ -150,10 +165,11 @@ let package = Package(
         .executableTarget(
             name: "catledger",
             dependencies: [
-                "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
+                "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections",
                 "LedgerIndex", "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tools/catledger"
         ),
@@ -161,17 +177,21 @@ let package = Package(
             name: "ledger-bench",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerIndex", "SquareSimulator", "LedgerServer", "CLZ4",
+                "LedgerIndex", "SquareAPI", "LedgerServer", "CLZ4",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tools/ledger-bench"
         ),
         .executableTarget(
             name: "sample-gen",
             dependencies: [
-                "CatalogModel", "CatalogLedger", "SquareSimulator", "SquareAPI", "CatalogIngest",
+                "CatalogModel", "SquareSimulator", "SquareAPI", "CatalogIngest",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tools/sample-gen"
         ),
@@ -179,7 +199,10 @@ let package = Package(
         // a plain build is a replayer that feeds files to a harness).
         .executableTarget(
             name: "reliability-fuzz",
-            dependencies: ["LedgerStorage", "CatalogModel", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "LedgerStorage", "CatalogModel",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             path: "Tools/fuzz/Harness"
         ),
 
@@ -189,25 +212,39 @@ let package = Package(
             name: "TestHelpers",
             path: "Tests/TestHelpers"
         ),
-        .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4", "CCRC32C", "TestHelpers"]),
+        .testTarget(
+            name: "LedgerStorageTests",
+            dependencies: ["LedgerStorage", "TestHelpers", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel"]),
-        .testTarget(name: "CatalogLedgerTests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "TestHelpers"]),
-        .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", "CatalogModel"]),
+        .testTarget(
+            name: "CatalogLedgerTests",
+            dependencies: [
+                "CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "TestHelpers",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CatalogProjectionsTests",
-            dependencies: ["CatalogProjections", "CatalogLedger", "CatalogModel", "CatalogSearch"]
+            dependencies: ["CatalogProjections", "CatalogLedger", "CatalogModel", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "SquareIntegrationTests",
             dependencies: [
                 "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "CatalogLedger",
+                "CatalogProjections",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             exclude: ["conformance", "WebhookSignatureVectors.json"]
         ),
         .testTarget(
             name: "SampleDataTests",
-            dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", "LedgerStorage"]
+            dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage"], exclude: ["Golden"]),
         .testTarget(
@@ -216,6 +253,7 @@ let package = Package(
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer", "CatalogProjections",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
     ],

@@ -8,6 +8,7 @@
 //   SquareAPI | CatalogProjections + CatalogSearch | LedgerIndex | SquareSimulator
 //   CatalogLedger                                             event store over LedgerStorage
 //   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
+// Test kits (LedgerStorageTesting, Tests/TestHelpers) are used by test targets and tools only.
 // Each target declares exactly the modules its files import; `make test` checks it
 // (--explicit-target-dependency-import-check error).
 import PackageDescription
@@ -57,6 +58,17 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // Test kits for storage: an in-memory file system that injects faults and crashes, a seeded
+        // generator. Used by test targets and by the tools that inject faults (ledger-bench,
+        // reliability-fuzz), never by a production module.
+        .target(
+            name: "LedgerStorageTesting",
+            dependencies: [
+                "LedgerStorage",
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
 
@@ -177,7 +189,7 @@ let package = Package(
             name: "ledger-bench",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerIndex", "SquareAPI", "LedgerServer", "CLZ4",
+                "LedgerIndex", "SquareAPI", "LedgerServer", "CLZ4", "LedgerStorageTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -200,7 +212,7 @@ let package = Package(
         .executableTarget(
             name: "reliability-fuzz",
             dependencies: [
-                "LedgerStorage", "CatalogModel",
+                "LedgerStorage", "LedgerStorageTesting", "CatalogModel",
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tools/fuzz/Harness"
@@ -214,7 +226,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerStorageTests",
-            dependencies: ["LedgerStorage", "TestHelpers", .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: ["LedgerStorage", "LedgerStorageTesting", "TestHelpers", .product(name: "SystemPackage", package: "swift-system")]
         ),
         .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel"]),
         .testTarget(
@@ -250,7 +262,8 @@ let package = Package(
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
-                "LedgerStorage", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer", "CatalogProjections",
+                "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer",
+                "CatalogProjections",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),

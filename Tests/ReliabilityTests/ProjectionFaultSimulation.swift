@@ -29,6 +29,7 @@ import CatalogProjections
 import Foundation
 import GRDB
 import LedgerStorage
+import LedgerStorageTesting
 import Logging
 
 struct ProjectionFaultSimulation {

@@ -30,10 +30,15 @@ demo: deps
 	rm -rf $(DEMO_DIR)
 	$(SWIFT) run catledger demo --data-dir $(DEMO_DIR)
 
+# The build is strict about our own code: every module a target imports must be one it declares in
+# Package.swift, and a warning in our targets is an error (SwiftPM compiles remote dependencies with
+# -suppress-warnings and leaves -warnings-as-errors off them, so their warnings never fail the build).
+STRICT_BUILD_FLAGS := --explicit-target-dependency-import-check error -Xswiftc -warnings-as-errors
+
 # The whole output goes to .build/test-output.log too; when a test fails, its issues are printed again
 # at the end, where a CI log that keeps only its tail still shows them.
 test: deps-test
-	$(SWIFT) build --build-tests
+	$(SWIFT) build --build-tests $(STRICT_BUILD_FLAGS)
 	@set -o pipefail; $(SWIFT) test --skip-build --parallel 2>&1 | tee .build/test-output.log || { \
 		status=$$?; \
 		echo; echo "== failed tests and their issues (whole output: .build/test-output.log) =="; \

@@ -8,6 +8,9 @@
 //   SquareAPI | CatalogProjections + CatalogSearch | LedgerIndex | SquareSimulator
 //   CatalogLedger                                             event store over LedgerStorage
 //   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
+// Test kits (LedgerStorageTesting, Tests/TestHelpers) are used by test targets and tools only.
+// Each target declares exactly the modules its files import; `make test` checks it
+// (--explicit-target-dependency-import-check error).
 import PackageDescription
 
 let package = Package(
@@ -24,13 +27,18 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.8.1"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // Used directly by our targets (SquareAPI, SquareSimulator, LedgerServer, tests), so declared
+        // here: each target names every module it imports (`--explicit-target-dependency-import-check`).
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
     ],
     targets: [
         // MARK: Storage: bytes only.
@@ -50,6 +58,17 @@ let package = Package(
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // Test kits for storage: an in-memory file system that injects faults and crashes, a seeded
+        // generator. Used by test targets and by the tools that inject faults (ledger-bench,
+        // reliability-fuzz), never by a production module.
+        .target(
+            name: "LedgerStorageTesting",
+            dependencies: [
+                "LedgerStorage",
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
 
@@ -125,15 +144,20 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .target(
             name: "SquareSimulator",
             dependencies: [
                 "SquareAPI",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
 
@@ -144,7 +168,6 @@ let package = Package(
                 "BoundedJSON",
                 "CatalogLedger",
                 "CatalogModel",
-                "CatalogProjections",
                 "SquareAPI",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -155,14 +178,17 @@ let package = Package(
                 "BoundedJSON",
                 "CatalogIngest",
                 "CatalogLedger",
-                "LedgerIndex",
+                "CatalogModel",
                 "LedgerQueries",
                 "CatalogProjections",
                 "SquareAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
 
@@ -170,10 +196,11 @@ let package = Package(
         .executableTarget(
             name: "catledger",
             dependencies: [
-                "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerIndex", "LedgerQueries", "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
+                "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections",
+                "LedgerQueries", "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tools/catledger"
         ),
@@ -181,17 +208,21 @@ let package = Package(
             name: "ledger-bench",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerIndex", "SquareSimulator", "LedgerServer", "CatalogIngest", "CLZ4",
+                "LedgerIndex", "SquareAPI", "SquareSimulator", "LedgerServer", "CatalogIngest", "CLZ4", "LedgerStorageTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tools/ledger-bench"
         ),
         .executableTarget(
             name: "sample-gen",
             dependencies: [
-                "CatalogModel", "CatalogLedger", "SquareSimulator", "SquareAPI", "CatalogIngest",
+                "CatalogModel", "SquareSimulator", "SquareAPI", "CatalogIngest",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Tools/sample-gen"
         ),
@@ -199,7 +230,11 @@ let package = Package(
         // a plain build is a replayer that feeds files to a harness).
         .executableTarget(
             name: "reliability-fuzz",
-            dependencies: ["LedgerStorage", "CatalogModel", "BoundedJSON", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "BoundedJSON",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
             path: "Tools/fuzz/Harness",
             // Files of SquareAPI, CatalogIngest and LedgerServer compiled here through symbolic links
             // (Square/, Server/) check this to leave out the imports of their own modules.
@@ -212,34 +247,49 @@ let package = Package(
             name: "TestHelpers",
             path: "Tests/TestHelpers"
         ),
-        .testTarget(name: "LedgerStorageTests", dependencies: ["LedgerStorage", "CLZ4", "CCRC32C", "TestHelpers"]),
+        .testTarget(
+            name: "LedgerStorageTests",
+            dependencies: ["LedgerStorage", "LedgerStorageTesting", "TestHelpers", .product(name: "SystemPackage", package: "swift-system")]
+        ),
         .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON"]),
-        .testTarget(name: "CatalogLedgerTests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "TestHelpers"]),
-        .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", "CatalogModel"]),
+        .testTarget(
+            name: "CatalogLedgerTests",
+            dependencies: [
+                "CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "TestHelpers",
+                .product(name: "SystemPackage", package: "swift-system"),
+            ]
+        ),
+        .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CatalogProjectionsTests",
-            dependencies: ["CatalogProjections", "CatalogLedger", "CatalogModel", "CatalogSearch"]
+            dependencies: ["CatalogProjections", "CatalogLedger", "CatalogModel", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .testTarget(
             name: "SquareIntegrationTests",
             dependencies: [
                 "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "CatalogLedger",
+                "CatalogProjections",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             exclude: ["conformance", "WebhookSignatureVectors.json"]
         ),
         .testTarget(
             name: "SampleDataTests",
-            dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", "LedgerStorage"]
+            dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "BoundedJSON"], exclude: ["Golden"]),
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
-                "LedgerStorage", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer", "CatalogProjections",
-                "CatalogIngest", "BoundedJSON",
+                "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer",
+                "CatalogProjections", "CatalogIngest", "BoundedJSON",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
     ],

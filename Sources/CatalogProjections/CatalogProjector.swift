@@ -4,13 +4,15 @@ import Foundation
 import GRDB
 import Logging
 
-/// Tuning and test hooks of a projector.
+/// Tuning of a projector.
 public struct ProjectorOptions: Sendable {
     /// Events applied per transaction during catch-up (each transaction also stores the checkpoint).
     public var batchEventsMax = 2_000
-    /// Test hook: after this many committed batches the next batch throws `injectedFailure`
-    /// before it starts, as a crash between two batches would leave things.
-    public var failAfterBatches: Int?
+    /// Called before each batch of a catch-up with the number of batches this projector has
+    /// committed so far. When it throws, the catch-up stops there and rethrows, leaving the
+    /// projection as a crash between two batch transactions would. A seam for tests in this
+    /// package (fault injection); nil otherwise.
+    package var beforeBatch: (@Sendable (_ committedBatches: Int) throws -> Void)?
     /// SQLite page cache per connection, in KiB.
     public var cacheKiB = 65_536
     /// While following the tail, how often the WAL is checkpointed off the commit path; nil leaves
@@ -131,12 +133,7 @@ public final class CatalogProjector: @unchecked Sendable {
     func catchUpFromCheckpoint(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
         try Self.catchUp(pool: database, reader: reader, options: options, writer: writer,
                          logger: logger, progress: progress) { [self] in
-            try lock.withLock {
-                if let limit = options.failAfterBatches, committedBatches >= limit {
-                    throw ProjectionError(.injectedFailure, "failure injected after \(limit) batches",
-                                          location: databasePath)
-                }
-            }
+            if let beforeBatch = options.beforeBatch { try beforeBatch(lock.withLock { committedBatches }) }
         } afterBatch: { [self] in
             lock.withLock { committedBatches += 1 }
         }

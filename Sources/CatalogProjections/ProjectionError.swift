@@ -10,8 +10,6 @@ public struct ProjectionError: Error, Sendable, CustomStringConvertible {
         case ledger
         /// A file operation of rebuild or replay failed.
         case file
-        /// A failure injected by a test (see `ProjectorOptions.failAfterBatches`).
-        case injectedFailure
     }
 
     public var code: Code

@@ -134,8 +134,8 @@ public final class LedgerService: Sendable {
     /// its last verification (1) or not (0: passed, or never verified).
     public func renderMetrics() -> [UInt8] {
         for (id, merchant) in merchants {
-            metrics.registry.makeGauge(name: "catledger_ledger_events", labels: [("merchant", id.rawValue)],
-                                       help: "Events in the merchant's ledger").set(Int64(merchant.ledger.nextSequence))
+            metrics.registry.makeGauge(descriptor: .named("catledger_ledger_events", help: "Events in the merchant's ledger"),
+                                       labels: [("merchant", id.rawValue)]).set(Int64(merchant.ledger.nextSequence))
             let record = VerificationRecord.load(layout: merchant.ledger.layout)
             metrics.registry.makeGauge(
                 descriptor: MetricNameDescriptor(namespace: "catledger", metricName: "ledger_verification", unitName: "failed",

@@ -1,5 +1,12 @@
 import Prometheus
 
+extension MetricNameDescriptor {
+    /// A metric named exactly `name` (no namespace or unit joined to it), with its HELP line.
+    static func named(_ name: String, help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    }
+}
+
 /// The server's Prometheus metrics, in a registry of its own (a library never bootstraps the
 /// global metrics system). Thread-safety: the registry and its metrics are thread-safe.
 public final class ServerMetrics: Sendable {
@@ -29,29 +36,26 @@ public final class ServerMetrics: Sendable {
         var webhooks: [WebhookOutcome: Counter] = [:]
         for outcome in WebhookOutcome.allCases {
             webhooks[outcome] = registry.makeCounter(
-                name: "catledger_webhooks_total", labels: [("outcome", outcome.rawValue)],
-                help: "Webhook deliveries by outcome")
+                descriptor: .named("catledger_webhooks_total", help: "Webhook deliveries by outcome"), labels: [("outcome", outcome.rawValue)])
         }
         webhookCounters = webhooks
         var appends: [String: Counter] = [:]
         for path in Self.appendPaths {
             appends[path] = registry.makeCounter(
-                name: "catledger_appended_events_total", labels: [("path", path)], help: "Events newly appended to ledgers")
+                descriptor: .named("catledger_appended_events_total", help: "Events newly appended to ledgers"), labels: [("path", path)])
         }
         appendCounters = appends
         syncCompleted = registry.makeCounter(
-            name: "catledger_sync_runs_total", labels: [("outcome", "completed")], help: "Sync runs by outcome")
+            descriptor: .named("catledger_sync_runs_total", help: "Sync runs by outcome"), labels: [("outcome", "completed")])
         syncFailed = registry.makeCounter(
-            name: "catledger_sync_runs_total", labels: [("outcome", "failed")], help: "Sync runs by outcome")
+            descriptor: .named("catledger_sync_runs_total", help: "Sync runs by outcome"), labels: [("outcome", "failed")])
         appendDuration = registry.makeDurationHistogram(
-            name: "catledger_append_duration_seconds",
+            descriptor: .named("catledger_append_duration_seconds", help: "Durable append latency (group commit and fsync included)"),
             buckets: [.microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
-                      .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .seconds(1)],
-            help: "Durable append latency (group commit and fsync included)")
+                      .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .seconds(1)])
         syncDuration = registry.makeDurationHistogram(
-            name: "catledger_sync_duration_seconds",
-            buckets: [.milliseconds(10), .milliseconds(50), .milliseconds(250), .seconds(1), .seconds(5), .seconds(30)],
-            help: "Sync run duration")
+            descriptor: .named("catledger_sync_duration_seconds", help: "Sync run duration"),
+            buckets: [.milliseconds(10), .milliseconds(50), .milliseconds(250), .seconds(1), .seconds(5), .seconds(30)])
     }
 
     public func webhook(_ outcome: WebhookOutcome) { webhookCounters[outcome]!.increment() }

@@ -63,8 +63,8 @@ public struct LogReader: Sendable {
         }
     }
 
-    /// Every record from `sequence` on, read now. Convenience for tests and tools.
-    public func readAll(from sequence: UInt64 = 0) throws -> [StoredRecord] {
+    /// Every record from `sequence` on, read now. Convenience for tests and tools of this package.
+    package func readAll(from sequence: UInt64 = 0) throws -> [StoredRecord] {
         var cursor = try records(from: sequence)
         var records: [StoredRecord] = []
         while let record = try cursor.next() { records.append(record) }

@@ -8,6 +8,17 @@ import Glibc
 import Darwin
 #endif
 
+/// The writer lock of a log directory taken on its own, for maintenance that must not run beside a
+/// writer but appends nothing (the CLI's `rebuild`, which swaps the projection file a running
+/// server reads). Fails with `lockHeld`, naming the holder, exactly as opening a second writer does.
+/// Release the returned lock when done.
+package enum LogWriterLock {
+    package static func acquire(directory path: FilePath, fileSystem: any FileSystem = PosixFileSystem()) throws -> any LedgerFileLock {
+        try WriterLock.acquire(directory: LogDirectory(root: path, fileSystem: fileSystem),
+                               now: LogWriterOptions.wallClockNanoseconds())
+    }
+}
+
 enum WriterLock {
     static func acquire(directory: LogDirectory, now: Int64) throws -> any LedgerFileLock {
         guard let lock = try directory.fileSystem.lockExclusive(directory.lockPath) else {

@@ -69,6 +69,24 @@ struct CLIErrorTests {
         try await holder.close()
     }
 
+    @Test("rebuild takes the writer lock: while another writer (a running serve) holds the ledger it exits 6 and swaps nothing")
+    func rebuildTakesTheWriterLock() async throws {
+        let path = try Self.ledgerCopy()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try CatLedgerProcess.run(["rebuild", "--data-dir", path]).status == 0)
+        let projection = path + "/projections.sqlite"
+        let before = try FileManager.default.attributesOfItem(atPath: projection)[.systemFileNumber] as? Int
+        let holder = try Ledger.open(layout: LedgerLayout(root: path))
+        try expectFailure(["rebuild", "--data-dir", path], status: 6,
+                          mentions: ["locked by another writer", "pid \(getpid())"])
+        let json = try CatLedgerProcess.run(["rebuild", "--json", "--data-dir", path])
+        #expect(json.status == 6 && json.standardOutput.contains(#""error":"lock_held""#), "\(json.standardOutput)")
+        let after = try FileManager.default.attributesOfItem(atPath: projection)[.systemFileNumber] as? Int
+        #expect(before != nil && before == after, "the refused rebuild left the projection file in place")
+        try await holder.close()
+        #expect(try CatLedgerProcess.run(["rebuild", "--data-dir", path]).status == 0, "with the lock free, rebuild runs")
+    }
+
     @Test("a malformed recording line exits 64 naming file and line, and writes nothing")
     func badRecording() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString)").path

@@ -144,9 +144,9 @@ struct ProjectionEquivalenceTests {
         try await history.append(steps: 200, to: ledger)
         var options = ProjectorOptions()
         options.batchEventsMax = 25
-        options.failAfterBatches = 3
+        options.failAfterBatches(3)
         let crashing = try directory.projector(options: options)
-        #expect(throws: ProjectionError.self) { try crashing.catchUp() }
+        #expect(throws: InjectedProjectionCrash.self) { try crashing.catchUp() }
         #expect(try crashing.checkpoint() == 3 * 25 - 1)
         let midway = try ProjectionConsistency.check(database: crashing.database, reader: ledger.reader)
         #expect(midway.isConsistent, "after the failure: \(midway.differences), seed \(seed)")

@@ -83,3 +83,20 @@ func digests(_ database: any DatabaseReader) throws -> [String: String] {
 func digests(path: String) throws -> [String: String] {
     try digests(ProjectionQueries.open(path: path).database)
 }
+
+/// Thrown through `ProjectorOptions.beforeBatch` to abandon a catch-up between two batch
+/// transactions, as a crash there would.
+struct InjectedProjectionCrash: Error, CustomStringConvertible {
+    var afterBatches: Int
+    var description: String { "projection crash injected after \(afterBatches) batches" }
+}
+
+extension ProjectorOptions {
+    /// Catch-up throws `InjectedProjectionCrash` before its next batch once the projector has
+    /// committed `batches` batches.
+    mutating func failAfterBatches(_ batches: Int) {
+        beforeBatch = { committed in
+            if committed >= batches { throw InjectedProjectionCrash(afterBatches: batches) }
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import LedgerStorage
+import LedgerStorageTesting
 import Testing
 
 @Suite("CRC32C")

@@ -4,6 +4,7 @@
 // compacted one.
 
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 import Testing
 

@@ -2,6 +2,7 @@
 // sequences, the result decodes and verifies, the chain links in and out, and damage is detected.
 
 import LedgerStorage
+import LedgerStorageTesting
 import Testing
 
 @Suite struct CompactionRewriterTests {

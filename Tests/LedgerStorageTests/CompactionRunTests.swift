@@ -4,6 +4,7 @@
 // the compacted view of the run, never anything else.
 
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 import Testing
 

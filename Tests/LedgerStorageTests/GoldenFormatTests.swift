@@ -3,6 +3,7 @@
 
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 import Testing
 

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 import Testing
 

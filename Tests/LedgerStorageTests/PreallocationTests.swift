@@ -5,6 +5,7 @@
 
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 import Testing
 
@@ -190,7 +191,7 @@ struct PreallocationTests {
             fileSystem.crash(seed: UInt64.random(in: 0...UInt64.max, using: &generator))
             try? writer.close()
         }
-        let reader = try LogReader(directory: "/log", fileSystem: fileSystem)
+        let reader = LogReader(directory: "/log", fileSystem: fileSystem)
         let records = try reader.readAll()
         #expect(records.count >= acknowledged)
         #expect(Array(records.prefix(acknowledged).map(\.payload)) == TestSupport.records(0..<acknowledged).map(\.payload))

@@ -2,6 +2,7 @@
 
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 import Testing
 

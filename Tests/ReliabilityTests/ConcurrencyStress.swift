@@ -11,6 +11,7 @@ import CatalogModel
 import CatalogProjections
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import Logging
 import SystemPackage
 

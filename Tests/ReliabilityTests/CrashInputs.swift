@@ -6,6 +6,7 @@
 import CatalogModel
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 
 enum CrashInputs {

@@ -4,6 +4,7 @@
 import CatalogModel
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import Testing
 
 @Suite("Fuzz regressions")

@@ -9,6 +9,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 
 struct LedgerFaultSimulation {

@@ -8,7 +8,7 @@
 //   lost writes). Readers see written batches before they are synced, so under `interval` and
 //   `none`, and after a failed fsync under `always`, the projection may have applied events the
 //   crash takes back, and the appends after the crash reuse their sequences;
-// - the projection's crash: abandoned between two batch transactions (`failAfterBatches`), a batch
+// - the projection's crash: abandoned between two batch transactions (`ProjectorOptions.beforeBatch`), a batch
 //   transaction rolled back at its commit (a transaction observer that throws), or its disk losing
 //   recent commits (an older image of the file put back, possibly from before a ledger crash or a
 //   compaction).
@@ -29,6 +29,7 @@ import CatalogProjections
 import Foundation
 import GRDB
 import LedgerStorage
+import LedgerStorageTesting
 import Logging
 
 struct ProjectionFaultSimulation {
@@ -258,11 +259,11 @@ struct ProjectionFaultSimulation {
             try closeProjector()
             var crashing = ProjectorOptions()
             crashing.batchEventsMax = Int.random(in: 1...6, using: &random)
-            crashing.failAfterBatches = Int.random(in: 0...3, using: &random)
+            crashing.failAfterBatches(Int.random(in: 0...3, using: &random))
             try openProjector(options: crashing)
             do {
                 try projector!.catchUp()
-            } catch let error as ProjectionError where error.code == .injectedFailure {
+            } catch is InjectedProjectionCrash {
                 tally.projectionCrashesBetweenBatches += 1
                 trace.append("\(label): projection abandoned between batches")
             }
@@ -353,5 +354,22 @@ struct ProjectionFaultSimulation {
             trace.append("\(label): projection image from \(image.through.map(String.init) ?? "-") restored")
         }
         try openProjector()
+    }
+}
+
+/// Thrown through `ProjectorOptions.beforeBatch` to abandon a catch-up between two batch
+/// transactions, as a crash there would.
+struct InjectedProjectionCrash: Error, CustomStringConvertible {
+    var afterBatches: Int
+    var description: String { "projection crash injected after \(afterBatches) batches" }
+}
+
+extension ProjectorOptions {
+    /// Catch-up throws `InjectedProjectionCrash` before its next batch once the projector has
+    /// committed `batches` batches.
+    mutating func failAfterBatches(_ batches: Int) {
+        beforeBatch = { committed in
+            if committed >= batches { throw InjectedProjectionCrash(afterBatches: batches) }
+        }
     }
 }

@@ -7,6 +7,7 @@
 
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 
 final class ReadFaultFileSystem: ForwardingFileSystem, @unchecked Sendable {

@@ -7,6 +7,7 @@
 
 import CatalogModel
 import LedgerStorage
+import LedgerStorageTesting
 
 struct SimulatedCatalog {
     static let merchant = MerchantID("MERCHANT-PROJECTION-SIM")

@@ -7,6 +7,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import Testing
 
 @Suite("Snapshots after lost writes")

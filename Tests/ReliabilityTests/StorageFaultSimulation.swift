@@ -16,6 +16,7 @@
 
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import Logging
 import SystemPackage
 

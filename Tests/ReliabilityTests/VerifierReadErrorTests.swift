@@ -5,6 +5,7 @@
 
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 import Testing
 

@@ -35,6 +35,14 @@ struct LedgerAccess {
         return try writer(options: ledgerOptions)
     }
 
+    /// Takes the writer lock of an existing ledger without opening it for writing, for maintenance
+    /// that replaces files a running writer uses (rebuild). Fails like a second writer (lock_held,
+    /// exit 6) while `catledger serve` or another writer holds the ledger.
+    func writerLock() throws -> any LedgerFileLock {
+        _ = try reader()
+        return try LogWriterLock.acquire(directory: layout.logDirectory)
+    }
+
     /// Says on standard error (so JSON on standard output stays as it is) when the ledger failed its
     /// last verification: answers read from snapshots or projections do not show damage by themselves.
     func warnIfLastVerificationFailed() {

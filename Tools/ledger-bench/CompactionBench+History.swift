@@ -2,6 +2,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 
 /// The duplicate-heavy history of `ledger-bench compaction`: incremental sync runs, as webhooks
 /// trigger them, each re-reading a page of items of which about one in ten changed since the last

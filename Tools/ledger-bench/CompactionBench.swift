@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 
 /// `ledger-bench compaction`: on a generated duplicate-heavy log (webhook-triggered incremental

@@ -4,6 +4,7 @@
 
 import ArgumentParser
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 #if canImport(Glibc)
 import Glibc

@@ -3,6 +3,7 @@ import CatalogSearch
 import Foundation
 import GRDB
 import LedgerStorage
+import LedgerStorageTesting
 
 /// `ledger-bench search`: builds a search index over a generated catalog in a file database and
 /// measures query latency against a plain `LIKE '%q%'` scan of the same rows, in one run.

@@ -2,6 +2,7 @@
 // ITEM_VARIATION objects, 0.5 to 3 KB, with varied names, prices, SKUs and ids.
 
 import LedgerStorage
+import LedgerStorageTesting
 
 struct CatalogRecordGenerator {
     private var generator: SeededGenerator

@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import CatalogProjections
 import Foundation
+import LedgerStorage
 
 extension LedgerAccess {
     /// The projection database of the ledger, brought up to the durable end of the log first. With
@@ -110,13 +111,19 @@ struct ReplayCommand: AsyncParsableCommand {
 struct RebuildCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rebuild",
-        abstract: "Rebuild the projections from sequence 0 into a shadow database and swap it in atomically.")
+        abstract: "Rebuild the projections from sequence 0 into a shadow database and swap it in atomically.",
+        discussion: """
+        Takes the ledger's writer lock for the whole rebuild: a running `catledger serve` reads the projection it \
+        would swap, so the command refuses (lock_held, exit 6) while a server or another writer holds the ledger.
+        """)
 
     @OptionGroup var global: GlobalOptions
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let access = LedgerAccess(options: global)
+            let lock = try access.writerLock()
+            defer { lock.release() }
             let projector = try CatalogProjector(databasePath: access.layout.projectionsDatabase.string, reader: try access.reader(),
                                                  logger: try global.logger("catledger.projections"))
             let bar = ProgressBar("rebuilding", total: try access.reader().lastSequence().map { Int($0) + 1 },

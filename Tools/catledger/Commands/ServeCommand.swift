@@ -35,8 +35,11 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("signature-key"), help: "A webhook signature key (repeatable: old and new during rotation).")
     var signatureKeys: [String] = []
 
-    @Option(help: "The webhook subscription's notification URL, exactly as registered with Square.")
-    var notificationURL = ProcessInfo.processInfo.environment["SQUARE_NOTIFICATION_URL"]
+    @Option(name: .customLong("notification-url"), help: "The webhook subscription's notification URL, exactly as registered with Square.")
+    var notificationURLOption: String?
+
+    /// --notification-url, else $SQUARE_NOTIFICATION_URL.
+    var notificationURL: String? { notificationURLOption ?? ProcessInfo.processInfo.environment["SQUARE_NOTIFICATION_URL"] }
 
     @Flag(help: "Do not connect to Square (no syncs, no edits).")
     var offline = false
@@ -45,7 +48,10 @@ struct ServeCommand: AsyncParsableCommand {
     var syncDebounceMilliseconds = 200
 
     @Option(name: .customLong("compact-at"), help: "Compact every ledger each night at this local time (HH:MM, 24-hour).")
-    var compactAt = ProcessInfo.processInfo.environment["CATLEDGER_COMPACT_AT"]
+    var compactAtOption: String?
+
+    /// --compact-at, else $CATLEDGER_COMPACT_AT.
+    var compactAt: String? { compactAtOption ?? ProcessInfo.processInfo.environment["CATLEDGER_COMPACT_AT"] }
 
     @Option(name: .customLong("compact-time-zone"), help: "Time zone of --compact-at (default: the system's).")
     var compactTimeZone: String?

@@ -3,6 +3,7 @@
 // one fresh directory and no disk is touched.
 
 import LedgerStorage
+import LedgerStorageTesting
 import SystemPackage
 
 enum SegmentFuzz {

@@ -6,9 +6,10 @@
 // contents distinguish synced from unsynced bytes.
 
 import Foundation
+import LedgerStorage
 import SystemPackage
 
-public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
+package final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
     final class Node {
         var bytes: [UInt8] = []
         /// The contents as of the last successful sync.
@@ -27,23 +28,23 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
     private var shortWritesPending = 0
     private var writeBytesBudget: Int?
 
-    public init() {}
+    package init() {}
 
     // MARK: Fault controls.
 
     /// The next `count` syncs fail with EIO (and make nothing durable).
-    public func failNextSyncs(_ count: Int = 1) { withLock { syncFailuresPending += count } }
+    package func failNextSyncs(_ count: Int = 1) { withLock { syncFailuresPending += count } }
 
     /// The next `count` writes store only half of their bytes, then fail with EIO.
-    public func shortenNextWrites(_ count: Int = 1) { withLock { shortWritesPending += count } }
+    package func shortenNextWrites(_ count: Int = 1) { withLock { shortWritesPending += count } }
 
     /// After `bytes` more bytes have been written, writes store what fits and fail with ENOSPC.
     /// Pass nil to lift the limit.
-    public func limitSpace(toMoreBytes bytes: Int?) { withLock { writeBytesBudget = bytes } }
+    package func limitSpace(toMoreBytes bytes: Int?) { withLock { writeBytesBudget = bytes } }
 
     /// Simulates power loss: each file keeps its synced bytes plus a random prefix of what was
     /// appended after the last sync; locks are dropped and open handles stop working.
-    public func crash(seed: UInt64) {
+    package func crash(seed: UInt64) {
         withLock {
             var generator = SeededGenerator(seed: seed)
             // In path order: a dictionary's order differs between instances, and the seed must
@@ -73,7 +74,7 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
 
     /// Bytes written but not yet made durable by a sync (a crash may lose them), over the files
     /// whose path ends with `suffix` (all files by default).
-    public func unsyncedByteCount(inFilesEndingWith suffix: String = "") -> Int {
+    package func unsyncedByteCount(inFilesEndingWith suffix: String = "") -> Int {
         withLock {
             files.filter { $0.key.hasSuffix(suffix) }.values.reduce(0) { total, node in
                 total + (node.bytes == node.syncedBytes ? 0 : max(1, node.bytes.count - node.syncedBytes.count))
@@ -82,7 +83,7 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
     }
 
     /// Flips one bit of a file in place (and in its durable image).
-    public func flipBit(_ path: FilePath, byteOffset: Int, bit: Int) {
+    package func flipBit(_ path: FilePath, byteOffset: Int, bit: Int) {
         withLock {
             guard let node = files[path.string] else { preconditionFailure("no file \(path)") }
             node.bytes[byteOffset] ^= UInt8(1) << UInt8(bit)
@@ -91,10 +92,10 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
     }
 
     /// The current contents of a file, or nil when it does not exist.
-    public func contents(of path: FilePath) -> [UInt8]? { withLock { files[path.string]?.bytes } }
+    package func contents(of path: FilePath) -> [UInt8]? { withLock { files[path.string]?.bytes } }
 
     /// Replaces the contents of a file (durably), creating it when needed.
-    public func setContents(of path: FilePath, to bytes: [UInt8]) {
+    package func setContents(of path: FilePath, to bytes: [UInt8]) {
         withLock {
             let node = files[path.string] ?? Node()
             node.bytes = bytes
@@ -105,7 +106,7 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
 
     // MARK: FileSystem.
 
-    public func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile {
+    package func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile {
         try withLock {
             if let node = files[path.string] { return MemoryFile(node: node, fileSystem: self, epoch: epoch, path: path.string) }
             guard mode == .createReadWrite else {
@@ -120,11 +121,11 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func exists(_ path: FilePath) -> Bool {
+    package func exists(_ path: FilePath) -> Bool {
         withLock { files[path.string] != nil || directories.contains(path.string) }
     }
 
-    public func contentsOfDirectory(_ path: FilePath) throws -> [String] {
+    package func contentsOfDirectory(_ path: FilePath) throws -> [String] {
         try withLock {
             guard directories.contains(path.string) else {
                 throw LedgerStorageError(.io(errno: ENOENT), "no such directory", location: LogLocation(file: path.string))
@@ -139,7 +140,7 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func createDirectory(_ path: FilePath) throws {
+    package func createDirectory(_ path: FilePath) throws {
         withLock {
             var current = path
             while !current.isEmpty && current.string != "/" {
@@ -149,7 +150,7 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func remove(_ path: FilePath) throws {
+    package func remove(_ path: FilePath) throws {
         try withLock {
             guard files.removeValue(forKey: path.string) != nil else {
                 throw LedgerStorageError(.io(errno: ENOENT), "no such file", location: LogLocation(file: path.string))
@@ -157,7 +158,7 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func rename(_ source: FilePath, to destination: FilePath) throws {
+    package func rename(_ source: FilePath, to destination: FilePath) throws {
         try withLock {
             guard let node = files.removeValue(forKey: source.string) else {
                 throw LedgerStorageError(.io(errno: ENOENT), "no such file", location: LogLocation(file: source.string))
@@ -166,9 +167,9 @@ public final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
         }
     }
 
-    public func syncDirectory(_ path: FilePath) throws {}
+    package func syncDirectory(_ path: FilePath) throws {}
 
-    public func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? {
+    package func lockExclusive(_ path: FilePath) throws -> (any LedgerFileLock)? {
         let file = try open(path, mode: .createReadWrite)
         return withLock { () -> (any LedgerFileLock)? in
             if lockedPaths.contains(path.string) { return nil }
@@ -289,17 +290,4 @@ private final class MemoryLock: LedgerFileLock, @unchecked Sendable {
     }
 
     func release() { fileSystem.unlock(path: path, epoch: epoch) }
-}
-
-/// SplitMix64: a small seeded generator so injected faults are reproducible from a printed seed.
-public struct SeededGenerator: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -109,7 +109,6 @@ let package = Package(
         .target(
             name: "CatalogSearch",
             dependencies: [
-                "CatalogModel",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -87,22 +87,32 @@ public enum NestedAssembly {
         return (try? JSONScanner.parse(childPayload, span: span))?.int64Value
     }
 
+    /// `created_at` of an object payload in nanoseconds, when present and valid.
+    public static func createdAt(of payload: [UInt8]) -> Int64? {
+        guard !payload.isEmpty, let span = try? JSONScanner.member("created_at", payload, span: 0..<payload.count),
+              let text = (try? JSONScanner.parse(payload, span: span))?.stringValue else { return nil }
+        return RFC3339.nanoseconds(text)
+    }
+
     /// Orders the live children of a parent as Square lists them: by `ordinal` (absent last), then
-    /// by their place in the parent's own observed array, then by when the ledger first learned
-    /// them (Square's creation order as far as the ledger can tell), then by id.
+    /// in creation order: `created_at`, then their place in the parent's own observed array (children
+    /// created by one request), then when the ledger learned the fact in force, then by id. (The fact
+    /// in force is not the child's first: a child repriced after a sibling was created would sort
+    /// after it by learning alone; found by the simulator oracle, seed 1209.)
     public static func ordered(children: [ObjectFact], parentPayload: [UInt8], parentType: CatalogObjectType) -> [ObjectFact] {
         let places = Dictionary(nestedIDs(in: parentPayload, type: parentType).enumerated().map { ($1, $0) },
                                 uniquingKeysWith: { first, _ in first })
         let keyed = children.map { child in
-            (child, ordinal(of: child.payload, type: child.header.objectType) ?? .max,
-             places[child.header.objectID] ?? .max)
+            (child: child, ordinal: ordinal(of: child.payload, type: child.header.objectType) ?? .max,
+             created: createdAt(of: child.payload) ?? .max, place: places[child.header.objectID] ?? .max)
         }
         return keyed.sorted { a, b in
-            if a.1 != b.1 { return a.1 < b.1 }
-            if a.2 != b.2 { return a.2 < b.2 }
-            if a.0.firstSequence != b.0.firstSequence { return a.0.firstSequence < b.0.firstSequence }
-            return a.0.header.objectID < b.0.header.objectID
-        }.map(\.0)
+            if a.ordinal != b.ordinal { return a.ordinal < b.ordinal }
+            if a.created != b.created { return a.created < b.created }
+            if a.place != b.place { return a.place < b.place }
+            if a.child.firstSequence != b.child.firstSequence { return a.child.firstSequence < b.child.firstSequence }
+            return a.child.header.objectID < b.child.header.objectID
+        }.map(\.child)
     }
 
     // MARK: Byte splicing

@@ -103,4 +103,19 @@ struct NestedAssemblyTests {
         #expect(versions.last?.changes.map(\.path) == ["item_data.name"])
         #expect(CatalogState.fold(events)["I"]?.firstSequence == 0, "the first learned is kept")
     }
+
+    /// Children of equal ordinal are listed in creation order, even when the one created first was
+    /// repriced (so its fact in force was learned) after the other was created (oracle seed 1209).
+    @Test func equalOrdinalsFollowCreationNotLearning() throws {
+        let v: Int64 = 1_790_000_000_000
+        func child(_ id: String, version: Int64, created: Int64, price: Int64) -> String {
+            #"{"type":"ITEM_VARIATION","id":"\#(id)","version":\#(version),"created_at":"\#(RFC3339.format(nanoseconds: created * 1_000_000))","updated_at":"\#(RFC3339.format(nanoseconds: version * 1_000_000))","item_variation_data":{"item_id":"I","ordinal":1,"price_money":{"amount":\#(price),"currency":"USD"}}}"#
+        }
+        var all = try Self.events([Self.item(version: v, name: "Tea", variations: [])], startingAt: 0)
+        all += try Self.events([child("OLD", version: v + 10, created: v + 10, price: 1)], startingAt: 10)
+        all += try Self.events([child("NEW", version: v + 20, created: v + 20, price: 2)], startingAt: 20)
+        all += try Self.events([child("OLD", version: v + 30, created: v + 10, price: 3)], startingAt: 30)
+        let object = try CatalogObject(bytes: try #require(CatalogState.fold(all).materializedPayload(of: "I")))
+        #expect(object.nested.map(\.id.rawValue) == ["OLD", "NEW"])
+    }
 }

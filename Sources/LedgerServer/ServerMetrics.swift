@@ -19,6 +19,7 @@ public final class ServerMetrics: Sendable {
     private let appendCounters: [String: Counter]
     private let syncCompleted: Counter
     private let syncFailed: Counter
+    private let authFailures: Counter
     /// Durable append latency as callers see it (group commit and fsync included).
     public let appendDuration: DurationHistogram
     public let syncDuration: DurationHistogram
@@ -43,6 +44,9 @@ public final class ServerMetrics: Sendable {
             name: "catledger_sync_runs_total", labels: [("outcome", "completed")], help: "Sync runs by outcome")
         syncFailed = registry.makeCounter(
             name: "catledger_sync_runs_total", labels: [("outcome", "failed")], help: "Sync runs by outcome")
+        authFailures = registry.makeCounter(descriptor: MetricNameDescriptor(
+            namespace: "catledger", metricName: "auth_failures", unitName: "total",
+            helpText: "Requests refused 401 (no, unknown or revoked token)"))
         appendDuration = registry.makeDurationHistogram(
             name: "catledger_append_duration_seconds",
             buckets: [.microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
@@ -55,6 +59,8 @@ public final class ServerMetrics: Sendable {
     }
 
     public func webhook(_ outcome: WebhookOutcome) { webhookCounters[outcome]!.increment() }
+
+    public func authFailure() { authFailures.increment() }
 
     public func appended(_ count: Int, path: String) {
         guard count > 0 else { return }

@@ -66,4 +66,15 @@ struct CLITokenTests {
         let unknownID = try CatLedgerProcess.run(["token", "revoke", "000000000000", "--data-dir", root])
         #expect(unknownID.status == 3 && unknownID.standardError.contains("token list"))
     }
+
+    @Test("serve refuses a non-loopback address without tokens, and says what to do")
+    func serveRefusesUnsafeBind() throws {
+        let root = Self.dataRoot()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let refused = try CatLedgerProcess.run(["serve", "--host", "0.0.0.0", "--port", "0", "--merchant", "M1", "--offline",
+                                                "--signature-key", "k", "--notification-url", "https://x.example/webhooks/square",
+                                                "--data-dir", root])
+        #expect(refused.status == 64, "\(refused.standardError)")
+        #expect(refused.standardError.contains("--insecure-no-auth") && refused.standardError.contains("token create"))
+    }
 }

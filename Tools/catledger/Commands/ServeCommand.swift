@@ -59,7 +59,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("compact-drop-price-history"), help: "With --compact-retain: do not keep the price history of dropped observations.")
     var compactDropPriceHistory = false
 
+    @Flag(name: .customLong("insecure-no-auth"), help: "Serve every route without tokens (logged as a warning at every start). Never on an address others can reach.")
+    var insecureNoAuth = false
+
+    @Option(name: .customLong("metrics-listen"), help: ArgumentHelp("Also serve /metrics without a token on this address (e.g. 127.0.0.1:9090). Without it, /metrics needs a token with the metrics or admin scope.", valueName: "HOST:PORT"))
+    var metricsListen: String?
+
     func validate() throws {
+        if let metricsListen, Self.hostPort(metricsListen) == nil {
+            throw ValidationError("--metrics-listen takes HOST:PORT (e.g. 127.0.0.1:9090), not \"\(metricsListen)\"")
+        }
         if let compactTimeZone, TimeZone(identifier: compactTimeZone) == nil {
             throw ValidationError("--compact-time-zone \(compactTimeZone) is not a known time zone (e.g. Europe/Paris)")
         }
@@ -97,18 +106,33 @@ struct ServeCommand: AsyncParsableCommand {
                     text.isEmpty ? nil : CompactionSchedule(parsing: text, timeZone: compactTimeZone.flatMap(TimeZone.init(identifier:)) ?? .current)
                 },
                 compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression, retainSpanNanoseconds: retainSpan,
-                                                           dropPriceHistory: compactDropPriceHistory, lowPriority: true))
+                                                           dropPriceHistory: compactDropPriceHistory, lowPriority: true),
+                insecureNoAuth: insecureNoAuth, metricsListen: metricsListen.flatMap(Self.hostPort))
+
             let json = global.json
-            try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
-                if json {
-                    print(#"{"listening":"http://\#(configuration.host):\#(boundPort)"}"#)
-                } else {
-                    print("Serving \(merchantIDs.count) merchant(s) on http://\(configuration.host):\(boundPort) " +
-                          "(webhooks at /webhooks/square). Ctrl-C stops.")
-                    fflush(nil)
+            do {
+                try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
+                    if json {
+                        print(#"{"listening":"http://\#(configuration.host):\#(boundPort)"}"#)
+                    } else {
+                        print("Serving \(merchantIDs.count) merchant(s) on http://\(configuration.host):\(boundPort) " +
+                              "(webhooks at /webhooks/square). Ctrl-C stops.")
+                        fflush(nil)
+                    }
                 }
+            } catch LedgerServerError.unsafeBind(let host) {
+                throw CLIError(.usage, "\(LedgerServerError.unsafeBind(host: host))", hint: "see docs/SECURITY.md")
             }
         }
+    }
+
+    /// `127.0.0.1:9090`, `[::1]:9090` → (host, port).
+    static func hostPort(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (0...65535).contains(port) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
     }
 
     static func list(_ text: String?) -> [String] {

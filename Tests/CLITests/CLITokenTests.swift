@@ -77,4 +77,33 @@ struct CLITokenTests {
         #expect(refused.status == 64, "\(refused.standardError)")
         #expect(refused.standardError.contains("--insecure-no-auth") && refused.standardError.contains("token create"))
     }
+
+    @Test("a secrets file others can read is refused with a clear error; a 0600 one is used")
+    func secretsFilePermissions() throws {
+        let root = Self.dataRoot()
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let keyFile = root + "/signature-key"
+        try "planted-signature-secret\n".write(toFile: keyFile, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: keyFile)
+        let serve = ["serve", "--host", "0.0.0.0", "--port", "0", "--merchant", "M1", "--offline",
+                     "--signature-key-file", keyFile, "--notification-url", "https://x.example/webhooks/square",
+                     "--data-dir", root]
+        let refused = try CatLedgerProcess.run(serve)
+        #expect(refused.status == 64 && refused.standardError.contains("readable by others")
+                && refused.standardError.contains("chmod 600"), "\(refused.standardError)")
+        #expect(!refused.standardError.contains("planted-signature-secret") && !refused.standardOutput.contains("planted-signature-secret"))
+        // 0600: the key is read, and serve goes on to its next check (no token for a non-loopback address).
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile)
+        let accepted = try CatLedgerProcess.run(serve)
+        #expect(accepted.status == 64 && accepted.standardError.contains("--insecure-no-auth"), "\(accepted.standardError)")
+        #expect(!accepted.standardError.contains("planted-signature-secret"))
+
+        let tokenFile = root + "/square-token"
+        try "planted-square-token".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: tokenFile)
+        let sync = try CatLedgerProcess.run(["sync", "--square-token-file", tokenFile, "--data-dir", root + "/ledger"])
+        #expect(sync.status == 64 && sync.standardError.contains("readable by others"), "\(sync.standardError)")
+        #expect(!sync.standardError.contains("planted-square-token"))
+    }
 }

@@ -12,8 +12,10 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
         Each merchant's ledger lives in DATA_DIR/<merchant_id>. Options fall back to the environment:
         CATLEDGER_HOST, CATLEDGER_PORT, CATLEDGER_MERCHANTS (comma-separated), SQUARE_SIGNATURE_KEYS
-        (comma-separated; two during a key rotation), SQUARE_NOTIFICATION_URL, SQUARE_BASE_URL and the token in
-        $SQUARE_ACCESS_TOKEN (see --square-token-env), CATLEDGER_COMPACT_AT. With --offline no Square connection
+        (comma-separated; two during a key rotation; or --signature-key-file), SQUARE_NOTIFICATION_URL, SQUARE_BASE_URL and the token in
+        $SQUARE_ACCESS_TOKEN (see --square-token-env, or --square-token-file), CATLEDGER_COMPACT_AT. Every route but \
+        the webhook and /healthz needs an API token (`catledger token`); a non-loopback --host is refused while no \
+        token exists, unless --insecure-no-auth (see docs/SECURITY.md). With --offline no Square connection
         is made: webhooks are recorded but trigger no sync, and edits are refused. With --compact-at HH:MM every
         ledger is compacted each night at that local time while the server keeps serving (a run never overlaps
         another; outcomes go to the log and /metrics); --compact-retain 90d adds retention to those runs (see \
@@ -34,6 +36,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("signature-key"), help: "A webhook signature key (repeatable: old and new during rotation).")
     var signatureKeys: [String] = []
+
+    @Option(name: .customLong("signature-key-file"),
+            help: "A file holding the webhook signature key(s), one a line (mode 0600: a file others can read is refused).")
+    var signatureKeyFile: String?
 
     @Option(help: "The webhook subscription's notification URL, exactly as registered with Square.")
     var notificationURL = ProcessInfo.processInfo.environment["SQUARE_NOTIFICATION_URL"]
@@ -84,7 +90,12 @@ struct ServeCommand: AsyncParsableCommand {
         try await reportingErrors(json: global.json) {
             let environment = ProcessInfo.processInfo.environment
             let merchantIDs = merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants
-            let keys = signatureKeys.isEmpty ? Self.list(environment["SQUARE_SIGNATURE_KEYS"]) : signatureKeys
+            let fileKeys = try signatureKeyFile.map { path in
+                try SecretFile.read(path, what: "signature key").split(whereSeparator: \.isNewline)
+                    .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            } ?? []
+            let keys = !signatureKeys.isEmpty ? signatureKeys
+                : !fileKeys.isEmpty ? fileKeys : Self.list(environment["SQUARE_SIGNATURE_KEYS"])
             guard !merchantIDs.isEmpty else {
                 throw CLIError(.usage, "no merchant to serve", hint: "pass --merchant ID (repeatable) or set CATLEDGER_MERCHANTS")
             }

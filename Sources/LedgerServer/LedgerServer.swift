@@ -79,16 +79,21 @@ public enum LedgerServer {
     /// A listener serving only `/metrics`, without tokens (`--metrics-listen`, meant for a loopback or
     /// private address the scraper reaches).
     static func metricsApplication(service: LedgerService, host: String, port: Int, logger: Logger) -> some Service {
-        let router = Router(context: LedgerRequestContext.self)
-        router.add(middleware: RequestIDMiddleware())
-        router.get("metrics") { _, _ in metricsResponse(service) }
-        return Application(
-            router: router,
+        Application(
+            router: metricsRouter(service: service),
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "catledger"),
             onServerRunning: { channel in
                 logger.info("metrics listening", metadata: ["host": "\(host)", "port": "\(channel.localAddress?.port ?? port)"])
             },
             logger: logger)
+    }
+
+    /// The routes of the metrics listener: `GET /metrics` without a token, nothing else.
+    public static func metricsRouter(service: LedgerService) -> Router<LedgerRequestContext> {
+        let router = Router(context: LedgerRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
+        router.get("metrics") { _, _ in metricsResponse(service) }
+        return router
     }
 
     static func application(service: LedgerService, host: String, port: Int, logger: Logger,

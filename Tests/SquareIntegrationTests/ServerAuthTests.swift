@@ -316,6 +316,26 @@ import Testing
         }
     }
 
+    @Test("the --metrics-listen router serves /metrics without a token and nothing else")
+    func metricsListener() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root), logger: Kit.logger)
+        do {
+            try await Application(router: LedgerServer.metricsRouter(service: service)).test(.router) { client in
+                let metrics = try await client.execute(uri: "/metrics", method: .get)
+                #expect(metrics.status == .ok && String(buffer: metrics.body).contains("catledger_webhooks_total"))
+                let conflicts = try await client.execute(uri: "\(Self.merchantPath)/conflicts", method: .get)
+                #expect(conflicts.status == .notFound, "the read API is not on the metrics listener")
+                #expect(try Self.errorBody(conflicts).code == "not_found")
+            }
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+    }
+
     /// Counts the bytes an iteration reads.
     final class ReadCounter: @unchecked Sendable { var reads = 0 }
 

@@ -131,3 +131,33 @@ public struct EditResult: Sendable, Encodable {
         case errorCodes = "error_codes"
     }
 }
+
+// `actor` and `device` may be left out of a request's JSON (a server with API tokens records the
+// token as the actor); they then read as "".
+extension EditRequest {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(objectID: try container.decode(String.self, forKey: .objectID),
+                  price: try container.decodeIfPresent(Price.self, forKey: .price),
+                  name: try container.decodeIfPresent(String.self, forKey: .name),
+                  actor: try container.decodeIfPresent(String.self, forKey: .actor) ?? "",
+                  device: try container.decodeIfPresent(String.self, forKey: .device) ?? "",
+                  baseVersion: try container.decodeIfPresent(Int64.self, forKey: .baseVersion),
+                  idempotencyKey: try container.decodeIfPresent(String.self, forKey: .idempotencyKey))
+    }
+}
+
+extension AppReport {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(actor: try container.decodeIfPresent(String.self, forKey: .actor) ?? "",
+                  device: try container.decodeIfPresent(String.self, forKey: .device) ?? "",
+                  endpoint: try container.decode(String.self, forKey: .endpoint),
+                  idempotencyKey: try container.decode(String.self, forKey: .idempotencyKey),
+                  requestBody: try container.decode(String.self, forKey: .requestBody),
+                  status: try container.decode(Int.self, forKey: .status),
+                  responseBody: try container.decode(String.self, forKey: .responseBody),
+                  followUpBody: try container.decodeIfPresent(String.self, forKey: .followUpBody))
+        squareVersion = try container.decodeIfPresent(String.self, forKey: .squareVersion)
+    }
+}

@@ -9,10 +9,19 @@ public struct LedgerRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The connection the request came on. Channels are thread-safe.
     let channel: any Channel
+    /// This request's id (`RequestIDMiddleware`), in its logs, error bodies and `X-Request-Id`.
+    public var requestID = ""
+    /// The caller's token, once `AuthMiddleware` accepted it (nil on open routes and with `--insecure-no-auth`).
+    public var token: APITokenRecord?
 
     public init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         channel = source.channel
+    }
+
+    /// The peer's IP address (the key of the failed-authentication limit); "unknown" when the channel has none.
+    var clientAddress: String {
+        channel.remoteAddress?.ipAddress ?? "unknown"
     }
 
     /// Stops reading from the connection: the answer being prepared is still written, then the

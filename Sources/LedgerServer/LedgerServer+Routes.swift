@@ -6,8 +6,14 @@ import NIOCore
 
 extension LedgerServer {
     /// Every route of the server over `service`. Tests may drive it with HummingbirdTesting.
+    ///
+    /// Every route (and every unknown path) goes through the same two middlewares, added before any
+    /// route: request ids and error mapping, then the token check (`access(method:endpoint:)` is the
+    /// one table of who may call what).
     public static func router(service: LedgerService, logger: Logger) -> Router<LedgerRequestContext> {
         let router = Router(context: LedgerRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
+        router.add(middleware: AuthMiddleware(service: service))
         let webhooks = WebhookReceiver(service: service, logger: logger)
         let configuration = service.configuration
 
@@ -21,10 +27,7 @@ extension LedgerServer {
             }
             return answer(.encoded(health))
         }
-        router.get("metrics") { _, _ in
-            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: service.renderMetrics())))
-        }
+        router.get("metrics") { _, _ in metricsResponse(service) }
         router.post("webhooks/square") { request, context in
             let read = await request.collectBody(upTo: configuration.webhookBodyBytesMax,
                                                  within: configuration.requestReadTimeout)
@@ -43,20 +46,26 @@ extension LedgerServer {
         }
         router.post("merchants/:merchant/edits") { request, context in
             try await withMerchantResponse(service, context) { merchant in
-                let edit: EditRequest
+                var edit: EditRequest
                 switch await decode(EditRequest.self, request, context, configuration) {
                 case .success(let value): edit = value
                 case .failure(let failure): return failure.response
+                }
+                if let token = context.token {
+                    edit.actor = actorName(token: token, claimed: edit.actor)
                 }
                 return answer(try await editing(refusalStatus: true) { try await merchant.editor.edit(edit) })
             }
         }
         router.post("merchants/:merchant/reports") { request, context in
             try await withMerchantResponse(service, context) { merchant in
-                let report: AppReport
+                var report: AppReport
                 switch await decode(AppReport.self, request, context, configuration) {
                 case .success(let value): report = value
                 case .failure(let failure): return failure.response
+                }
+                if let token = context.token {
+                    report.actor = actorName(token: token, claimed: report.actor)
                 }
                 return answer(try await editing(refusalStatus: false) { try await merchant.editor.report(report) })
             }
@@ -116,27 +125,41 @@ extension LedgerServer {
         return router
     }
 
+    static func metricsResponse(_ service: LedgerService) -> Response {
+        Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: service.renderMetrics())))
+    }
+
     static func answer(_ answer: JSONAnswer) -> Response {
         Response(status: .init(code: answer.status), headers: [.contentType: "application/json"],
                  body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 
-    private static func withMerchant(_ service: LedgerService, _ context: LedgerRequestContext,
+    /// The actor an edit or report made with `token` records: the token's name and id; an actor the
+    /// body names is kept beside it as a claim (the body's device is recorded as the device).
+    static func actorName(token: APITokenRecord, claimed: String) -> String {
+        let claim = claimed.trimmingCharacters(in: .whitespacesAndNewlines)
+        return claim.isEmpty || claim == token.name ? token.actorName : "\(token.actorName) claiming \"\(claim)\""
+    }
+
+    static func withMerchant(_ service: LedgerService, _ context: LedgerRequestContext,
                                      _ body: (MerchantLedger) async throws -> JSONAnswer) async throws -> Response {
         try await withMerchantResponse(service, context) { answer(try await body($0)) }
     }
 
     /// Runs `body` for the merchant the path names; an unknown merchant is 404 before any body is read.
-    private static func withMerchantResponse(_ service: LedgerService, _ context: LedgerRequestContext,
+    static func withMerchantResponse(_ service: LedgerService, _ context: LedgerRequestContext,
                                              _ body: (MerchantLedger) async throws -> Response) async throws -> Response {
         let id = context.parameters.get("merchant") ?? ""
         guard let merchant = service.merchant(id) else {
-            return answer(.error(404, "unknown_merchant", "this server keeps no ledger for merchant \"\(id)\""))
+            return answer(.error(404, "unknown_merchant", "this server keeps no ledger for this merchant"))
         }
         do {
             return try await body(merchant)
         } catch {
-            return answer(.error(500, "internal", "\(error)"))
+            // The detail (which may name files or types) goes to the log only, under the request id.
+            context.logger.error("request failed", metadata: ["merchant": "\(id)", "error": "\(error)"])
+            return answer(.error(500, "internal", "internal error (request \(context.requestID))"))
         }
     }
 

@@ -12,10 +12,14 @@ public enum LedgerServer {
     /// ledgers. `catledger serve` calls this.
     public static func run(configuration: LedgerServerConfiguration, logger: Logger,
                            onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
+        try checkBind(configuration: configuration, logger: logger)
         let service = try await LedgerService.open(configuration: configuration, logger: logger)
-        let app = application(service: service, host: configuration.host, port: configuration.port, logger: logger,
-                              onListening: onListening)
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [.sigterm, .sigint],
+        var services: [any Service] = [application(service: service, host: configuration.host, port: configuration.port,
+                                                   logger: logger, onListening: onListening)]
+        if let metrics = configuration.metricsListen {
+            services.append(metricsApplication(service: service, host: metrics.host, port: metrics.port, logger: logger))
+        }
+        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
                                                       logger: logger))
         do {
             try await group.run()
@@ -46,6 +50,52 @@ public enum LedgerServer {
         return RunningLedgerServer(host: host, port: boundPort, service: service, group: group, task: task)
     }
 
+    /// Refuses to serve a non-loopback address while no live token exists (anyone who can reach it
+    /// could otherwise read and edit every catalog), unless `insecureNoAuth`, which is logged as a
+    /// warning at every start.
+    public static func checkBind(configuration: LedgerServerConfiguration, logger: Logger) throws {
+        if configuration.insecureNoAuth {
+            logger.warning("authentication is DISABLED (--insecure-no-auth): every route is open to anyone who can reach \(configuration.host):\(configuration.port)")
+            return
+        }
+        if isLoopback(configuration.host) { return }
+        let tokens: [APITokenRecord]
+        do {
+            tokens = try APITokenStore(dataRoot: configuration.dataRoot).active()
+        } catch {
+            throw LedgerServerError.tokensUnreadable("\(error)")
+        }
+        if tokens.isEmpty { throw LedgerServerError.unsafeBind(host: configuration.host) }
+    }
+
+    /// 127.0.0.0/8, ::1 and localhost.
+    public static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare == "localhost" || bare == "::1" || bare == "0:0:0:0:0:0:0:1" { return true }
+        let octets = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// A listener serving only `/metrics`, without tokens (`--metrics-listen`, meant for a loopback or
+    /// private address the scraper reaches).
+    static func metricsApplication(service: LedgerService, host: String, port: Int, logger: Logger) -> some Service {
+        Application(
+            router: metricsRouter(service: service),
+            configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "catledger"),
+            onServerRunning: { channel in
+                logger.info("metrics listening", metadata: ["host": "\(host)", "port": "\(channel.localAddress?.port ?? port)"])
+            },
+            logger: logger)
+    }
+
+    /// The routes of the metrics listener: `GET /metrics` without a token, nothing else.
+    public static func metricsRouter(service: LedgerService) -> Router<LedgerRequestContext> {
+        let router = Router(context: LedgerRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
+        router.get("metrics") { _, _ in metricsResponse(service) }
+        return router
+    }
+
     static func application(service: LedgerService, host: String, port: Int, logger: Logger,
                             onListening: @escaping @Sendable (Int) async -> Void) -> some Service {
         let router = router(service: service, logger: logger)
@@ -72,10 +122,17 @@ public enum LedgerServer {
 /// Why the server could not start.
 public enum LedgerServerError: Error, CustomStringConvertible {
     case notListening(host: String, port: Int)
+    /// A non-loopback address with no token and without `insecureNoAuth`.
+    case unsafeBind(host: String)
+    case tokensUnreadable(String)
 
     public var description: String {
         switch self {
         case .notListening(let host, let port): "the ledger server stopped before listening on \(host):\(port)"
+        case .unsafeBind(let host):
+            "refusing to serve \(host) without API tokens: create one with `catledger token create`, "
+                + "listen on 127.0.0.1 behind a proxy, or pass --insecure-no-auth (every route open to anyone)"
+        case .tokensUnreadable(let detail): "cannot read the API tokens: \(detail)"
         }
     }
 }

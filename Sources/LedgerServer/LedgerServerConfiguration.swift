@@ -44,6 +44,15 @@ public struct LedgerServerConfiguration: Sendable {
     public var compactionSchedule: CompactionSchedule?
     /// How the nightly compaction works (runs of segments, high compression, snapshots).
     public var compactionOptions: LedgerCompactionOptions
+    /// Serve without checking tokens (every route open, as before tokens existed). Logged as a
+    /// warning at every start; required to bind a non-loopback address while no token exists.
+    public var insecureNoAuth: Bool
+    /// Failed authentications an address may make within `authFailureWindow` before it is refused 429.
+    public var authFailuresMax: Int
+    public var authFailureWindow: Duration
+    /// Where to serve `/metrics` without a token (e.g. 127.0.0.1:9090), beside the main listener,
+    /// which then still serves it to tokens with the `metrics` (or `admin`) scope. nil: no second listener.
+    public var metricsListen: (host: String, port: Int)?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,
@@ -51,7 +60,9 @@ public struct LedgerServerConfiguration: Sendable {
                 idleTimeout: Duration? = .seconds(60), square: SquareClientConfiguration? = nil,
                 squareTransport: (any SquareTransport)? = nil, syncDebounce: Duration = .milliseconds(200),
                 syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions(), projections: Bool = true,
-                compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true)) {
+                compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true),
+                insecureNoAuth: Bool = false, authFailuresMax: Int = 20, authFailureWindow: Duration = .seconds(60),
+                metricsListen: (host: String, port: Int)? = nil) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
         precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host
@@ -72,5 +83,9 @@ public struct LedgerServerConfiguration: Sendable {
         self.projections = projections
         self.compactionSchedule = compactionSchedule
         self.compactionOptions = compactionOptions
+        self.insecureNoAuth = insecureNoAuth
+        self.authFailuresMax = max(1, authFailuresMax)
+        self.authFailureWindow = authFailureWindow
+        self.metricsListen = metricsListen
     }
 }

@@ -17,6 +17,10 @@ public final class LedgerService: Sendable {
     public let merchants: [MerchantID: MerchantLedger]
     /// Compaction of every merchant's ledger: on the configured nightly schedule, or `runNow`.
     public let compaction: NightlyCompaction
+    /// The API tokens of the data root (`tokens.json`), re-read when the file changes.
+    public let tokens: APITokenStore
+    /// Failed authentications per client address.
+    public let authFailures: AuthFailureLimiter
     /// The nightly schedule's loop; cancelled by `close`.
     private let compactionTask: Task<Void, Never>?
     let logger: Logger
@@ -112,6 +116,8 @@ public final class LedgerService: Sendable {
         self.compaction = compaction
         self.compactionTask = compactionTask
         self.logger = logger
+        tokens = APITokenStore(dataRoot: configuration.dataRoot)
+        authFailures = AuthFailureLimiter(failuresMax: configuration.authFailuresMax, window: configuration.authFailureWindow)
     }
 
     public func merchant(_ id: String) -> MerchantLedger? { merchants[MerchantID(id)] }

@@ -69,7 +69,7 @@ public enum RequestAdmission {
         do {
             return .success(try BoundedJSON.decode(T.self, from: bytes))
         } catch {
-            return .failure(Refusal(status: 400, code: "malformed", message: "the body is not a valid \(T.self): \(BoundedJSON.describe(error))"))
+            return .failure(Refusal(status: 400, code: "malformed", message: "the body is not a valid request: \(BoundedJSON.describe(error))"))
         }
     }
 

@@ -24,7 +24,7 @@ enum BodyRead: Sendable {
         case .complete: nil
         case .tooLarge: .error(413, "too_large", "request bodies are limited to \(bytesMax) bytes")
         case .tooSlow: .error(408, "too_slow", "the request body did not arrive within \(timeout)")
-        case .unreadable(let reason): .error(400, "unreadable_body", "the request body could not be read: \(reason)")
+        case .unreadable: .error(400, "unreadable_body", "the request body could not be read")
         }
     }
 }

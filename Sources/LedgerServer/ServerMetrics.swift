@@ -26,6 +26,7 @@ public final class ServerMetrics: Sendable {
     private let appendCounters: [String: Counter]
     private let syncCompleted: Counter
     private let syncFailed: Counter
+    private let authFailures: Counter
     /// Durable append latency as callers see it (group commit and fsync included).
     public let appendDuration: DurationHistogram
     public let syncDuration: DurationHistogram
@@ -49,6 +50,9 @@ public final class ServerMetrics: Sendable {
             descriptor: .named("catledger_sync_runs_total", help: "Sync runs by outcome"), labels: [("outcome", "completed")])
         syncFailed = registry.makeCounter(
             descriptor: .named("catledger_sync_runs_total", help: "Sync runs by outcome"), labels: [("outcome", "failed")])
+        authFailures = registry.makeCounter(descriptor: MetricNameDescriptor(
+            namespace: "catledger", metricName: "auth_failures", unitName: "total",
+            helpText: "Requests refused 401 (no, unknown or revoked token)"))
         appendDuration = registry.makeDurationHistogram(
             descriptor: .named("catledger_append_duration_seconds", help: "Durable append latency (group commit and fsync included)"),
             buckets: [.microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
@@ -59,6 +63,8 @@ public final class ServerMetrics: Sendable {
     }
 
     public func webhook(_ outcome: WebhookOutcome) { webhookCounters[outcome]!.increment() }
+
+    public func authFailure() { authFailures.increment() }
 
     public func appended(_ count: Int, path: String) {
         guard count > 0 else { return }

@@ -19,17 +19,56 @@ public struct JSONAnswer: Sendable, Equatable {
         do {
             return JSONAnswer(status: status, body: Array(try encoder.encode(value)))
         } catch {
-            return JSONAnswer.error(500, "internal", "cannot encode the answer: \(error)")
+            return JSONAnswer.error(500, "internal", "the answer could not be encoded")
         }
     }
 
-    static func error(_ status: Int, _ code: String, _ message: String) -> JSONAnswer {
-        encoded(["error": code, "message": message], status: status)
+    /// The one shape of every error answer: `{"code":…,"message":…,"hint":…,"request_id":…}`. The
+    /// request id is the one of the request being answered (`RequestID.current`); the hint says what
+    /// to do (a default per status when none is given). Messages never carry paths, stacks or Swift
+    /// type names: internal failures are logged and answered with `internal` (see `LedgerServer`).
+    static func error(_ status: Int, _ code: String, _ message: String, hint: String? = nil) -> JSONAnswer {
+        let body = ErrorBody(code: code, message: message, hint: hint ?? ErrorBody.defaultHint(status: status),
+                             requestID: RequestID.current ?? "")
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let bytes = (try? encoder.encode(body)).map(Array.init)
+            ?? Array(#"{"code":"internal","hint":"","message":"internal error","request_id":""}"#.utf8)
+        return JSONAnswer(status: status, body: bytes)
     }
 
+    /// A refusal of `RequestAdmission` (signature, body, content type) as an error answer.
     static func refusal(_ refusal: RequestAdmission.Refusal) -> JSONAnswer {
         error(refusal.status, refusal.code, refusal.message)
     }
+}
+
+/// The body of every error answer.
+struct ErrorBody: Codable, Sendable {
+    var code: String
+    var message: String
+    var hint: String
+    var requestID: String
+
+    enum CodingKeys: String, CodingKey {
+        case code, message, hint
+        case requestID = "request_id"
+    }
+
+    static func defaultHint(status: Int) -> String {
+        switch status {
+        case 400, 422: "fix the request and send it again"
+        case 401: "send a valid token: Authorization: Bearer <token> (`catledger token create`)"
+        case 403: "use a token with the scope this route needs, for this merchant"
+        case 404: "check the path, merchant and object id"
+        case 408, 413: "send a smaller body, faster"
+        case 409: "read the current state and retry"
+        case 429: "wait for Retry-After seconds before trying again"
+        case 500..<600: "retry later; report the request_id to the operator if it persists"
+        default: ""
+        }
+    }
+
 }
 
 /// `POST /webhooks/square`: verifies, records and acknowledges one delivery.
@@ -94,7 +133,7 @@ public struct WebhookReceiver: Sendable {
             outcome = AppendOutcomeSummary(duplicate: result.isDuplicate, sequence: result.sequence)
         } catch {
             // Not acknowledged: Square will redeliver.
-            logger.error("webhook could not be recorded", metadata: ["error": "\(error)"])
+            logger.error("webhook could not be recorded", metadata: ["error": "\(error)", "request_id": "\(RequestID.current ?? "")"])
             return .error(503, "ledger_unavailable", "the delivery could not be recorded; retry later")
         }
         metrics.appendDuration.record(ContinuousClock.now - started)

@@ -1,7 +1,8 @@
 // A catalogue of hostile inputs, one test per class, against the server on loopback (the webhook
 // correctly signed, so every body reaches the parser) and against each JSON parser directly. None may
 // crash the process; each gets its documented answer: a 4xx status with a JSON body
-// `{"error": code, "message": ...}` (README, "Hostile input"), and nothing is appended for a refusal.
+// `{"code": ..., "message": ..., "hint": ..., "request_id": ...}` (README, "Hostile input"; routes but the webhook
+// are called with the kit's admin token, so each body reaches its parser), and nothing is appended for a refusal.
 // `catledger import` gets the same classes in Tests/CLITests/CLIHostileImportTests.swift.
 
 import BoundedJSON
@@ -45,24 +46,25 @@ struct HostileInputTests {
     static func post(_ server: Kit.Server, _ path: String, _ body: [UInt8], contentType: String? = "application/json")
         async throws -> SquareHTTPResponse
     {
-        var headers: [String: String] = [:]
+        var headers: [String: String] = ["authorization": "Bearer \(server.token)"]
         if let contentType { headers["content-type"] = contentType }
         return try await server.transport.send(SquareHTTPRequest(method: .post, path: path, headers: headers, body: body),
                                                timeout: .seconds(30))
     }
 
     static func get(_ server: Kit.Server, _ path: String) async throws -> SquareHTTPResponse {
-        try await server.transport.send(SquareHTTPRequest(method: .get, path: path), timeout: .seconds(30))
+        try await server.transport.send(SquareHTTPRequest(method: .get, path: path, headers: ["authorization": "Bearer \(server.token)"]),
+                                        timeout: .seconds(30))
     }
 
-    /// The answer is `status` with a JSON error body whose `error` is `code`; returns its message.
+    /// The answer is `status` with a JSON error body whose `code` is `code`; returns its message.
     @discardableResult
     static func expectRefusal(_ response: SquareHTTPResponse, _ status: Int, _ code: String,
                               _ comment: String, sourceLocation: SourceLocation = #_sourceLocation) -> String {
         let text = String(decoding: response.body, as: UTF8.self)
         #expect(response.status == status, "\(comment): \(text.prefix(300))", sourceLocation: sourceLocation)
         let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
-        #expect(object?["error"] as? String == code, "\(comment): \(text.prefix(300))", sourceLocation: sourceLocation)
+        #expect(object?["code"] as? String == code, "\(comment): \(text.prefix(300))", sourceLocation: sourceLocation)
         #expect(object?["message"] is String, "\(comment): a message", sourceLocation: sourceLocation)
         return object?["message"] as? String ?? ""
     }

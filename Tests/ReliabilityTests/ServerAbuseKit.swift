@@ -19,6 +19,11 @@ enum ServerAbuseKit {
         let running: RunningLedgerServer
         let root: URL
         let transport: HTTPClientTransport
+        /// An admin token, for the routes that need one.
+        let token: String
+
+        /// The Authorization header for `token`.
+        var authorization: (String, String) { ("Authorization", "Bearer \(token)") }
 
         var port: Int { running.port }
         var service: LedgerService { running.service }
@@ -35,7 +40,7 @@ enum ServerAbuseKit {
 
         /// The value of one line of `/metrics`, e.g. `catledger_webhooks_total{outcome="accepted"}`.
         func metric(_ name: String) async throws -> Int? {
-            let response = try await transport.send(SquareHTTPRequest(method: .get, path: "/metrics"), timeout: .seconds(10))
+            let response = try await transport.send(SquareHTTPRequest(method: .get, path: "/metrics", headers: ["authorization": "Bearer \(token)"]), timeout: .seconds(10))
             let text = String(decoding: response.body, as: UTF8.self)
             for line in text.split(separator: "\n") where line.hasPrefix(name + " ") {
                 return Int(line.dropFirst(name.count + 1))
@@ -53,9 +58,10 @@ enum ServerAbuseKit {
             host: "127.0.0.1", port: 0, dataRoot: root.path, merchantIDs: merchants, signatureKeys: [signatureKey],
             notificationURL: notificationURL, webhookBodyBytesMax: webhookBodyBytesMax,
             requestReadTimeout: requestReadTimeout, idleTimeout: idleTimeout, projections: projections)
+        let token = try APITokenStore(dataRoot: root.path).create(name: "abuse tests", merchant: nil, scopes: [.admin]).token
         let service = try await LedgerService.open(configuration: configuration, logger: logger)
         let running = try await LedgerServer.start(service: service, logger: logger)
-        return Server(running: running, root: root, transport: HTTPClientTransport(baseURL: running.baseURL))
+        return Server(running: running, root: root, transport: HTTPClientTransport(baseURL: running.baseURL), token: token)
     }
 
     /// A `catalog.version.updated` notification as Square sends it.

@@ -128,7 +128,8 @@ struct ServerAbuseTests {
                             answers.append(try await Kit.deliver(server.transport, body, signature: Kit.signature(body)))
                         }
                         let read = try await server.transport.send(
-                            SquareHTTPRequest(method: .get, path: "/merchants/\(merchant)/objects/X"), timeout: .seconds(10))
+                            SquareHTTPRequest(method: .get, path: "/merchants/\(merchant)/objects/X",
+                                              headers: ["authorization": "Bearer \(server.token)"]), timeout: .seconds(10))
                         answers.append(read)
                         return answers
                     }
@@ -147,8 +148,10 @@ struct ServerAbuseTests {
                 #expect(events.allSatisfy { $0.merchantID == MerchantID(merchant) }, "\(merchant)")
                 #expect(Kit.eventIDs(events).sorted() == (0..<perMerchant).map { "\(merchant)-evt-\($0)" }.sorted(), "\(merchant)")
             }
-            // Only the configured merchants have ledgers: a stranger's delivery opens no directory.
+            // Only the configured merchants have ledgers: a stranger's delivery opens no directory (the
+            // data root's other entry is the API token file).
             let directories = try FileManager.default.contentsOfDirectory(atPath: server.root.path)
+                .filter { $0 != APITokenStore.fileName }
             #expect(Set(directories) == Set(merchants))
             #expect(server.service.merchants.count == merchants.count)
             #expect(try await server.metric(#"catledger_webhooks_total{outcome="unknown_merchant"}"#) == unknown.count * perMerchant)
@@ -208,16 +211,17 @@ struct ServerAbuseTests {
         do {
             let port = server.port
             let path = "/merchants/\(Kit.merchant)/reports"
+            let authorization = server.authorization
             let outcomes = try await onThread { () -> [String] in
                 var outcomes: [String] = []
                 // Declared past the 4 MiB default: refused before a byte of the body is read.
                 let large = try LoopbackConnection(port: port)
-                try large.send(Kit.head("POST", path, headers: [("Content-Type", "application/json"), ("Content-Length", "\(5 << 20)")]))
+                try large.send(Kit.head("POST", path, headers: [("Content-Type", "application/json"), ("Content-Length", "\(5 << 20)"), authorization]))
                 let refused = try large.readResponse(timeout: .seconds(10))
                 outcomes.append("large \(refused?.status ?? 0) closed \(try large.waitForClose(timeout: .seconds(10)))")
                 // A report trickled a byte per 100 ms.
                 let slow = try LoopbackConnection(port: port)
-                try slow.send(Kit.head("POST", path, headers: [("Content-Type", "application/json"), ("Content-Length", "400")]))
+                try slow.send(Kit.head("POST", path, headers: [("Content-Type", "application/json"), ("Content-Length", "400"), authorization]))
                 var answer: LoopbackConnection.Response?
                 for _ in 0..<60 where answer == nil {
                     do { try slow.send("{") } catch { break }

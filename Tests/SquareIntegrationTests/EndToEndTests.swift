@@ -24,10 +24,11 @@ import Testing
         }
     }
 
-    static func get(_ http: HTTPClientTransport, _ path: String, query: [(name: String, value: String)] = [])
-        async throws -> SquareHTTPResponse
+    static func get(_ http: HTTPClientTransport, token: String, _ path: String,
+                    query: [(name: String, value: String)] = []) async throws -> SquareHTTPResponse
     {
-        try await http.send(SquareHTTPRequest(method: .get, path: path, query: query), timeout: .seconds(10))
+        try await http.send(SquareHTTPRequest(method: .get, path: path, query: query,
+                                              headers: ["authorization": ServerKit.bearer(token)]), timeout: .seconds(10))
     }
 
     @Test func anotherDevicesPriceChangeReachesTheLedgerAndAStaleEditIsDiagnosed() async throws {
@@ -38,6 +39,8 @@ import Testing
             notificationURL: Kit.notificationURL, signatureKey: Kit.signatureKey, duplicateProbability: 1, burstMax: 1))
         let ids = await simulator.seedCafeCatalog()
         let square = try await SimulatorServer.start(simulator: simulator, logger: Kit.logger)
+        // The backroom iPad's token reads, edits and scrapes /metrics for this merchant.
+        let token = try ServerKit.token(root: root, scopes: [.read, .edit, .metrics], name: "backroom iPad")
         let service = try await LedgerService.open(
             configuration: ServerKit.configuration(root: root, squareBaseURL: square.baseURL), logger: Kit.logger)
         let server = try await LedgerServer.start(service: service, logger: Kit.logger)
@@ -68,16 +71,16 @@ import Testing
                 if case .syncStarted(let start) = $0.body { return start.mode == .incremental } else { return false }
             }
             #expect(incremental.count == 1)
-            let metrics = String(decoding: try await Self.get(http, "/metrics").body, as: UTF8.self)
+            let metrics = String(decoding: try await Self.get(http, token: token, "/metrics").body, as: UTF8.self)
             #expect(metrics.contains(#"catledger_webhooks_total{outcome="duplicate"} 1"#))
             #expect(metrics.contains(#"catledger_sync_runs_total{outcome="completed"} 1"#))
 
             // The read API shows the new price, and the price history both prices with both clocks.
-            let object = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(variation)")
+            let object = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(variation)")
             #expect(object.status == 200)
             let objectJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: object.body)
             #expect(objectJSON["object"]?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice + 45)
-            let asOfBefore = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(variation)",
+            let asOfBefore = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(variation)",
                                           query: [("at", before.header.updatedAt)])
             let beforeJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: asOfBefore.body)
             #expect(beforeJSON["object"]?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice)
@@ -85,7 +88,7 @@ import Testing
             // The item as of then carries the variation at its version then, though the item's own
             // version did not move and every later read of the item carries the new price.
             let latte = try #require(ids["#Latte"])
-            let itemThen = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(latte)",
+            let itemThen = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(latte)",
                                               query: [("at", before.header.updatedAt)])
             let itemThenJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: itemThen.body)
             let nestedThen = itemThenJSON["object"]?["item_data"]?["variations"]?.arrayValue?.first { $0["id"]?.stringValue == variation }
@@ -94,26 +97,26 @@ import Testing
 
             // The replay checked against Square itself, before and after the POS change.
             for at in [before.header.updatedAt, RFC3339.format(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))] {
-                let check = try await Self.get(http, "/merchants/\(Kit.merchant)/check-replay", query: [("at", at)])
+                let check = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/check-replay", query: [("at", at)])
                 #expect(check.status == 200)
                 let report = try SquareJSON.decode(SquareAPI.JSONValue.self, from: check.body)
                 #expect(report["ok"]?.boolValue == true, "check-replay at \(at): \(String(decoding: check.body, as: UTF8.self))")
                 #expect((report["matches"]?.int64Value ?? 0) > 5)
             }
-            let sampled = try await Self.get(http, "/merchants/\(Kit.merchant)/check-replay",
+            let sampled = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/check-replay",
                                              query: [("at", before.header.updatedAt), ("sample", "3")])
             let sampledReport = try SquareJSON.decode(SquareAPI.JSONValue.self, from: sampled.body)
             #expect(sampledReport["sampled"]?.boolValue == true && sampledReport["compared"]?.int64Value == 3)
-            #expect(try await Self.get(http, "/merchants/\(Kit.merchant)/check-replay", query: [("at", "yesterday")]).status == 400)
+            #expect(try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/check-replay", query: [("at", "yesterday")]).status == 400)
 
             // The projection caught up after the sync's appends.
             await merchant.projectionRunner?.waitUntilIdle()
-            let projected = try await Self.get(http, "/merchants/\(Kit.merchant)/variations/\(variation)")
+            let projected = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/variations/\(variation)")
             #expect(projected.status == 200)
             let record = try JSONDecoder().decode(VariationRecord.self, from: Data(projected.body))
             #expect(record.priceAmount == oldPrice + 45)
 
-            let pricesResponse = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(variation)/prices")
+            let pricesResponse = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(variation)/prices")
             let prices = try JSONDecoder().decode([PriceChange].self, from: Data(pricesResponse.body))
                 .filter { $0.scope == .base }
             #expect(prices.compactMap(\.afterMoney?.amount) == [oldPrice, oldPrice + 45])
@@ -125,7 +128,8 @@ import Testing
             let edit = EditRequest(objectID: variation, price: .init(amount: oldPrice + 90), actor: "ana", device: "ipad-2",
                                    baseVersion: before.header.version)
             let editResponse = try await http.send(SquareHTTPRequest(
-                method: .post, path: "/merchants/\(Kit.merchant)/edits", headers: ["content-type": "application/json"],
+                method: .post, path: "/merchants/\(Kit.merchant)/edits",
+                headers: ["content-type": "application/json", "authorization": ServerKit.bearer(token)],
                 body: Array(try JSONEncoder().encode(edit))), timeout: .seconds(10))
             #expect(editResponse.status == 409)  // a refusal is a 4xx with the result as its body
             let answer = try JSONDecoder().decode(EditAnswer.self, from: Data(editResponse.body))
@@ -138,12 +142,17 @@ import Testing
             #expect(finding.movedBy.contains { $0.source == .incrementalSync && $0.version == finding.actualVersion })
             #expect(finding.changedFields.contains { $0.path.contains("price_money") })
             #expect(finding.explanation.contains(variation))
+            // The actor is the token's name and id; the body's actor is kept as a claim, its device as the device.
+            #expect(diagnosis.actor?.hasPrefix("backroom iPad [token ") == true && diagnosis.actor?.contains(#"claiming "ana""#) == true,
+                    "\(diagnosis.actor ?? "nil")")
+            #expect(diagnosis.device == "ipad-2")
 
-            let conflicts = try await Self.get(http, "/merchants/\(Kit.merchant)/conflicts")
+            let conflicts = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/conflicts")
             let list = try SquareJSON.decode(SquareAPI.JSONValue.self, from: conflicts.body)
             #expect(list.arrayValue?.count == 1)
             #expect(list.arrayValue?.first?["classification"]?.stringValue == "staleMovedOnByOtherWriter")
-            let history = try await Self.get(http, "/merchants/\(Kit.merchant)/objects/\(variation)/history")
+            #expect(list.arrayValue?.first?["diagnosis"]?["actor"]?.stringValue?.hasPrefix("backroom iPad [token ") == true)
+            let history = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(variation)/history")
             #expect(try SquareJSON.decode(SquareAPI.JSONValue.self, from: history.body).arrayValue?.count ?? 0 >= 2)
         } catch {
             try? await server.stop()

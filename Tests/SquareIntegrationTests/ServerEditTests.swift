@@ -20,12 +20,15 @@ import Testing
         async throws -> Void) async throws {
         let root = try Kit.temporaryDirectory()
         defer { Kit.cleanUp(root) }
+        let token = try ServerKit.adminToken(root: root)
         let (simulator, ids) = await Kit.seededSimulator()
         let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root, square: simulator),
                                                    logger: Kit.logger)
         let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
         do {
-            try await app.test(.router) { client in try await body(service, simulator, ids, client) }
+            try await app.test(.router) { client in
+                try await body(service, simulator, ids, AuthorizedClient(base: client, token: token))
+            }
         } catch {
             try? await service.close()
             throw error
@@ -71,7 +74,7 @@ import Testing
             let (status, answer) = try await Self.post(client, EditRequest(
                 objectID: variation, price: .init(amount: 600), actor: "ana", device: "ipad-2", idempotencyKey: "http-reused-1"))
             #expect(status == .unprocessableContent)
-            #expect(answer["error"]?.stringValue == "idempotency_key_reused")
+            #expect(answer["code"]?.stringValue == "idempotency_key_reused")
             #expect(answer["message"]?.stringValue?.contains("different edit") == true)
             #expect(await simulator.receivedRequests.count == requests)
             #expect(try #require(service.merchant(Kit.merchant)).ledger.nextSequence == events)

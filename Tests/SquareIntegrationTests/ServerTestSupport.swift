@@ -1,7 +1,10 @@
 import CatalogIngest
 import CatalogLedger
 import Foundation
+import HTTPTypes
+import HummingbirdTesting
 import LedgerServer
+import NIOCore
 import SquareAPI
 import SquareSimulator
 
@@ -25,6 +28,20 @@ enum ServerKit {
             squareTransport: square, syncDebounce: debounce)
     }
 
+    /// Makes an API token in the server's data root (before or while it serves) and returns its secret.
+    static func token(root: URL, merchant: String? = Kit.merchant, scopes: [TokenScope], name: String = "test client")
+        throws -> String
+    {
+        try APITokenStore(dataRoot: root.path).create(name: name, merchant: scopes.contains(.admin) ? nil : merchant,
+                                                      scopes: scopes).token
+    }
+
+    /// An admin token (every route, every merchant), for tests about something else than access.
+    static func adminToken(root: URL) throws -> String { try token(root: root, scopes: [.admin], name: "test admin") }
+
+    /// The Authorization header's value for `token`.
+    static func bearer(_ token: String) -> String { "Bearer \(token)" }
+
     /// A `catalog.version.updated` body as Square sends it.
     static func notification(eventID: String, merchant: String = Kit.merchant) -> [UInt8] {
         SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
@@ -45,4 +62,21 @@ enum ServerKit {
         }
         return try await condition()
     }
+}
+
+/// A router-level test client that sends `Authorization: Bearer <token>` with every request (unless the
+/// request sets its own Authorization header).
+struct AuthorizedClient: TestClientProtocol {
+    let base: any TestClientProtocol
+    let token: String
+
+    func executeRequest(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?) async throws
+        -> TestResponse
+    {
+        var headers = headers
+        if headers[.authorization] == nil { headers[.authorization] = ServerKit.bearer(token) }
+        return try await base.executeRequest(uri: uri, method: method, headers: headers, body: body)
+    }
+
+    var port: Int? { base.port }
 }

@@ -20,11 +20,13 @@ import Testing
                            _ body: @Sendable (LedgerService, any TestClientProtocol) async throws -> Void) async throws {
         let root = try Kit.temporaryDirectory()
         defer { Kit.cleanUp(root) }
+        let token = try ServerKit.adminToken(root: root)
         let service = try await LedgerService.open(
             configuration: ServerKit.configuration(root: root, merchants: merchants, keys: keys), logger: Kit.logger)
         let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
         do {
-            try await app.test(.router) { client in try await body(service, client) }
+            // The webhook and /healthz need no token; the client sends one for the routes that do.
+            try await app.test(.router) { client in try await body(service, AuthorizedClient(base: client, token: token)) }
         } catch {
             try? await service.close()
             throw error

@@ -12,8 +12,10 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
         Each merchant's ledger lives in DATA_DIR/<merchant_id>. Options fall back to the environment:
         CATLEDGER_HOST, CATLEDGER_PORT, CATLEDGER_MERCHANTS (comma-separated), SQUARE_SIGNATURE_KEYS
-        (comma-separated; two during a key rotation), SQUARE_NOTIFICATION_URL, SQUARE_BASE_URL and the token in
-        $SQUARE_ACCESS_TOKEN (see --square-token-env), CATLEDGER_COMPACT_AT. With --offline no Square connection
+        (comma-separated; two during a key rotation; or --signature-key-file), SQUARE_NOTIFICATION_URL, SQUARE_BASE_URL and the token in
+        $SQUARE_ACCESS_TOKEN (see --square-token-env, or --square-token-file), CATLEDGER_COMPACT_AT. Every route but \
+        the webhook and /healthz needs an API token (`catledger token`); a non-loopback --host is refused while no \
+        token exists, unless --insecure-no-auth (see docs/SECURITY.md). With --offline no Square connection
         is made: webhooks are recorded but trigger no sync, and edits are refused. With --compact-at HH:MM every
         ledger is compacted each night at that local time while the server keeps serving (a run never overlaps
         another; outcomes go to the log and /metrics); --compact-retain 90d adds retention to those runs (see \
@@ -41,6 +43,10 @@ struct ServeCommand: AsyncParsableCommand {
     /// --notification-url, else $SQUARE_NOTIFICATION_URL.
     var notificationURL: String? { notificationURLOption ?? ProcessInfo.processInfo.environment["SQUARE_NOTIFICATION_URL"] }
 
+    @Option(name: .customLong("signature-key-file"),
+            help: "A file holding the webhook signature key(s), one a line (mode 0600: a file others can read is refused).")
+    var signatureKeyFile: String?
+
     @Flag(help: "Do not connect to Square (no syncs, no edits).")
     var offline = false
 
@@ -65,7 +71,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("compact-drop-price-history"), help: "With --compact-retain: do not keep the price history of dropped observations.")
     var compactDropPriceHistory = false
 
+    @Flag(name: .customLong("insecure-no-auth"), help: "Serve every route without tokens (logged as a warning at every start). Never on an address others can reach.")
+    var insecureNoAuth = false
+
+    @Option(name: .customLong("metrics-listen"), help: ArgumentHelp("Also serve /metrics without a token on this address (e.g. 127.0.0.1:9090). Without it, /metrics needs a token with the metrics or admin scope.", valueName: "HOST:PORT"))
+    var metricsListen: String?
+
     func validate() throws {
+        if let metricsListen, Self.hostPort(metricsListen) == nil {
+            throw ValidationError("--metrics-listen takes HOST:PORT (e.g. 127.0.0.1:9090), not \"\(metricsListen)\"")
+        }
         if let compactTimeZone, TimeZone(identifier: compactTimeZone) == nil {
             throw ValidationError("--compact-time-zone \(compactTimeZone) is not a known time zone (e.g. Europe/Paris)")
         }
@@ -81,7 +96,12 @@ struct ServeCommand: AsyncParsableCommand {
         try await reportingErrors(json: global.json) {
             let environment = ProcessInfo.processInfo.environment
             let merchantIDs = merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants
-            let keys = signatureKeys.isEmpty ? Self.list(environment["SQUARE_SIGNATURE_KEYS"]) : signatureKeys
+            let fileKeys = try signatureKeyFile.map { path in
+                try SecretFile.read(path, what: "signature key").split(whereSeparator: \.isNewline)
+                    .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            } ?? []
+            let keys = !signatureKeys.isEmpty ? signatureKeys
+                : !fileKeys.isEmpty ? fileKeys : Self.list(environment["SQUARE_SIGNATURE_KEYS"])
             guard !merchantIDs.isEmpty else {
                 throw CLIError(.usage, "no merchant to serve", hint: "pass --merchant ID (repeatable) or set CATLEDGER_MERCHANTS")
             }
@@ -103,18 +123,33 @@ struct ServeCommand: AsyncParsableCommand {
                     text.isEmpty ? nil : CompactionSchedule(parsing: text, timeZone: compactTimeZone.flatMap(TimeZone.init(identifier:)) ?? .current)
                 },
                 compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression, retainSpanNanoseconds: retainSpan,
-                                                           dropPriceHistory: compactDropPriceHistory, lowPriority: true))
+                                                           dropPriceHistory: compactDropPriceHistory, lowPriority: true),
+                insecureNoAuth: insecureNoAuth, metricsListen: metricsListen.flatMap(Self.hostPort))
+
             let json = global.json
-            try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
-                if json {
-                    print(#"{"listening":"http://\#(configuration.host):\#(boundPort)"}"#)
-                } else {
-                    print("Serving \(merchantIDs.count) merchant(s) on http://\(configuration.host):\(boundPort) " +
-                          "(webhooks at /webhooks/square). Ctrl-C stops.")
-                    fflush(nil)
+            do {
+                try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
+                    if json {
+                        print(#"{"listening":"http://\#(configuration.host):\#(boundPort)"}"#)
+                    } else {
+                        print("Serving \(merchantIDs.count) merchant(s) on http://\(configuration.host):\(boundPort) " +
+                              "(webhooks at /webhooks/square). Ctrl-C stops.")
+                        fflush(nil)
+                    }
                 }
+            } catch LedgerServerError.unsafeBind(let host) {
+                throw CLIError(.usage, "\(LedgerServerError.unsafeBind(host: host))", hint: "see docs/SECURITY.md")
             }
         }
+    }
+
+    /// `127.0.0.1:9090`, `[::1]:9090` → (host, port).
+    static func hostPort(_ text: String) -> (host: String, port: Int)? {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]),
+              (0...65535).contains(port) else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host.isEmpty ? nil : (host, port)
     }
 
     static func list(_ text: String?) -> [String] {

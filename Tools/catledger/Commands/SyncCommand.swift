@@ -14,10 +14,15 @@ struct SquareOptions: ParsableArguments {
     @Option(name: .customLong("square-token-env"), help: "The environment variable holding the access token.")
     var tokenEnvironmentVariable = "SQUARE_ACCESS_TOKEN"
 
+    @Option(name: .customLong("square-token-file"),
+            help: "A file holding the access token instead (mode 0600: a file others can read is refused).")
+    var tokenFile: String?
+
     func configuration() throws -> SquareClientConfiguration {
         let environment = ProcessInfo.processInfo.environment
         let base = baseURL ?? environment["SQUARE_BASE_URL"] ?? SquareEnvironment.production.baseURL
-        guard let token = environment[tokenEnvironmentVariable]?.trimmingCharacters(in: .whitespacesAndNewlines),
+        let fromFile = try tokenFile.map { try SecretFile.read($0, what: "Square access token") }
+        guard let token = fromFile ?? environment[tokenEnvironmentVariable]?.trimmingCharacters(in: .whitespacesAndNewlines),
               !token.isEmpty else {
             throw CLIError(.usage, "no Square access token in $\(tokenEnvironmentVariable)",
                            hint: "export \(tokenEnvironmentVariable)=… (any token works against `catledger simulator`)")

@@ -24,8 +24,9 @@ struct CatLedgerProcess {
         return found
     }
 
-    /// Runs `catledger ARGUMENTS` from the package root with UTC and no colour.
-    static func run(_ arguments: [String]) throws -> Result {
+    /// Runs `catledger ARGUMENTS` from the package root with UTC and no colour; `overrides` sets
+    /// (or, with nil, removes) environment variables.
+    static func run(_ arguments: [String], environment overrides: [String: String?] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = try executable()
         process.arguments = arguments
@@ -34,6 +35,7 @@ struct CatLedgerProcess {
         environment["TZ"] = "UTC"
         environment["NO_COLOR"] = "1"
         environment.removeValue(forKey: "CATLEDGER_DATA_DIR")
+        for (name, value) in overrides { environment[name] = value }
         process.environment = environment
         let output = Pipe(), error = Pipe()
         process.standardOutput = output

@@ -1,5 +1,6 @@
 /// One field-level change between two versions of an object, e.g.
-/// `item_variation_data.price_money.amount: 450 -> 475`.
+/// `item_variation_data.name: "Latte" -> "Caffè Latte"`; money is one value
+/// (`item_variation_data.price_money: $4.50 -> $4.75`).
 public struct FieldChange: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Dotted path; array elements keyed by id appear as `variations[id=ABC]`, location
     /// overrides as `location_overrides[location_id=L1]`, other arrays by index `[2]`.
@@ -15,7 +16,17 @@ public struct FieldChange: Sendable, Hashable, Codable, CustomStringConvertible 
         self.after = after
     }
 
-    public var description: String { "\(path): \(before ?? "(absent)") -> \(after ?? "(absent)")" }
+    /// The old value as people read it: money as money (`$4.25`), anything else as its JSON.
+    public var shownBefore: String? { before.map(Self.shown) }
+    public var shownAfter: String? { after.map(Self.shown) }
+
+    public var description: String { "\(path): \(shownBefore ?? "(absent)") -> \(shownAfter ?? "(absent)")" }
+
+    static func shown(_ json: String) -> String {
+        guard json.hasPrefix("{"), let value = try? JSONScanner.parse(Array(json.utf8)),
+              let money = FieldDiff.money(value) else { return json }
+        return money.description
+    }
 }
 
 /// Field-level diff of two JSON values of the same catalog object.
@@ -43,6 +54,9 @@ public enum FieldDiff {
                              into result: inout [FieldChange]) {
         if old == new { return }
         switch (old, new) {
+        case (.object?, .object?) where money(old) != nil && money(new) != nil:
+            // Money is one value: `price_money: {"amount":450,…} -> {"amount":500,…}`, shown as $4.50 -> $5.00.
+            result.append(FieldChange(path: path, before: old?.jsonText, after: new?.jsonText))
         case (.object(let a)?, .object(let b)?):
             var oldByKey: [String: JSONValue] = [:]
             for m in a { oldByKey[m.key] = m.value }
@@ -58,6 +72,13 @@ public enum FieldDiff {
         default:
             result.append(FieldChange(path: path, before: old?.jsonText, after: new?.jsonText))
         }
+    }
+
+    /// A Square `Money` object (`{"amount":…,"currency":…}` and nothing else).
+    static func money(_ value: JSONValue?) -> Money? {
+        guard case .object(let members)? = value, members.count == 2,
+              let amount = value?["amount"]?.int64Value, let currency = value?["currency"]?.stringValue else { return nil }
+        return Money(amount: amount, currency: currency)
     }
 
     /// The key that identifies an element across versions: `id`, `location_id`, or the

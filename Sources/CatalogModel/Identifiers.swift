@@ -101,5 +101,40 @@ public struct Money: Hashable, Sendable, Codable, CustomStringConvertible {
         self.currency = json["currency"]?.stringValue ?? ""
     }
 
-    public var description: String { "\(amount) \(currency)" }
+    /// Money as people read it: `$3.50`, `€12.00`, `¥350`, `1,234.500 KWD`, `-$1.00`; the amount in
+    /// the currency's major unit (ISO 4217 minor units), grouped by thousands.
+    public var description: String {
+        let digits = Self.minorUnitDigits(currency)
+        let magnitude = amount.magnitude
+        var scale: UInt64 = 1
+        for _ in 0..<digits { scale *= 10 }
+        var whole = String(magnitude / scale)
+        var grouped = ""
+        while whole.count > 3 {
+            grouped = "," + whole.suffix(3) + grouped
+            whole.removeLast(3)
+        }
+        grouped = whole + grouped
+        if digits > 0 {
+            let fraction = String(magnitude % scale)
+            grouped += "." + String(repeating: "0", count: digits - fraction.count) + fraction
+        }
+        let sign = amount < 0 ? "-" : ""
+        if let symbol = Self.symbols[currency] { return sign + symbol + grouped }
+        return currency.isEmpty ? sign + grouped : sign + grouped + " " + currency
+    }
+
+    /// Digits after the decimal point in `currency` (ISO 4217); 2 for a code not listed.
+    public static func minorUnitDigits(_ currency: String) -> Int {
+        if zeroDecimalCurrencies.contains(currency) { return 0 }
+        if threeDecimalCurrencies.contains(currency) { return 3 }
+        return 2
+    }
+
+    private static let zeroDecimalCurrencies: Set<String> = [
+        "BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "UYI", "VND", "VUV", "XAF", "XOF", "XPF",
+    ]
+    private static let threeDecimalCurrencies: Set<String> = ["BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"]
+    /// Symbols for the currencies of Square's markets; one that could be read as another's ($) is marked.
+    private static let symbols: [String: String] = ["USD": "$", "CAD": "CA$", "AUD": "A$", "EUR": "€", "GBP": "£", "JPY": "¥"]
 }

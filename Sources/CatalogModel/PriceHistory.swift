@@ -28,7 +28,9 @@ public struct PriceChange: Sendable, Hashable, Codable, CustomStringConvertible 
     public var objectType: CatalogObjectType
     public var sku: String?
     public var scope: PriceScope
-    /// Money as "amount currency", or the pricing type; nil when absent.
+    /// The value as text when the change was computed: money as money (`$4.25`; records kept by
+    /// compaction before that format hold `425 USD`), or the pricing type; nil when absent.
+    /// People see `shownBefore` / `shownAfter`.
     public var before: String?
     public var after: String?
     public var beforeMoney: Money?
@@ -40,8 +42,12 @@ public struct PriceChange: Sendable, Hashable, Codable, CustomStringConvertible 
     public var firstSequence: UInt64
     public var source: EventSource
 
+    /// The value before as people read it: money formatted today, whatever the text was.
+    public var shownBefore: String? { beforeMoney?.description ?? before }
+    public var shownAfter: String? { afterMoney?.description ?? after }
+
     public var description: String {
-        "\(objectID) \(scope): \(before ?? "(none)") -> \(after ?? "(none)") at \(updatedAt) (v\(version), seq \(firstSequence), \(source))"
+        "\(objectID) \(scope): \(shownBefore ?? "(none)") -> \(shownAfter ?? "(none)") at \(updatedAt) (v\(version), seq \(firstSequence), \(source))"
     }
 }
 

@@ -81,7 +81,7 @@ struct DiagnosisTests {
         #expect(v1.movedBy.map(\.sequence) == [moved[0].sequence])
         #expect(v1.movedBy.first?.source == .incrementalSync)
         #expect(v1.movedBy.first?.correlationID == "inc-webhook-7")
-        #expect(v1.changedFields.map(\.description) == ["item_variation_data.price_money.amount: 450 -> 475"])
+        #expect(v1.changedFields.map(\.description) == ["item_variation_data.price_money: $4.50 -> $4.75"])
         #expect(v1.explanation.contains("incremental sync inc-webhook-7"))
         #expect(d.fix.contains("V1=\(Self.later)"))
     }

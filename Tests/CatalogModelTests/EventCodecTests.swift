@@ -67,7 +67,9 @@ enum GoldenEvents {
     static var retainedPrices: RetainedPriceHistory {
         func change(_ scope: PriceScope, _ before: Money?, _ after: Money?, version: Int64, sequence: UInt64) -> PriceChange {
             PriceChange(objectID: "VAR_1", objectType: .itemVariation, sku: version == 100 ? "SKU-1" : nil, scope: scope,
-                        before: before?.description, after: after?.description, beforeMoney: before, afterMoney: after,
+                        // The texts as the version that wrote the golden bytes formatted money.
+                        before: before.map { "\($0.amount) \($0.currency)" }, after: after.map { "\($0.amount) \($0.currency)" },
+                        beforeMoney: before, afterMoney: after,
                         version: version, updatedAt: "2025-03-04T10:15:30.123Z", updatedAtNanos: 1_741_083_330_123_000_000 + version,
                         firstRecordedAt: 1_741_083_331_000_000_000 + Int64(sequence), firstSequence: sequence, source: .incrementalSync)
         }

@@ -34,15 +34,15 @@ struct HistoryTests {
         let history = CatalogHistory(events: try Self.script().events)
         let changes = history.priceHistory(of: "V_S")
         #expect(changes.map { "\($0.scope) \($0.before ?? "-") -> \($0.after ?? "-") v\($0.version) \($0.source)" } == [
-            "price_money - -> 450 USD v\(Self.v1) full sync",
+            "price_money - -> $4.50 v\(Self.v1) full sync",
             "pricing_type - -> FIXED_PRICING v\(Self.v1) full sync",
-            "location_overrides[L1].price_money - -> 500 USD v\(Self.v1) full sync",
-            "price_money 450 USD -> 475 USD v\(Self.v2) incremental sync",
-            "location_overrides[L1].price_money 500 USD -> 525 USD v\(Self.v3) upsert response",
-            "location_overrides[L2].price_money - -> 600 USD v\(Self.v3) upsert response",
-            "price_money 475 USD -> - v\(Self.v4) incremental sync",
+            "location_overrides[L1].price_money - -> $5.00 v\(Self.v1) full sync",
+            "price_money $4.50 -> $4.75 v\(Self.v2) incremental sync",
+            "location_overrides[L1].price_money $5.00 -> $5.25 v\(Self.v3) upsert response",
+            "location_overrides[L2].price_money - -> $6.00 v\(Self.v3) upsert response",
+            "price_money $4.75 -> - v\(Self.v4) incremental sync",
             "pricing_type FIXED_PRICING -> VARIABLE_PRICING v\(Self.v4) incremental sync",
-            "location_overrides[L1].price_money 525 USD -> - v\(Self.v4) incremental sync",
+            "location_overrides[L1].price_money $5.25 -> - v\(Self.v4) incremental sync",
         ])
         // Both clocks: Square time from updated_at, ledger time from when it was first learned.
         let second = changes[3]
@@ -59,7 +59,7 @@ struct HistoryTests {
         #expect(item.count == history.priceHistory(of: "V_S").count + history.priceHistory(of: "V_L").count)
         #expect(zip(item, item.dropFirst()).allSatisfy { $0.updatedAtNanos <= $1.updatedAtNanos })
         let sku = history.priceHistory(ofSKU: "LAT-L")
-        #expect(sku.map { "\($0.scope) \($0.after ?? "-")" } == ["price_money 525 USD", "pricing_type FIXED_PRICING", "price_money 550 USD"])
+        #expect(sku.map { "\($0.scope) \($0.after ?? "-")" } == ["price_money $5.25", "pricing_type FIXED_PRICING", "price_money $5.50"])
     }
 
     @Test("entity history lists every version with both clocks, source and field changes")
@@ -70,9 +70,9 @@ struct HistoryTests {
         #expect(versions.map(\.source) == [.fullSync, .incrementalSync, .upsertResponse, .incrementalSync])
         #expect(versions.map(\.correlationID) == ["full-1", "inc-1", "edit-edit-3", "inc-2"])
         #expect(versions[0].changes.isEmpty)
-        #expect(versions[1].changes.map(\.description) == ["item_variation_data.price_money.amount: 450 -> 475"])
+        #expect(versions[1].changes.map(\.description) == ["item_variation_data.price_money: $4.50 -> $4.75"])
         #expect(versions[2].changes.map(\.description) == [
-            "item_variation_data.location_overrides[location_id=L1].price_money.amount: 500 -> 525",
+            "item_variation_data.location_overrides[location_id=L1].price_money: $5.00 -> $5.25",
             "item_variation_data.location_overrides[location_id=L2]: (absent) -> {\"location_id\":\"L2\",\"price_money\":{\"amount\":600,\"currency\":\"USD\"}}",
         ])
         // The re-observation of v2 in the last sync does not make a new version or move its first learning.
@@ -121,9 +121,9 @@ struct HistoryTests {
         try s.read(SquareJSON.search([oat2]), source: .webhook, correlation: "wh-1")
         let changes = CatalogHistory(events: s.events).priceHistory(of: "MOD_OAT")
         #expect(changes.map { "\($0.scope) \($0.before ?? "-") -> \($0.after ?? "-")" } == [
-            "price_money - -> 75 USD",
-            "location_overrides[LOC_AIRPORT].price_money - -> 95 USD",
-            "price_money 75 USD -> 85 USD",
+            "price_money - -> $0.75",
+            "location_overrides[LOC_AIRPORT].price_money - -> $0.95",
+            "price_money $0.75 -> $0.85",
         ])
         #expect(changes.last?.source == .webhook)
     }

@@ -93,11 +93,11 @@ struct ProjectionBehaviourTests {
         let history = try projector.queries.priceHistory(objectID: "TEA-S")
         let summary = history.map { "\($0.scope) \($0.oldValue ?? "-") > \($0.newValue ?? "-")" }
         #expect(summary == [
-            "base - > 300 USD", "pricing_type - > FIXED_PRICING",
-            "base 300 USD > 350 USD",
-            "location:L1 - > 400 USD",
-            "location:L1 400 USD > 450 USD", "location:L2 - > 500 USD",
-            "base 350 USD > 375 USD", "location:L1 450 USD > -",
+            "base - > $3.00", "pricing_type - > FIXED_PRICING",
+            "base $3.00 > $3.50",
+            "location:L1 - > $4.00",
+            "location:L1 $4.00 > $4.50", "location:L2 - > $5.00",
+            "base $3.50 > $3.75", "location:L1 $4.50 > -",
         ])
         let events = try ledger.reader.allEvents()
         let third = try #require(history.first { $0.scope == "location:L1" && $0.oldValue == nil })

@@ -129,10 +129,10 @@ struct CafeTimeTravelTests {
         #expect(!versions.contains { $0.changes.contains { $0.path.contains("variations") } })
         // The variation's price changes are in its own history, credited to the events that brought them.
         let children = history.childHistories(of: "42YU3B4CSW3B45OQYIYGAVG5")
-        let prices = children.flatMap { child in child.versions.flatMap { v in v.changes.filter { $0.path.hasSuffix("price_money.amount") }.map { (v.firstSequence, $0.before, $0.after) } } }
+        let prices = children.flatMap { child in child.versions.flatMap { v in v.changes.filter { $0.path.hasSuffix("price_money") }.map { (v.firstSequence, $0.shownBefore, $0.shownAfter) } } }
         #expect(prices.map(\.0) == prices.map(\.0).sorted())
-        #expect(prices.contains { $0.1 == "999" && $0.2 == "1009" })
-        #expect(!prices.contains { $0.1 == "1009" && $0.2 == "999" }, "a price change that never happened")
+        #expect(prices.contains { $0.1 == "$9.99" && $0.2 == "$10.09" })
+        #expect(!prices.contains { $0.1 == "$10.09" && $0.2 == "$9.99" }, "a price change that never happened")
         // verify's count: every twin of the sample differs only in nested children.
         let twins = history.twinCounts()
         #expect(twins.pairs > 0 && twins.pairs == twins.nestedOnly)

@@ -63,7 +63,7 @@ import Testing
         let mismatch = try #require(report.mismatches.first)
         #expect(report.mismatches.count == 1)
         #expect(mismatch.id == latte)
-        #expect(mismatch.differences.contains { $0.path.contains("variations[id=\(variation)]") && $0.path.hasSuffix("amount") })
+        #expect(mismatch.differences.contains { $0.path.contains("variations[id=\(variation)]") && $0.path.hasSuffix("price_money") })
         #expect(report.neverSeen.isEmpty && report.ledgerOnly.isEmpty)
     }
 

@@ -62,7 +62,7 @@ struct CheckReplayCommand: AsyncParsableCommand {
                     print(Terminal.colour("  MISMATCH", "31") + " \(mismatch.type) \(mismatch.id): ledger v\(mismatch.ledgerVersion), " +
                           "Square v\(mismatch.squareVersion.map(String.init) ?? "?")")
                     for change in mismatch.differences {
-                        print("    \(change.path): ledger \(change.before ?? "(absent)"), Square \(change.after ?? "(absent)")")
+                        print("    \(change.path): ledger \(change.shownBefore ?? "(absent)"), Square \(change.shownAfter ?? "(absent)")")
                     }
                 }
                 for object in report.neverSeen { print("  NEVER SEEN \(object.type) \(object.id) v\(object.version.map(String.init) ?? "?")") }

@@ -74,7 +74,7 @@ struct DemoCommand: AsyncParsableCommand {
                     let name = now.object(change.objectID)?.name ?? change.objectID.rawValue
                     print("  ~ \(change.objectType.rawValue) \(name) v\(change.versionBefore) -> v\(change.versionAfter)")
                     for field in change.changes.prefix(2) {
-                        print("      \(field.path): \(field.before ?? "(absent)") -> \(field.after ?? "(absent)")")
+                        print("      \(field.path): \(field.shownBefore ?? "(absent)") -> \(field.shownAfter ?? "(absent)")")
                     }
                 }
                 // One item as of then: its variations as they were then. An item's version does not move when
@@ -87,7 +87,7 @@ struct DemoCommand: AsyncParsableCommand {
                 }
                 func prices(_ variations: [CatalogObject]) -> String {
                     variations.map { v in
-                        "\(v.name ?? v.id.rawValue) \(v.priceMoney.map { "\(PriceChart.money($0.amount)) \($0.currency)" } ?? "(variable)")"
+                        "\(v.name ?? v.id.rawValue) \(v.priceMoney.map(\.description) ?? "(variable)")"
                     }.joined(separator: ", ")
                 }
                 // The item whose variation was repriced soonest after then: its later reads carry the new

@@ -30,7 +30,7 @@ struct DiffCommand: AsyncParsableCommand {
             for id in diff.deleted { print(Terminal.colour("- \(id)", "31")) }
             for change in diff.changed {
                 print(Terminal.colour("~ \(change.objectType.rawValue) \(change.objectID) v\(change.versionBefore) -> v\(change.versionAfter)", "33"))
-                for field in change.changes { print("    \(field.path): \(field.before ?? "(absent)") -> \(field.after ?? "(absent)")") }
+                for field in change.changes { print("    \(field.path): \(field.shownBefore ?? "(absent)") -> \(field.shownAfter ?? "(absent)")") }
             }
         }
     }

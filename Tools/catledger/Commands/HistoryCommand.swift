@@ -36,7 +36,7 @@ struct HistoryCommand: AsyncParsableCommand {
                           "ledger \(formatTime(version.firstRecordedAt, in: zone))  seq \(version.firstSequence)  " +
                           "\(version.source) (\(version.correlationID))")
                     for change in version.changes {
-                        print(indent + "    \(change.path): \(change.before ?? "(absent)") -> \(change.after ?? "(absent)")")
+                        print(indent + "    \(change.path): \(change.shownBefore ?? "(absent)") -> \(change.shownAfter ?? "(absent)")")
                     }
                 }
             }

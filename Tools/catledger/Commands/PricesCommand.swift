@@ -89,7 +89,7 @@ enum PriceRendering {
                               alignments: [.left, .left, .left, .left, .right, .right, .right, .left])
         for change in changes {
             table.append([change.updatedAt, formatTime(change.firstRecordedAt, in: zone), change.objectID.rawValue,
-                          change.scope.description, change.before ?? "-", change.after ?? "-", "\(change.version)",
+                          change.scope.description, change.shownBefore ?? "-", change.shownAfter ?? "-", "\(change.version)",
                           change.source.description])
         }
         return table.render()
@@ -106,7 +106,7 @@ enum PriceRendering {
             let currency = change.afterMoney?.currency ?? change.beforeMoney?.currency
             lines.append([change.updatedAt, formatTime(change.firstRecordedAt, in: zone), change.objectID.rawValue, change.sku,
                           change.scope.description, change.beforeMoney.map { "\($0.amount)" },
-                          change.afterMoney.map { "\($0.amount)" }, currency, change.before, change.after,
+                          change.afterMoney.map { "\($0.amount)" }, currency, change.shownBefore, change.shownAfter,
                           "\(change.version)", "\(change.firstSequence)", change.source.description]
                 .map(field).joined(separator: ","))
         }

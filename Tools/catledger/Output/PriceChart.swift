@@ -43,10 +43,10 @@ enum PriceChart {
                 grid[row][column] = glyph
             }
         }
-        let labelWidth = max(money(high).count, money(low).count)
+        let labelWidth = max(money(high, changes).count, money(low, changes).count)
         var lines: [String] = []
         for (row, cells) in grid.enumerated() {
-            let label = row == 0 ? money(high) : row == height - 1 ? money(low) : ""
+            let label = row == 0 ? money(high, changes) : row == height - 1 ? money(low, changes) : ""
             lines.append(String(repeating: " ", count: labelWidth - label.count) + label + " |" + String(cells))
         }
         lines.append(String(repeating: " ", count: labelWidth) + " +" + String(repeating: "-", count: width))
@@ -58,7 +58,11 @@ enum PriceChart {
         return lines.joined(separator: "\n")
     }
 
-    static func money(_ minor: Int64) -> String { String(format: "%.2f", Double(minor) / 100) }
+    /// An axis label: the amount as money in the changes' currency (`$3.50`).
+    static func money(_ minor: Int64, _ changes: [PriceChange]) -> String {
+        let currency = changes.lazy.compactMap { $0.afterMoney?.currency ?? $0.beforeMoney?.currency }.first ?? ""
+        return Money(amount: minor, currency: currency).description
+    }
 
     static func svg(_ changes: [PriceChange], title: String) -> String {
         let all = series(changes)
@@ -92,8 +96,8 @@ enum PriceChart {
         <text x="\(margin)" y="24" font-size="14">\(escape(title))</text>
         <line x1="\(margin)" y1="\(height - margin)" x2="\(width - margin)" y2="\(height - margin)" stroke="#888"/>
         <line x1="\(margin)" y1="\(margin)" x2="\(margin)" y2="\(height - margin)" stroke="#888"/>
-        <text x="4" y="\(y(high) + 4)" font-size="11">\(money(high))</text>
-        <text x="4" y="\(y(low) + 4)" font-size="11">\(money(low))</text>
+        <text x="4" y="\(y(high) + 4)" font-size="11">\(escape(money(high, changes)))</text>
+        <text x="4" y="\(y(low) + 4)" font-size="11">\(escape(money(low, changes)))</text>
         \(body)
         </svg>
 

@@ -1,6 +1,7 @@
 import CatalogLedger
 import CatalogModel
 import SquareAPI
+import SquareWire
 
 /// What `check-replay` found: the ledger's catalog as of Square time T compared object by object
 /// with Square's own answer for the catalog version in force at T.

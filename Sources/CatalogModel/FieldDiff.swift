@@ -1,3 +1,5 @@
+import SquareWire
+
 /// One field-level change between two versions of an object, e.g.
 /// `item_variation_data.price_money.amount: 450 -> 475`.
 public struct FieldChange: Sendable, Hashable, Codable, CustomStringConvertible {

@@ -44,6 +44,3 @@ struct SampleGen: AsyncParsableCommand {
               "\(script.answers.checkpoints.count) checkpoints")
     }
 }
-
-/// The simulator's JSON value (CatalogModel has its own; sample-gen speaks the simulator's).
-typealias JSONValue = SquareAPI.JSONValue

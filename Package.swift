@@ -8,6 +8,7 @@
 //   SquareAPI | CatalogProjections + CatalogSearch | LedgerIndex | SquareSimulator
 //   CatalogLedger                                             event store over LedgerStorage
 //   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
+//   SquareWire (Square's wire format, pure: under SquareAPI, SquareSimulator, CatalogModel) -> BoundedJSON
 // Test kits (LedgerStorageTesting, Tests/TestHelpers) are used by test targets and tools only.
 // Each target declares exactly the modules its files import; `make test` checks it
 // (--explicit-target-dependency-import-check error).

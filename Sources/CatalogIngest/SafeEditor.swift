@@ -137,10 +137,12 @@ public struct SafeEditor: Sendable {
         response.idempotencyKey = key
         response.correlationID = key
         response.squareVersion = client.configuration.squareVersion
+        // Square's answer as the client read it: the accepted response, or the follow-up read.
+        var read: SquareCatalogResponse?
+        var followUp: SquareCatalogResponse?
         do {
-            let result = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
+            read = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
             response.status = 200
-            return try await record(response, read: result, editSequence: editSequence, key: key)
         } catch let error as SquareAPIError {
             guard let status = error.httpStatus, status < 500, status != 429 else {
                 throw EditError(.squareUnavailable, "Square did not accept or refuse the edit: \(error.message)",
@@ -149,9 +151,9 @@ public struct SafeEditor: Sendable {
             response.status = status
             response.body = String(decoding: SquareJSON.encodeOrTrap(SquareErrorBody(errors: error.errors)), as: UTF8.self)
             // The follow-up read: what Square holds now, so the diagnosis compares against facts.
-            let followUp = try? await client.batchRetrieve(objectIDs: sent.allIDs, includeDeletedObjects: true)
-            return try await record(response, followUp: followUp, editSequence: editSequence, key: key)
+            followUp = try? await client.batchRetrieve(objectIDs: sent.allIDs, includeDeletedObjects: true)
         }
+        return try await record(response, read: read, followUp: followUp, editSequence: editSequence, key: key)
     }
 
     /// Records a write an app made itself: its request, Square's response and any follow-up read.

@@ -1,7 +1,6 @@
 import CatalogModel
 import Foundation
 import Logging
-import SquareAPI
 import SquareWire
 
 /// An HTTP answer as status and JSON body, independent of the HTTP library.

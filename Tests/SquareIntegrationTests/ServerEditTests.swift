@@ -7,7 +7,6 @@ import HummingbirdTesting
 import HTTPTypes
 import LedgerServer
 import NIOCore
-import SquareAPI
 import SquareSimulator
 import SquareWire
 import Testing

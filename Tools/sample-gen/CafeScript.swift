@@ -1,7 +1,6 @@
 import CatalogModel
 import Crypto
 import Foundation
-import SquareAPI
 import SquareSimulator
 import SquareWire
 

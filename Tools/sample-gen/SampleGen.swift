@@ -1,5 +1,4 @@
 import ArgumentParser
-import SquareAPI
 import Foundation
 
 /// Records the sample cafe's history by driving the simulator with a seeded script.

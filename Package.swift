@@ -8,6 +8,7 @@
 //   SquareAPI | CatalogProjections + CatalogSearch | LedgerIndex | SquareSimulator
 //   CatalogLedger                                             event store over LedgerStorage
 //   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
+//   SquareWire (Square's wire format, pure: under SquareAPI, SquareSimulator, CatalogModel) -> BoundedJSON
 // Test kits (LedgerStorageTesting, Tests/TestHelpers) are used by test targets and tools only.
 // Each target declares exactly the modules its files import; `make test` checks it
 // (--explicit-target-dependency-import-check error).
@@ -75,10 +76,13 @@ let package = Package(
         // MARK: Domain: pure, no I/O.
         // The nesting limit of every JSON parser and the depth check in front of JSONDecoder.
         .target(name: "BoundedJSON"),
+        // Square's wire format, written once: the JSON value and byte-range scanner, RFC 3339, the
+        // catalog object envelope, response pages, id mappings, the error body, webhook notifications.
+        .target(name: "SquareWire", dependencies: ["BoundedJSON"]),
         .target(
             name: "CatalogModel",
             dependencies: [
-                "BoundedJSON",
+                "SquareWire",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -90,6 +94,7 @@ let package = Package(
                 "BoundedJSON",
                 "LedgerStorage",
                 "CatalogModel",
+                "SquareWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "Logging", package: "swift-log"),
@@ -102,6 +107,7 @@ let package = Package(
             dependencies: [
                 "CatalogLedger",
                 "CatalogModel",
+                "SquareWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -119,6 +125,7 @@ let package = Package(
                 "CatalogLedger",
                 "CatalogModel",
                 "CatalogSearch",
+                "SquareWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -139,7 +146,7 @@ let package = Package(
         .target(
             name: "SquareAPI",
             dependencies: [
-                "BoundedJSON",
+                "SquareWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -151,6 +158,7 @@ let package = Package(
             name: "SquareSimulator",
             dependencies: [
                 "SquareAPI",
+                "SquareWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -168,6 +176,7 @@ let package = Package(
                 "CatalogLedger",
                 "CatalogModel",
                 "SquareAPI",
+                "SquareWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -181,6 +190,7 @@ let package = Package(
                 "LedgerQueries",
                 "CatalogProjections",
                 "SquareAPI",
+                "SquareWire",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -197,7 +207,7 @@ let package = Package(
             name: "catledger",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerQueries", "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
+                "LedgerQueries", "SquareAPI", "SquareSimulator", "SquareWire", "CatalogIngest", "LedgerServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -208,7 +218,8 @@ let package = Package(
             name: "ledger-bench",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerIndex", "SquareAPI", "SquareSimulator", "LedgerServer", "CatalogIngest", "CLZ4", "LedgerStorageTesting",
+                "LedgerIndex", "SquareAPI", "SquareSimulator", "SquareWire", "LedgerServer", "CatalogIngest", "CLZ4",
+                "LedgerStorageTesting",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -220,7 +231,7 @@ let package = Package(
         .executableTarget(
             name: "sample-gen",
             dependencies: [
-                "CatalogModel", "SquareSimulator", "SquareAPI", "CatalogIngest",
+                "CatalogModel", "SquareSimulator", "SquareAPI", "SquareWire", "CatalogIngest",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -231,13 +242,14 @@ let package = Package(
         .executableTarget(
             name: "reliability-fuzz",
             dependencies: [
-                "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "BoundedJSON",
+                "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "BoundedJSON", "SquareWire",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tools/fuzz/Harness",
             // Files of SquareAPI, CatalogIngest and LedgerServer compiled here through symbolic links
-            // (Square/, Server/) check this to leave out the imports of their own modules.
+            // (Square/, Server/) check this to leave out the imports of their own modules. Square's
+            // wire format is a dependency (SquareWire), not linked files.
             swiftSettings: [.define("RELIABILITY_FUZZ")]
         ),
 
@@ -251,23 +263,26 @@ let package = Package(
             name: "LedgerStorageTests",
             dependencies: ["LedgerStorage", "LedgerStorageTesting", "TestHelpers", .product(name: "SystemPackage", package: "swift-system")]
         ),
-        .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON"]),
+        .testTarget(name: "SquareWireTests", dependencies: ["SquareWire", "BoundedJSON"]),
+        .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON", "SquareWire"]),
         .testTarget(
             name: "CatalogLedgerTests",
             dependencies: [
-                "CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "TestHelpers",
+                "CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "SquareWire", "TestHelpers",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CatalogProjectionsTests",
-            dependencies: ["CatalogProjections", "CatalogLedger", "CatalogModel", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "CatalogProjections", "CatalogLedger", "CatalogModel", "SquareWire", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "SquareIntegrationTests",
             dependencies: [
-                "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "CatalogLedger",
+                "SquareAPI", "SquareSimulator", "SquareWire", "CatalogIngest", "LedgerServer", "CatalogModel", "CatalogLedger",
                 "CatalogProjections",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -279,14 +294,16 @@ let package = Package(
         ),
         .testTarget(
             name: "SampleDataTests",
-            dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                "CatalogIngest", "CatalogLedger", "CatalogModel", "SquareWire", .product(name: "Crypto", package: "swift-crypto"),
+            ]
         ),
         .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "BoundedJSON"], exclude: ["Golden"]),
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
                 "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer",
-                "CatalogProjections", "CatalogIngest", "BoundedJSON",
+                "CatalogProjections", "CatalogIngest", "BoundedJSON", "SquareWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -1,13 +1,12 @@
 import CatalogModel
-import SquareAPI
+import SquareWire
 
 /// Pure changes to Square catalog JSON for edits, and the versions an upsert request carries.
 enum CatalogEditing {
-    typealias Value = SquareAPI.JSONValue
 
     /// Applies `request` to a top-level object (an item with its nested variations, or a standalone
     /// object). Throws `invalidRequest` when the change does not fit the target.
-    static func apply(_ request: EditRequest, to top: inout Value) throws {
+    static func apply(_ request: EditRequest, to top: inout JSONValue) throws {
         let targetID = request.objectID
         let location = "edit of \(targetID)"
         if top["id"]?.stringValue == targetID {
@@ -33,16 +32,16 @@ enum CatalogEditing {
     static func isSameEdit(_ request: EditRequest, as recorded: LocalEdit) -> Bool {
         guard recorded.targetIDs.map(\.rawValue) == [request.objectID], recorded.actor == request.actor,
               recorded.device == request.device,
-              let object = (try? SquareJSON.decode(Value.self, from: recorded.requestBody))?["object"]
+              let object = (try? JSONScanner.parse(recorded.requestBody))?["object"]
         else { return false }
         var changed = object
         guard (try? apply(request, to: &changed)) != nil else { return false }
         return changed == object
     }
 
-    private static func change(_ object: inout Value, request: EditRequest, location: String) throws {
+    private static func change(_ object: inout JSONValue, request: EditRequest, location: String) throws {
         let type = object["type"]?.stringValue ?? ""
-        if let baseVersion = request.baseVersion { object["version"] = .int(baseVersion) }
+        if let baseVersion = request.baseVersion { object["version"] = .integer(baseVersion) }
         if let name = request.name {
             switch type {
             case "ITEM": object["item_data"]?["name"] = .string(name)
@@ -57,8 +56,8 @@ enum CatalogEditing {
             guard price.amount >= 0 else {
                 throw EditError(.invalidRequest, "a price cannot be negative", location: location)
             }
-            let currency = price.currency.map(Value.string) ?? data["price_money"]?["currency"] ?? "USD"
-            let money: Value = ["amount": .int(price.amount), "currency": currency]
+            let currency = price.currency.map(JSONValue.string) ?? data["price_money"]?["currency"] ?? "USD"
+            let money: JSONValue = ["amount": .integer(price.amount), "currency": currency]
             if let locationID = price.locationID {
                 var overrides = data["location_overrides"]?.arrayValue ?? []
                 if let at = overrides.firstIndex(where: { $0["location_id"]?.stringValue == locationID }) {
@@ -85,11 +84,11 @@ enum CatalogEditing {
 
     static func versions(inRequestBody body: [UInt8]) -> SentVersions {
         var result = SentVersions()
-        guard let json = try? SquareJSON.decode(Value.self, from: body) else { return result }
-        var tops: [Value] = []
+        guard let json = try? JSONScanner.parse(body) else { return result }
+        var tops: [JSONValue] = []
         if let object = json["object"] { tops.append(object) }
         for batch in json["batches"]?.arrayValue ?? [] { tops += batch["objects"]?.arrayValue ?? [] }
-        func visit(_ object: Value) {
+        func visit(_ object: JSONValue) {
             guard let id = object["id"]?.stringValue else { return }
             result.allIDs.append(id)
             if let version = object["version"]?.int64Value { result.versions[id] = version }

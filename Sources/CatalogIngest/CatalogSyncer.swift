@@ -124,8 +124,8 @@ public actor CatalogSyncer {
             exchange.status = 200
             exchange.correlationID = runID
             exchange.squareVersion = client.configuration.squareVersion
-            exchange.body = String(decoding: page.rawBody, as: UTF8.self)
-            let events = try mapper.events(for: exchange, state: CatalogState(), where: location)
+            // The page as the client read it: its bytes are not decoded or read again.
+            let events = try mapper.events(for: exchange, response: page, state: CatalogState(), where: location)
             report.pages += 1
             report.objectsReceived += events.count - 1
             try await append(events, into: &report)

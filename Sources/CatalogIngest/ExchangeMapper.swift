@@ -1,4 +1,5 @@
 import CatalogModel
+import SquareWire
 
 /// Turns recorded exchanges into pending events. Pure apart from its own memory of open sync runs;
 /// the caller supplies the catalog state (for delete cascades, which need an item's variations).
@@ -16,8 +17,18 @@ public struct ExchangeMapper {
 
     public init(defaultMerchant: MerchantID) { self.defaultMerchant = defaultMerchant }
 
-    /// The events one exchange stands for, in the order they should be appended.
+    /// The events one exchange stands for, in the order they should be appended. Square bodies
+    /// are read from the exchange (a recording line).
     public mutating func events(for exchange: RecordedExchange, state: CatalogState,
+                                where location: String) throws -> [PendingEvent] {
+        try events(for: exchange, response: nil, followUp: nil, state: state, where: location)
+    }
+
+    /// The same for a Square response the client already read: `response` stands for the
+    /// exchange's `body` and `followUp` for its `follow_up_body`, which are not read again (a
+    /// rejection's error body still comes from `body`).
+    public mutating func events(for exchange: RecordedExchange, response: SquareCatalogResponse?,
+                                followUp: SquareCatalogResponse? = nil, state: CatalogState,
                                 where location: String) throws -> [PendingEvent] {
         let merchant = exchange.merchantID.map { MerchantID($0) } ?? defaultMerchant
         func require<T>(_ value: T?, _ field: String) throws -> T {
@@ -25,11 +36,6 @@ public struct ExchangeMapper {
             return value
         }
         func bytes(_ text: String?, _ field: String) throws -> [UInt8] { Array(try require(text, field).utf8) }
-        func wrap<T>(_ body: () throws -> T) throws -> T {
-            do { return try body() } catch let error as IngestError { throw error } catch {
-                throw IngestError.badSquareBody(context: location, reason: "\(error)")
-            }
-        }
 
         switch exchange.type {
         case .syncStarted:
@@ -58,8 +64,10 @@ public struct ExchangeMapper {
             default: .notChecked
             }
             let body = try bytes(exchange.body, "body")
-            return [try wrap { try EventBuilder.webhookEvent(body: body, headers: headers, signatureVerdict: verdict,
-                                                              correlationID: exchange.correlationID ?? "webhook") }]
+            return [try Self.wrap(location) {
+                try EventBuilder.webhookEvent(body: body, headers: headers, signatureVerdict: verdict,
+                                              correlationID: exchange.correlationID ?? "webhook")
+            }]
 
         case .editProposed:
             let key = try require(exchange.idempotencyKey, "idempotency_key")
@@ -71,27 +79,57 @@ public struct ExchangeMapper {
             return [EventBuilder.localEditEvent(edit, merchantID: merchant, correlationID: exchange.correlationID ?? key)]
 
         case .squareResponse:
-            return try squareResponse(exchange, merchant: merchant, state: state, location: location,
-                                      bytes: bytes, require: require, wrap: wrap)
+            let endpoint = try require(exchange.endpoint, "endpoint")
+            let status = exchange.status ?? 200
+            // The body read once: as the client read it, or from the recording.
+            let body: Body = if let response { .read(response) } else { .bytes(try bytes(exchange.body, "body")) }
+            let followUpBody: Body? = followUp.map(Body.read) ?? exchange.followUpBody.map { .bytes(Array($0.utf8)) }
+            return try squareResponse(exchange, endpoint: endpoint, status: status, body: body, followUp: followUpBody,
+                                      merchant: merchant, state: state, location: location)
+        }
+    }
+
+    /// A Square body: already read, or bytes still to read.
+    private enum Body {
+        case read(SquareCatalogResponse)
+        case bytes([UInt8])
+
+        var response: SquareCatalogResponse {
+            get throws {
+                switch self {
+                case .read(let response): response
+                case .bytes(let bytes): try EventBuilder.response(bytes)
+                }
+            }
+        }
+
+        var bytes: [UInt8] {
+            switch self {
+            case .read(let response): response.body
+            case .bytes(let bytes): bytes
+            }
+        }
+    }
+
+    /// Runs `body`, reporting any failure but an `IngestError` as a bad Square body at `location`.
+    private static func wrap<T>(_ location: String, _ body: () throws -> T) throws -> T {
+        do { return try body() } catch let error as IngestError { throw error } catch {
+            throw IngestError.badSquareBody(context: location, reason: "\(error)")
         }
     }
 
     private mutating func squareResponse(
-        _ exchange: RecordedExchange, merchant: MerchantID, state: CatalogState, location: String,
-        bytes: (String?, String) throws -> [UInt8], require: (String?, String) throws -> String,
-        wrap: (() throws -> [PendingEvent]) throws -> [PendingEvent]
+        _ exchange: RecordedExchange, endpoint: String, status: Int, body: Body, followUp: Body?, merchant: MerchantID,
+        state: CatalogState, location: String
     ) throws -> [PendingEvent] {
-        let endpoint = try require(exchange.endpoint, "endpoint")
-        let status = exchange.status ?? 200
-        let body = try bytes(exchange.body, "body")
         let correlation = exchange.correlationID ?? exchange.idempotencyKey ?? "import"
         let squareVersion = exchange.namedSquareVersion
         switch endpoint {
         case "search", "list", "retrieve", "batch-retrieve":
             guard (200..<300).contains(status) else { return [] }
             if endpoint == "search" || endpoint == "list", let runID = exchange.correlationID, var run = runs[runID] {
-                let observed = try wrap {
-                    try EventBuilder.eventsFromReadResponse(body: body, merchantID: merchant,
+                let observed = try Self.wrap(location) {
+                    try EventBuilder.eventsFromReadResponse(body.response, merchantID: merchant,
                                                             source: run.mode == .full ? .fullSync : .incrementalSync,
                                                             correlationID: runID, squareVersion: squareVersion)
                 }
@@ -105,35 +143,36 @@ public struct ExchangeMapper {
                 runs[runID] = run
                 return [page] + observed
             }
-            return try wrap {
-                try EventBuilder.eventsFromReadResponse(body: body, merchantID: merchant, source: .retrieve,
+            return try Self.wrap(location) {
+                try EventBuilder.eventsFromReadResponse(body.response, merchantID: merchant, source: .retrieve,
                                                         correlationID: correlation, squareVersion: squareVersion)
             }
         case "upsert", "batch-upsert":
-            let key = try require(exchange.idempotencyKey, "idempotency_key")
+            guard let key = exchange.idempotencyKey else {
+                throw IngestError.badSquareBody(context: location, reason: "missing field \"idempotency_key\"")
+            }
             if (200..<300).contains(status) {
-                return try wrap {
-                    try EventBuilder.eventsFromUpsertResponse(body: body, idempotencyKey: key, merchantID: merchant,
+                return try Self.wrap(location) {
+                    try EventBuilder.eventsFromUpsertResponse(body.response, idempotencyKey: key, merchantID: merchant,
                                                               correlationID: correlation, squareVersion: squareVersion)
                 }
             }
-            let followUp = exchange.followUpBody.map { Array($0.utf8) }
-            return try wrap {
+            return try Self.wrap(location) {
+                let read = try followUp?.response
                 var events = [try EventBuilder.upsertRejectedEvent(
-                    httpStatus: UInt16(clamping: status), errorBody: body, followUpBody: followUp,
+                    httpStatus: UInt16(clamping: status), errorBody: body.bytes, followUp: read,
                     idempotencyKey: key, merchantID: merchant, correlationID: correlation)]
-                if let followUp {
-                    events += try EventBuilder.eventsFromReadResponse(body: followUp, merchantID: merchant,
-                                                                      source: .retrieve, correlationID: correlation,
-                                                                      squareVersion: squareVersion)
+                if let read {
+                    events += try EventBuilder.eventsFromReadResponse(read, merchantID: merchant, source: .retrieve,
+                                                                      correlationID: correlation, squareVersion: squareVersion)
                 }
                 return events
             }
         case "delete", "batch-delete":
             guard (200..<300).contains(status) else { return [] }
-            return try wrap {
+            return try Self.wrap(location) {
                 try EventBuilder.eventsFromDeleteResponse(
-                    body: body, merchantID: merchant, source: .retrieve, correlationID: correlation,
+                    body.response, merchantID: merchant, source: .retrieve, correlationID: correlation,
                     objectTypeOf: { state[$0]?.header.objectType }, childrenOf: { state.childIDs(of: $0) })
             }
         default:

@@ -1,6 +1,7 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import SquareWire
 
 /// What an import did.
 public struct ImportReport: Sendable, Codable, Equatable {

@@ -1,6 +1,7 @@
 import CatalogLedger
 import CatalogModel
 import SquareAPI
+import SquareWire
 
 /// What `check-replay` found: the ledger's catalog as of Square time T compared object by object
 /// with Square's own answer for the catalog version in force at T.
@@ -86,7 +87,7 @@ public enum ReplayCheck {
         let point = AsOf(squareTimeMax: at, ledgerTimeMax: asKnownAt)
         let state = try reader.state(asOf: point).state
         let version = catalogVersion(atNanoseconds: at)
-        var squareObjects: [[UInt8]] = []
+        var squareObjects: [CatalogObjectEnvelope] = []
         var ledgerIDs: [CatalogObjectID]?
         if let sample {
             // A repeatable choice for a seed: the objects whose hash with the seed sorts first.
@@ -97,11 +98,11 @@ public enum ReplayCheck {
             for start in stride(from: 0, to: chosen.count, by: 1000) {
                 let ids = chosen[start..<min(start + 1000, chosen.count)].map(\.rawValue)
                 let page = try await client.batchRetrieve(objectIDs: ids, catalogVersion: version)
-                squareObjects += page.objects.filter { !$0.isDeleted }.map(\.bytes)
+                squareObjects += page.objects.filter { !$0.isDeleted }
             }
         } else {
             for try await page in client.list(catalogVersion: version) {
-                squareObjects += page.objects.filter { !$0.isDeleted }.map(\.bytes)
+                squareObjects += page.objects.filter { !$0.isDeleted }
             }
         }
         var report = compare(state: state, squareObjects: squareObjects, only: ledgerIDs)
@@ -111,15 +112,16 @@ public enum ReplayCheck {
         return report
     }
 
-    /// Compares a state with Square's objects (each one top-level object's JSON). With `only`,
-    /// just those ledger objects are expected. Pure.
-    public static func compare(state: CatalogState, squareObjects: [[UInt8]], only: [CatalogObjectID]? = nil) -> ReplayCheckReport {
+    /// Compares a state with Square's objects (top-level objects as the client read them). With
+    /// `only`, just those ledger objects are expected. Pure.
+    public static func compare(state: CatalogState, squareObjects: [CatalogObjectEnvelope],
+                               only: [CatalogObjectID]? = nil) -> ReplayCheckReport {
         var report = ReplayCheckReport(at: "", catalogVersion: 0, asKnownAt: nil, compared: 0, matches: 0, mismatches: [],
                                        neverSeen: [], ledgerOnly: [], sampled: only != nil)
         let payloads = state.materializedPayloads()
         var expected = Set(only ?? topLevelLiveIDs(of: state))
-        for bytes in squareObjects {
-            guard let square = try? CatalogObject(bytes: bytes) else { continue }
+        for envelope in squareObjects {
+            guard let square = try? CatalogObject(envelope: envelope) else { continue }
             report.compared += 1
             guard let fact = state[square.id], !fact.header.isDeleted, let payload = payloads[square.id], !payload.isEmpty else {
                 report.neverSeen.append(.init(id: square.id.rawValue, type: square.type.rawValue, version: square.version))

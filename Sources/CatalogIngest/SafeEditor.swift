@@ -3,6 +3,7 @@ import CatalogModel
 import Foundation
 import Logging
 import SquareAPI
+import SquareWire
 
 /// Local edits done the safe way (fetch-before-update), and writes reported by apps, recorded in
 /// the ledger as `localEditProposed` then `upsertAccepted` (with observations of the returned
@@ -64,11 +65,11 @@ public struct SafeEditor: Sendable {
             throw EditError(.notFound, "no live object \(request.objectID) at Square", location: request.objectID)
         }
         var topID = target.id
-        if target.type == "ITEM_VARIATION", let parent = try itemID(ofVariation: target) { topID = parent }
+        if target.type == "ITEM_VARIATION", let parent = itemID(ofVariation: target) { topID = parent }
         let top = try await read([topID], client: client, correlation: key, record: true).objects.first
         guard let top else { throw EditError(.notFound, "no live parent \(topID) at Square", location: request.objectID) }
 
-        var object = try SquareJSON.decode(SquareAPI.JSONValue.self, from: top.bytes)
+        var object = top.json
         try CatalogEditing.apply(request, to: &object)
         let objectJSON = SquareJSON.encodeOrTrap(object)
         let requestBody = Array(#"{"idempotency_key":"#.utf8) + SquareJSON.encodeOrTrap(key)
@@ -111,7 +112,7 @@ public struct SafeEditor: Sendable {
             logger.info("edit retry answered from the ledger", metadata: ["key": "\(key)", "status": "\(result.status.rawValue)"])
             return result
         }
-        guard let object = (try? SquareJSON.decode(SquareAPI.JSONValue.self, from: recorded.requestBody))?["object"] else {
+        guard let object = (try? JSONScanner.parse(recorded.requestBody))?["object"] else {
             throw EditError(.invalidRequest, "the recorded proposal at seq \(editSequence) has no object to send", location: key)
         }
         logger.info("edit proposal without an outcome: sending it again with its key", metadata: ["key": "\(key)"])
@@ -136,10 +137,12 @@ public struct SafeEditor: Sendable {
         response.idempotencyKey = key
         response.correlationID = key
         response.squareVersion = client.configuration.squareVersion
+        // Square's answer as the client read it: the accepted response, or the follow-up read.
+        var read: SquareCatalogResponse?
+        var followUp: SquareCatalogResponse?
         do {
-            let result = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
+            read = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
             response.status = 200
-            response.body = String(decoding: result.rawBody, as: UTF8.self)
         } catch let error as SquareAPIError {
             guard let status = error.httpStatus, status < 500, status != 429 else {
                 throw EditError(.squareUnavailable, "Square did not accept or refuse the edit: \(error.message)",
@@ -148,12 +151,9 @@ public struct SafeEditor: Sendable {
             response.status = status
             response.body = String(decoding: SquareJSON.encodeOrTrap(SquareErrorBody(errors: error.errors)), as: UTF8.self)
             // The follow-up read: what Square holds now, so the diagnosis compares against facts.
-            let ids = sent.allIDs
-            if let followUp = try? await client.batchRetrieve(objectIDs: ids, includeDeletedObjects: true) {
-                response.followUpBody = String(decoding: followUp.rawBody, as: UTF8.self)
-            }
+            followUp = try? await client.batchRetrieve(objectIDs: sent.allIDs, includeDeletedObjects: true)
         }
-        return try await record(response, editSequence: editSequence, key: key)
+        return try await record(response, read: read, followUp: followUp, editSequence: editSequence, key: key)
     }
 
     /// Records a write an app made itself: its request, Square's response and any follow-up read.
@@ -203,8 +203,12 @@ public struct SafeEditor: Sendable {
 
     // MARK: Shared
 
-    private func record(_ response: RecordedExchange, editSequence: UInt64, key: String) async throws -> EditResult {
-        let outcomes = try await append(response, location: "response to \(key)")
+    /// Records Square's answer to an edit. `read` is the response the client read (else it is the
+    /// exchange's body), `followUp` the follow-up read of a rejection.
+    private func record(_ response: RecordedExchange, read: SquareCatalogResponse? = nil,
+                        followUp: SquareCatalogResponse? = nil, editSequence: UInt64,
+                        key: String) async throws -> EditResult {
+        let outcomes = try await append(response, response: read, followUp: followUp, location: "response to \(key)")
         guard let first = outcomes.first else {
             throw EditError(.invalidRequest, "Square's response produced no event", location: key)
         }
@@ -226,7 +230,7 @@ public struct SafeEditor: Sendable {
         case .upsertRejected(let rejected):
             result.status = .rejected
             result.httpStatus = Int(rejected.httpStatus)
-            let codes = (try? CatalogResponse(body: rejected.errorBody))?.errors.map(\.code) ?? []
+            let codes = (try? SquareErrorBody(body: rejected.errorBody))?.errors.map(\.code.rawValue) ?? []
             result.errorCodes = codes
             if codes.contains("VERSION_MISMATCH") {
                 let diagnoser = VersionMismatchDiagnoser(events: try ledger.reader.allEvents())
@@ -238,17 +242,21 @@ public struct SafeEditor: Sendable {
         return result
     }
 
-    private func append(_ exchange: RecordedExchange, location: String) async throws -> [AppendOutcome] {
-        let outcomes = try await ledger.append(try events(for: exchange, location: location))
+    private func append(_ exchange: RecordedExchange, response: SquareCatalogResponse? = nil,
+                        followUp: SquareCatalogResponse? = nil, location: String) async throws -> [AppendOutcome] {
+        let outcomes = try await ledger.append(
+            try events(for: exchange, response: response, followUp: followUp, location: location))
         await afterAppend?()
         return outcomes
     }
 
     /// The events `exchange` becomes; a body that cannot be read is an invalid request.
-    private func events(for exchange: RecordedExchange, location: String) throws -> [PendingEvent] {
+    private func events(for exchange: RecordedExchange, response: SquareCatalogResponse? = nil,
+                        followUp: SquareCatalogResponse? = nil, location: String) throws -> [PendingEvent] {
         var mapper = ExchangeMapper(defaultMerchant: merchantID)
         do {
-            return try mapper.events(for: exchange, state: CatalogState(), where: location)
+            return try mapper.events(for: exchange, response: response, followUp: followUp, state: CatalogState(),
+                                     where: location)
         } catch let error as IngestError {
             throw EditError(.invalidRequest, error.description, location: location)
         }
@@ -256,8 +264,8 @@ public struct SafeEditor: Sendable {
 
     /// Batch-retrieves `ids` and, when `record` is set, records what came back as observations.
     private func read(_ ids: [String], client: SquareCatalogClient, correlation: String,
-                      record: Bool) async throws -> SquareCatalogPage {
-        let page: SquareCatalogPage
+                      record: Bool) async throws -> SquareCatalogResponse {
+        let page: SquareCatalogResponse
         do {
             page = try await client.batchRetrieve(objectIDs: ids)
         } catch let error as SquareAPIError {
@@ -270,13 +278,11 @@ public struct SafeEditor: Sendable {
         exchange.status = 200
         exchange.correlationID = correlation
         exchange.squareVersion = client.configuration.squareVersion
-        exchange.body = String(decoding: page.rawBody, as: UTF8.self)
-        _ = try await append(exchange, location: "read for \(correlation)")
+        _ = try await append(exchange, response: page, location: "read for \(correlation)")
         return page
     }
 
-    private func itemID(ofVariation variation: RawCatalogObject) throws -> String? {
-        let json = try SquareJSON.decode(SquareAPI.JSONValue.self, from: variation.bytes)
-        return json["item_variation_data"]?["item_id"]?.stringValue
+    private func itemID(ofVariation variation: CatalogObjectEnvelope) -> String? {
+        variation.json["item_variation_data"]?["item_id"]?.stringValue
     }
 }

@@ -1,6 +1,7 @@
 import CatalogModel
 import Foundation
 import LedgerStorage
+import SquareWire
 
 /// The outcome of the last verification of a ledger, kept in `<root>/verification.json` so that
 /// commands and the server that read from projections (which do not read the log's bytes) can say

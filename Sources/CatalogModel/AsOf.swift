@@ -1,3 +1,5 @@
+import SquareWire
+
 /// A point in the two clocks: Square time (`updated_at`) and ledger time (`recordedAt`), both
 /// nanoseconds since the epoch. nil means "no limit". A state folded with a filter answers
 /// "what did the ledger know by ledger time K about the catalog as of Square time T".

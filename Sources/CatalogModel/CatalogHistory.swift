@@ -1,3 +1,5 @@
+import SquareWire
+
 /// Every fact the ledger learned, indexed per object: the base of entity history, price
 /// history, time diffs and diagnosis. Built once from a sequence of events (pure); payloads
 /// are parsed only when a query needs them.

@@ -1,5 +1,8 @@
 // CatalogModel: the pure domain. Square catalog objects, ledger events, the state fold,
-// diffs, price history and VERSION_MISMATCH diagnosis. No I/O lives here.
+// diffs, price history and VERSION_MISMATCH diagnosis. No I/O lives here. Square's wire format
+// (JSON, RFC 3339, bodies) is SquareWire's.
+
+import SquareWire
 
 /// An operating error of the pure domain: bad input bytes, an event this build cannot decode,
 /// a Square body that is not JSON. Programmer errors trap instead.
@@ -27,4 +30,20 @@ public struct CatalogModelError: Error, Sendable, Equatable, CustomStringConvert
     }
 
     public var description: String { "\(code.rawValue) at \(location): \(message)" }
+}
+
+extension CatalogModelError {
+    /// The domain's form of a wire error: same code, message and location.
+    public init(_ wire: SquareWireError) {
+        self.init(wire.code == .notACatalogObject ? .notACatalogObject : .invalidJSON, wire.message, location: wire.location)
+    }
+
+    /// Runs `body`, rethrowing a `SquareWireError` as the domain's error.
+    static func fromWire<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let error as SquareWireError {
+            throw CatalogModelError(error)
+        }
+    }
 }

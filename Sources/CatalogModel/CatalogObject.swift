@@ -1,3 +1,5 @@
+import SquareWire
+
 /// A Square `CatalogObject` decoded leniently. The bytes Square sent are kept exactly in
 /// `rawJSON`; `json` is the parsed form (int64-exact) that typed accessors and diffs read.
 /// Unknown types, unknown keys and unknown enum values are kept, never rejected.
@@ -22,26 +24,26 @@ public struct CatalogObject: Sendable, Hashable {
 
     /// Decodes the object at `span` of `bytes` (default: all of it).
     public init(bytes: [UInt8], span: Range<Int>? = nil, parentID: CatalogObjectID? = nil) throws {
-        let valueSpan = try JSONScanner.valueSpan(bytes, span: span)
-        let raw = Array(bytes[valueSpan])
-        let json = try JSONScanner.parse(raw)
-        guard case .object = json else {
-            throw CatalogModelError(.notACatalogObject, "catalog object is not a JSON object", location: "byte \(valueSpan.lowerBound)")
-        }
-        guard let type = json["type"]?.stringValue, let id = json["id"]?.stringValue else {
-            throw CatalogModelError(.notACatalogObject, "catalog object lacks `type` or `id`", location: "byte \(valueSpan.lowerBound)")
-        }
-        self.type = CatalogObjectType(type)
-        self.id = CatalogObjectID(id)
-        self.version = json["version"]?.int64Value
-        self.updatedAt = json["updated_at"]?.stringValue
-        self.updatedAtNanos = updatedAt.flatMap { RFC3339.nanoseconds($0) }
-        self.createdAt = json["created_at"]?.stringValue
-        self.isDeleted = json["is_deleted"]?.boolValue ?? false
+        try self.init(envelope: CatalogModelError.fromWire { try CatalogObjectEnvelope(body: bytes, span: span) },
+                      parentID: parentID)
+    }
+
+    /// The domain's view of an object read from a Square body (`SquareCatalogResponse.objects`):
+    /// its bytes and JSON are the envelope's, not read again; nested objects are found in them.
+    public init(envelope: CatalogObjectEnvelope, parentID: CatalogObjectID? = nil) throws {
+        self.type = CatalogObjectType(envelope.type)
+        self.id = CatalogObjectID(envelope.id)
+        self.version = envelope.version
+        self.updatedAt = envelope.updatedAt
+        self.updatedAtNanos = envelope.updatedAt.flatMap { RFC3339.nanoseconds($0) }
+        self.createdAt = envelope.createdAt
+        self.isDeleted = envelope.isDeleted
         self.parentID = parentID
-        self.rawJSON = raw
-        self.json = json
-        self.nested = try CatalogObject.nestedObjects(in: raw, parentID: CatalogObjectID(id))
+        self.rawJSON = envelope.bytes
+        self.json = envelope.json
+        self.nested = try CatalogModelError.fromWire {
+            try CatalogObject.nestedObjects(in: envelope.bytes, parentID: CatalogObjectID(envelope.id))
+        }
     }
 
     /// Finds `item_data.variations[]` and `modifier_list_data.modifiers[]` by byte span.

@@ -176,12 +176,22 @@ public struct LocalEdit: Sendable, Hashable {
     }
 }
 
+/// A temporary (`#name`) id of an upsert and the id Square gave the object.
+public struct ObjectIDMapping: Sendable, Hashable, Codable {
+    public var clientObjectID: CatalogObjectID
+    public var objectID: CatalogObjectID
+    public init(clientObjectID: CatalogObjectID, objectID: CatalogObjectID) {
+        self.clientObjectID = clientObjectID
+        self.objectID = objectID
+    }
+}
+
 public struct UpsertAcceptance: Sendable, Hashable {
     public var idempotencyKey: String
     public var newVersions: [ObjectVersion]
-    public var idMappings: [CatalogResponse.IDMapping]
+    public var idMappings: [ObjectIDMapping]
     public var responseBody: [UInt8]
-    public init(idempotencyKey: String, newVersions: [ObjectVersion], idMappings: [CatalogResponse.IDMapping], responseBody: [UInt8]) {
+    public init(idempotencyKey: String, newVersions: [ObjectVersion], idMappings: [ObjectIDMapping], responseBody: [UInt8]) {
         self.idempotencyKey = idempotencyKey
         self.newVersions = newVersions
         self.idMappings = idMappings

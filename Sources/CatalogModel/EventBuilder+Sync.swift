@@ -1,3 +1,5 @@
+import SquareWire
+
 /// Sync bookkeeping events. A sync run is identified by its run id; each page event carries
 /// the counts and cursor of one response so that a run can be audited and resumed.
 extension EventBuilder {
@@ -9,14 +11,18 @@ extension EventBuilder {
     /// The page event and the observations of one search / list page, in the order to append.
     public static func syncPageEvents(body: [UInt8], runID: String, mode: SyncMode, pageIndex: UInt32,
                                       merchantID: MerchantID) throws -> [PendingEvent] {
-        let response = try CatalogResponse(body: body)
-        let page = SyncPage(runID: runID, pageIndex: pageIndex, cursor: response.cursor.flatMap { $0.isEmpty ? nil : $0 },
+        try syncPageEvents(response(body), runID: runID, mode: mode, pageIndex: pageIndex, merchantID: merchantID)
+    }
+
+    public static func syncPageEvents(_ response: SquareCatalogResponse, runID: String, mode: SyncMode, pageIndex: UInt32,
+                                      merchantID: MerchantID) throws -> [PendingEvent] {
+        let page = SyncPage(runID: runID, pageIndex: pageIndex, cursor: response.cursor,
                             objectCount: UInt32(clamping: response.objects.count),
                             relatedObjectCount: UInt32(clamping: response.relatedObjects.count))
         let pageEvent = PendingEvent(merchantID: merchantID, source: mode.source,
                                      dedupeKey: DedupeKey.syncPage(runID: runID, page: pageIndex), correlationID: runID,
                                      body: .syncPageReceived(page))
-        return [pageEvent] + (try eventsFromReadResponse(body: body, merchantID: merchantID, source: mode.source,
+        return [pageEvent] + (try eventsFromReadResponse(response, merchantID: merchantID, source: mode.source,
                                                          correlationID: runID))
     }
 

@@ -1,6 +1,20 @@
+import SquareWire
+
 /// Builds pending events from Square bodies, so ingest code calls one function per response.
 /// Pure: the caller supplies everything that is not in the body (source, run or edit id).
+/// Each body is read once: the functions taking a `SquareCatalogResponse` use the client's
+/// reading of it; those taking bytes (recordings) read them here.
 public enum EventBuilder {
+    /// Reads a Square response body; a body that is not one throws `CatalogModelError`.
+    public static func response(_ body: [UInt8]) throws -> SquareCatalogResponse {
+        try CatalogModelError.fromWire { try SquareCatalogResponse(body: body) }
+    }
+
+    /// The domain objects of envelopes read from a body (nested ones found in each).
+    public static func objects(_ envelopes: [CatalogObjectEnvelope]) throws -> [CatalogObject] {
+        try envelopes.map { try CatalogObject(envelope: $0) }
+    }
+
     /// One observation per object, nested variations and modifiers flattened after their
     /// parent (an item with three variations yields four), related objects after the objects.
     /// `squareVersion` is the `Square-Version` of the call that returned them, when known.
@@ -25,25 +39,40 @@ public enum EventBuilder {
     /// related object observed (nested ones flattened), deduplicated within the body.
     public static func eventsFromReadResponse(body: [UInt8], merchantID: MerchantID, source: EventSource,
                                               correlationID: String, squareVersion: String? = nil) throws -> [PendingEvent] {
-        let response = try CatalogResponse(body: body)
-        return unique(observations(of: response.objects + response.relatedObjects, merchantID: merchantID,
-                                   source: source, correlationID: correlationID, squareVersion: squareVersion))
+        try eventsFromReadResponse(response(body), merchantID: merchantID, source: source, correlationID: correlationID,
+                                   squareVersion: squareVersion)
+    }
+
+    public static func eventsFromReadResponse(_ response: SquareCatalogResponse, merchantID: MerchantID, source: EventSource,
+                                              correlationID: String, squareVersion: String? = nil) throws -> [PendingEvent] {
+        unique(observations(of: try objects(response.objects + response.relatedObjects), merchantID: merchantID,
+                            source: source, correlationID: correlationID, squareVersion: squareVersion))
     }
 
     /// Events for a successful upsert / batch-upsert response: an `upsertAccepted` with the new
     /// versions and id mappings, then an observation of every returned object.
     public static func eventsFromUpsertResponse(body: [UInt8], idempotencyKey: String, merchantID: MerchantID,
                                                 correlationID: String, squareVersion: String? = nil) throws -> [PendingEvent] {
-        let response = try CatalogResponse(body: body)
-        let flat = response.objects.flatMap(\.flattened)
+        try eventsFromUpsertResponse(response(body), idempotencyKey: idempotencyKey, merchantID: merchantID,
+                                     correlationID: correlationID, squareVersion: squareVersion)
+    }
+
+    public static func eventsFromUpsertResponse(_ response: SquareCatalogResponse, idempotencyKey: String,
+                                                merchantID: MerchantID, correlationID: String,
+                                                squareVersion: String? = nil) throws -> [PendingEvent] {
+        let returned = try objects(response.objects)
+        let flat = returned.flatMap(\.flattened)
         let acceptance = UpsertAcceptance(
             idempotencyKey: idempotencyKey,
             newVersions: flat.compactMap { o in o.version.map { ObjectVersion(objectID: o.id, version: $0) } },
-            idMappings: response.idMappings, responseBody: body)
+            idMappings: response.idMappings.map {
+                ObjectIDMapping(clientObjectID: CatalogObjectID($0.clientObjectID), objectID: CatalogObjectID($0.objectID))
+            },
+            responseBody: response.body)
         let accepted = PendingEvent(merchantID: merchantID, source: .upsertResponse,
                                     dedupeKey: DedupeKey.edit(kind: .upsertAccepted, idempotencyKey: idempotencyKey),
                                     correlationID: correlationID, body: .upsertAccepted(acceptance))
-        return [accepted] + unique(observations(of: response.objects, merchantID: merchantID, source: .upsertResponse,
+        return [accepted] + unique(observations(of: returned, merchantID: merchantID, source: .upsertResponse,
                                                 correlationID: correlationID, squareVersion: squareVersion))
     }
 
@@ -55,7 +84,14 @@ public enum EventBuilder {
                                                 correlationID: String,
                                                 objectTypeOf: (CatalogObjectID) -> CatalogObjectType?,
                                                 childrenOf: (CatalogObjectID) -> [CatalogObjectID]) throws -> [PendingEvent] {
-        let response = try CatalogResponse(body: body)
+        eventsFromDeleteResponse(try response(body), merchantID: merchantID, source: source, correlationID: correlationID,
+                                 objectTypeOf: objectTypeOf, childrenOf: childrenOf)
+    }
+
+    public static func eventsFromDeleteResponse(_ response: SquareCatalogResponse, merchantID: MerchantID,
+                                                source: EventSource, correlationID: String,
+                                                objectTypeOf: (CatalogObjectID) -> CatalogObjectType?,
+                                                childrenOf: (CatalogObjectID) -> [CatalogObjectID]) -> [PendingEvent] {
         let deletedAt = response.deletedAt ?? ""
         let nanos = RFC3339.nanoseconds(deletedAt) ?? 0
         let version = nanos / 1_000_000
@@ -68,9 +104,10 @@ public enum EventBuilder {
                                        correlationID: correlationID,
                                        body: .objectDeleted(ObjectDeletion(header: header, cascadedFrom: cascade))))
         }
-        for id in response.deletedObjectIDs {
+        let deletedIDs = response.deletedObjectIDs.map { CatalogObjectID($0) }
+        for id in deletedIDs {
             tombstone(id, parent: nil, cascade: nil)
-            for child in childrenOf(id) where !response.deletedObjectIDs.contains(child) {
+            for child in childrenOf(id) where !deletedIDs.contains(child) {
                 tombstone(child, parent: id, cascade: id)
             }
         }
@@ -80,12 +117,19 @@ public enum EventBuilder {
     /// A `webhookReceived` event for a delivery; dedupes on the body's `event_id`.
     public static func webhookEvent(body: [UInt8], headers: [HTTPHeader], signatureVerdict: SignatureVerdict,
                                     correlationID: String) throws -> PendingEvent {
-        let notification = try WebhookNotification(body: body)
-        return PendingEvent(merchantID: notification.merchantID, source: .webhook,
-                            dedupeKey: DedupeKey.webhook(eventID: notification.eventID), correlationID: correlationID,
-                            body: .webhookReceived(WebhookReceipt(eventID: notification.eventID,
-                                                                  eventType: notification.eventType, headers: headers,
-                                                                  signatureVerdict: signatureVerdict, body: body)))
+        let notification = try CatalogModelError.fromWire { try WebhookNotification(body: body) }
+        return webhookEvent(notification, body: body, headers: headers, signatureVerdict: signatureVerdict,
+                            correlationID: correlationID)
+    }
+
+    /// The same from a notification already read from `body`.
+    public static func webhookEvent(_ notification: WebhookNotification, body: [UInt8], headers: [HTTPHeader],
+                                    signatureVerdict: SignatureVerdict, correlationID: String) -> PendingEvent {
+        PendingEvent(merchantID: MerchantID(notification.merchantID), source: .webhook,
+                     dedupeKey: DedupeKey.webhook(eventID: notification.eventID), correlationID: correlationID,
+                     body: .webhookReceived(WebhookReceipt(eventID: notification.eventID,
+                                                           eventType: notification.eventType, headers: headers,
+                                                           signatureVerdict: signatureVerdict, body: body)))
     }
 
     /// A `localEditProposed` event; dedupes on the idempotency key.
@@ -100,10 +144,15 @@ public enum EventBuilder {
     public static func upsertRejectedEvent(httpStatus: UInt16, errorBody: [UInt8], followUpBody: [UInt8]?,
                                            idempotencyKey: String, merchantID: MerchantID,
                                            correlationID: String) throws -> PendingEvent {
-        var objects: [[UInt8]] = []
-        if let followUpBody {
-            objects = try CatalogResponse(body: followUpBody).objects.flatMap(\.flattened).map(\.rawJSON)
-        }
+        try upsertRejectedEvent(httpStatus: httpStatus, errorBody: errorBody, followUp: followUpBody.map(response),
+                                idempotencyKey: idempotencyKey, merchantID: merchantID, correlationID: correlationID)
+    }
+
+    /// The same with the follow-up read already read.
+    public static func upsertRejectedEvent(httpStatus: UInt16, errorBody: [UInt8], followUp: SquareCatalogResponse?,
+                                           idempotencyKey: String, merchantID: MerchantID,
+                                           correlationID: String) throws -> PendingEvent {
+        let objects = try followUp.map { try self.objects($0.objects).flatMap(\.flattened).map(\.rawJSON) } ?? []
         return PendingEvent(merchantID: merchantID, source: .upsertResponse,
                             dedupeKey: DedupeKey.edit(kind: .upsertRejected, idempotencyKey: idempotencyKey),
                             correlationID: correlationID,

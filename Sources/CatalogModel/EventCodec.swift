@@ -163,10 +163,10 @@ public enum EventCodec {
             let key = try r.string()
             let versions = try readVersions(&r)
             let count = try r.varint()
-            var mappings: [CatalogResponse.IDMapping] = []
+            var mappings: [ObjectIDMapping] = []
             for _ in 0..<count {
-                mappings.append(CatalogResponse.IDMapping(clientObjectID: CatalogObjectID(try r.string()),
-                                                          objectID: CatalogObjectID(try r.string())))
+                mappings.append(ObjectIDMapping(clientObjectID: CatalogObjectID(try r.string()),
+                                                objectID: CatalogObjectID(try r.string())))
             }
             body = .upsertAccepted(UpsertAcceptance(idempotencyKey: key, newVersions: versions, idMappings: mappings,
                                                     responseBody: try r.data()))

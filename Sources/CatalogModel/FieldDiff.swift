@@ -1,3 +1,5 @@
+import SquareWire
+
 /// One field-level change between two versions of an object, e.g.
 /// `item_variation_data.name: "Latte" -> "Caffè Latte"`; money is one value
 /// (`item_variation_data.price_money: $4.50 -> $4.75`).

@@ -1,3 +1,5 @@
+import SquareWire
+
 /// Typed identifiers and open string enumerations. Square adds types and enum values over
 /// time, so every one of these is a struct over its raw string, never a closed enum.
 

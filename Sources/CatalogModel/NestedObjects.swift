@@ -1,3 +1,5 @@
+import SquareWire
+
 /// Parents whose payload embeds versioned children, and the as-of view of such a parent.
 ///
 /// Square keeps an item and each of its variations (a modifier list and each of its modifiers) as

@@ -1,4 +1,5 @@
 import Foundation
+import SquareWire
 
 /// A point in time as a person types it on the command line, resolved to ledger nanoseconds.
 ///

@@ -1,3 +1,5 @@
+import SquareWire
+
 /// Diagnoses a rejected upsert from the ledger's events: the rejection, the edit that made
 /// the request (same idempotency key), and everything learned before and after. Pure.
 public struct VersionMismatchDiagnoser: Sendable {
@@ -28,7 +30,7 @@ public struct VersionMismatchDiagnoser: Sendable {
             guard event.sequence < rejectionSequence, case .localEditProposed(let edit) = event.body else { return false }
             return edit.idempotencyKey == rejection.idempotencyKey
         }
-        let errorCodes = (try? CatalogResponse(body: rejection.errorBody))?.errors.map(\.code) ?? []
+        let errorCodes = (try? SquareErrorBody(body: rejection.errorBody))?.errors.map(\.code.rawValue) ?? []
         var diagnosis = VersionMismatchDiagnosis(
             rejectionSequence: rejectionSequence, rejectedAt: rejectionEvent.recordedAt,
             editSequence: editEvent?.sequence, requestedAt: editEvent?.recordedAt,

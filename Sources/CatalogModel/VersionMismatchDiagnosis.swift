@@ -1,3 +1,5 @@
+import SquareWire
+
 /// Why Square answered VERSION_MISMATCH, found from the ledger's events (Square never says
 /// which object conflicted). Codable so the server can return it as JSON; `renderedText` is
 /// the readable form.

@@ -1,6 +1,7 @@
 import Foundation
 import CatalogModel
 import GRDB
+import SquareWire
 
 /// The rows one winning fact becomes: its `catalog_objects` row, its typed-table row, and for an
 /// item its category links. A value; `RowMapping.row(for:)` makes it and `ProjectionWriter`
@@ -107,21 +108,8 @@ public enum RowMapping {
 
 /// Small, deterministic JSON writers for the JSON columns (faster than an encoder per row).
 enum JSONText {
-    static func string(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let s where s.value < 0x20: out += String(format: "\\u%04x", s.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    /// A JSON string literal, escaped as SquareWire writes JSON text.
+    static func string(_ text: String) -> String { JSONValue.string(text).jsonText }
 
     static func array(_ strings: [String]) -> String {
         "[" + strings.map(string).joined(separator: ",") + "]"

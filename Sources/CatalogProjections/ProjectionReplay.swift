@@ -3,6 +3,7 @@ import CatalogModel
 import Foundation
 import GRDB
 import Logging
+import SquareWire
 
 /// What a replay wrote.
 public struct ReplaySummary: Sendable, Hashable, Codable {

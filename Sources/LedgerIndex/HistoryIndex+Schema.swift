@@ -3,6 +3,7 @@
 import CatalogLedger
 import CatalogModel
 import GRDB
+import SquareWire
 
 extension HistoryIndex {
     static let createSQL = """

@@ -9,6 +9,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import Logging
+import SquareWire
 
 /// What became of one trigger of the server's compaction.
 public enum CompactionRunOutcome: String, Sendable, CaseIterable {

@@ -4,6 +4,7 @@ import CatalogModel
 import Foundation
 import LedgerQueries
 import SquareAPI
+import SquareWire
 
 /// The JSON read API over one merchant's ledger. Each function answers one route.
 enum ReadAPI {

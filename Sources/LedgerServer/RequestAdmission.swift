@@ -6,6 +6,7 @@
 import BoundedJSON
 import CatalogModel
 import Foundation
+import SquareWire
 #if !RELIABILITY_FUZZ
 import SquareAPI
 #endif
@@ -56,10 +57,11 @@ public enum RequestAdmission {
                                     hint: signatureHint))
         }
         do {
+            // Read once: the notification routes the delivery and names the event.
             let notification = try WebhookNotification(body: body)
             let kept = keptWebhookHeaders.compactMap { name in headers[name].map { HTTPHeader(name: name, value: $0) } }
-            let event = try EventBuilder.webhookEvent(body: body, headers: kept, signatureVerdict: .valid,
-                                                      correlationID: "webhook:\(notification.eventID)")
+            let event = EventBuilder.webhookEvent(notification, body: body, headers: kept, signatureVerdict: .valid,
+                                                  correlationID: "webhook:\(notification.eventID)")
             return .success(Webhook(notification: notification, event: event))
         } catch {
             return .failure(Refusal(status: 400, code: "malformed", message: "the body is not a Square notification: \(error)"))

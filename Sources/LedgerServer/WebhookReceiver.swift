@@ -1,7 +1,7 @@
 import CatalogModel
 import Foundation
 import Logging
-import SquareAPI
+import SquareWire
 
 /// An HTTP answer as status and JSON body, independent of the HTTP library.
 public struct JSONAnswer: Sendable, Equatable {
@@ -120,7 +120,7 @@ public struct WebhookReceiver: Sendable {
         }
         let notification = admitted.notification
         let event = admitted.event
-        guard let merchant = service.merchant(notification.merchantID.rawValue) else {
+        guard let merchant = service.merchant(notification.merchantID) else {
             metrics.webhook(.unknownMerchant)
             logger.warning("webhook for an unknown merchant refused", metadata: ["merchant": "\(notification.merchantID)"])
             return .error(404, "unknown_merchant",

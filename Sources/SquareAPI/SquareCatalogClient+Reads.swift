@@ -1,4 +1,7 @@
-// List, search, retrieve and batch-retrieve, plus cursor paging as an AsyncSequence.
+// List, search, retrieve and batch-retrieve, plus cursor paging as an AsyncSequence. Each body
+// is read once, into SquareWire's `SquareCatalogResponse`, which ingest turns into events as is.
+
+import SquareWire
 
 /// The body of `POST /v2/catalog/search`. `nil` members are omitted.
 public struct SquareSearchRequest: Sendable, Hashable, Encodable {
@@ -43,7 +46,7 @@ private struct BatchRetrieveBody: Encodable {
 extension SquareCatalogClient {
     /// `GET /v2/catalog/list`: one page. `types` are joined with commas.
     public func listPage(types: [String]? = nil, cursor: String? = nil, catalogVersion: Int64? = nil) async throws
-        -> SquareCatalogPage
+        -> SquareCatalogResponse
     {
         var query: [(name: String, value: String)] = []
         if let types, !types.isEmpty { query.append(("types", types.joined(separator: ","))) }
@@ -51,7 +54,7 @@ extension SquareCatalogClient {
         if let catalogVersion { query.append(("catalog_version", String(catalogVersion))) }
         let request = SquareHTTPRequest(method: .get, path: "/v2/catalog/list", query: query)
         let body = try await perform(request)
-        return try parse("GET /v2/catalog/list", body, CatalogResponseParser.page)
+        return try parse("GET /v2/catalog/list", body, SquareCatalogResponse.init(body:))
     }
 
     /// Every page of list, following cursors.
@@ -62,10 +65,10 @@ extension SquareCatalogClient {
     }
 
     /// `POST /v2/catalog/search`: one page.
-    public func searchPage(_ search: SquareSearchRequest) async throws -> SquareCatalogPage {
+    public func searchPage(_ search: SquareSearchRequest) async throws -> SquareCatalogResponse {
         let body = try SquareJSON.encode(search)
         let response = try await perform(SquareHTTPRequest(method: .post, path: "/v2/catalog/search", body: body))
-        return try parse("POST /v2/catalog/search", response, CatalogResponseParser.page)
+        return try parse("POST /v2/catalog/search", response, SquareCatalogResponse.init(body:))
     }
 
     /// Every page of a search, following cursors (the request's own cursor starts the walk).
@@ -77,9 +80,10 @@ extension SquareCatalogClient {
         }
     }
 
-    /// `GET /v2/catalog/object/{id}`. Deleted objects are not found (404 NOT_FOUND).
+    /// `GET /v2/catalog/object/{id}`: the object is `objects[0]`. Deleted objects are not found
+    /// (404 NOT_FOUND).
     public func retrieve(objectID: String, includeRelatedObjects: Bool = false, catalogVersion: Int64? = nil)
-        async throws -> SquareRetrieveResult
+        async throws -> SquareCatalogResponse
     {
         var query: [(name: String, value: String)] = []
         if includeRelatedObjects { query.append(("include_related_objects", "true")) }
@@ -87,13 +91,11 @@ extension SquareCatalogClient {
         let path = "/v2/catalog/object/" + percentEncodeQueryComponent(objectID)
         let body = try await perform(SquareHTTPRequest(method: .get, path: path, query: query))
         return try parse("GET /v2/catalog/object", body) { body in
-            let members = try RawJSONScanner.topLevelMembers(of: body)
-            guard let object = try CatalogResponseParser.rawObjects(in: body, member: "object", members: members).first
-            else { throw RawJSONScanner.MalformedJSON(offset: 0) }
-            return SquareRetrieveResult(
-                object: object,
-                relatedObjects: try CatalogResponseParser.rawObjects(
-                    in: body, member: "related_objects", members: members))
+            let response = try SquareCatalogResponse(body: body)
+            guard !response.objects.isEmpty else {
+                throw SquareWireError(.invalidJSON, "retrieve response has no object", location: "object")
+            }
+            return response
         }
     }
 
@@ -101,34 +103,34 @@ extension SquareCatalogClient {
     public func batchRetrieve(
         objectIDs: [String], includeRelatedObjects: Bool = false, catalogVersion: Int64? = nil,
         includeDeletedObjects: Bool = false
-    ) async throws -> SquareCatalogPage {
+    ) async throws -> SquareCatalogResponse {
         let body = try SquareJSON.encode(
             BatchRetrieveBody(
                 object_ids: objectIDs, include_related_objects: includeRelatedObjects ? true : nil,
                 catalog_version: catalogVersion, include_deleted_objects: includeDeletedObjects ? true : nil))
         let response = try await perform(
             SquareHTTPRequest(method: .post, path: "/v2/catalog/batch-retrieve", body: body))
-        return try parse("POST /v2/catalog/batch-retrieve", response, CatalogResponseParser.page)
+        return try parse("POST /v2/catalog/batch-retrieve", response, SquareCatalogResponse.init(body:))
     }
 }
 
 /// Pages of a cursor-paged endpoint, fetched lazily one at a time. Iterating again starts over.
 public struct SquareCatalogPages: AsyncSequence, Sendable {
-    public typealias Element = SquareCatalogPage
+    public typealias Element = SquareCatalogResponse
     let firstCursor: String?
-    let fetch: @Sendable (String?) async throws -> SquareCatalogPage
+    let fetch: @Sendable (String?) async throws -> SquareCatalogResponse
 
-    init(firstCursor: String? = nil, fetch: @escaping @Sendable (String?) async throws -> SquareCatalogPage) {
+    init(firstCursor: String? = nil, fetch: @escaping @Sendable (String?) async throws -> SquareCatalogResponse) {
         self.firstCursor = firstCursor
         self.fetch = fetch
     }
 
     public struct AsyncIterator: AsyncIteratorProtocol {
-        let fetch: @Sendable (String?) async throws -> SquareCatalogPage
+        let fetch: @Sendable (String?) async throws -> SquareCatalogResponse
         var nextCursor: String?
         var finished = false
 
-        public mutating func next() async throws -> SquareCatalogPage? {
+        public mutating func next() async throws -> SquareCatalogResponse? {
             guard !finished else { return nil }
             let page = try await fetch(nextCursor)
             nextCursor = page.cursor
@@ -142,8 +144,8 @@ public struct SquareCatalogPages: AsyncSequence, Sendable {
     }
 
     /// Every object of every page, in order.
-    public func allObjects() async throws -> [RawCatalogObject] {
-        var objects: [RawCatalogObject] = []
+    public func allObjects() async throws -> [CatalogObjectEnvelope] {
+        var objects: [CatalogObjectEnvelope] = []
         for try await page in self { objects += page.objects }
         return objects
     }

@@ -1,4 +1,5 @@
 import Foundation
+import SquareWire
 
 // Upsert and delete. Objects go out as raw JSON bytes spliced into the request body, so what the
 // caller built (or read back from the ledger) is exactly what Square receives.
@@ -10,22 +11,20 @@ extension SquareCatalogClient {
     }
 
     /// `POST /v2/catalog/object`. `object` is one full catalog object as JSON bytes.
-    public func upsert(objectJSON: [UInt8], idempotencyKey: String) async throws -> SquareUpsertResult {
+    public func upsert(objectJSON: [UInt8], idempotencyKey: String) async throws -> SquareCatalogResponse {
         precondition((1...128).contains(idempotencyKey.utf8.count), "idempotency key must be 1..128 bytes")
         var body = Array(#"{"idempotency_key":"#.utf8) + SquareJSON.encodeOrTrap(idempotencyKey)
         body += Array(#","object":"#.utf8) + objectJSON + [UInt8(ascii: "}")]
         let response = try await perform(SquareHTTPRequest(method: .post, path: "/v2/catalog/object", body: body))
-        return try parse("POST /v2/catalog/object", response) {
-            try CatalogResponseParser.upsert(from: $0, objectMember: "catalog_object")
-        }
+        return try parse("POST /v2/catalog/object", response, SquareCatalogResponse.init(body:))
     }
 
-    public func upsert(object: JSONValue, idempotencyKey: String) async throws -> SquareUpsertResult {
+    public func upsert(object: JSONValue, idempotencyKey: String) async throws -> SquareCatalogResponse {
         try await upsert(objectJSON: SquareJSON.encodeOrTrap(object), idempotencyKey: idempotencyKey)
     }
 
     /// `POST /v2/catalog/batch-upsert`. Each inner array is one all-or-nothing batch.
-    public func batchUpsert(batchesJSON: [[[UInt8]]], idempotencyKey: String) async throws -> SquareUpsertResult {
+    public func batchUpsert(batchesJSON: [[[UInt8]]], idempotencyKey: String) async throws -> SquareCatalogResponse {
         precondition((1...128).contains(idempotencyKey.utf8.count), "idempotency key must be 1..128 bytes")
         var body = Array(#"{"batches":["#.utf8)
         for (batchIndex, batch) in batchesJSON.enumerated() {
@@ -40,32 +39,26 @@ extension SquareCatalogClient {
         body += Array(#"],"idempotency_key":"#.utf8) + SquareJSON.encodeOrTrap(idempotencyKey) + [UInt8(ascii: "}")]
         let response = try await perform(
             SquareHTTPRequest(method: .post, path: "/v2/catalog/batch-upsert", body: body))
-        return try parse("POST /v2/catalog/batch-upsert", response) {
-            try CatalogResponseParser.upsert(from: $0, objectMember: "objects")
-        }
+        return try parse("POST /v2/catalog/batch-upsert", response, SquareCatalogResponse.init(body:))
     }
 
-    public func batchUpsert(batches: [[JSONValue]], idempotencyKey: String) async throws -> SquareUpsertResult {
+    public func batchUpsert(batches: [[JSONValue]], idempotencyKey: String) async throws -> SquareCatalogResponse {
         try await batchUpsert(
             batchesJSON: batches.map { $0.map { SquareJSON.encodeOrTrap($0) } }, idempotencyKey: idempotencyKey)
     }
 
     /// `DELETE /v2/catalog/object/{id}`: cascades from an item to its variations.
-    public func delete(objectID: String) async throws -> SquareDeleteResult {
+    public func delete(objectID: String) async throws -> SquareCatalogResponse {
         let path = "/v2/catalog/object/" + percentEncodeQueryComponent(objectID)
         let response = try await perform(SquareHTTPRequest(method: .delete, path: path))
-        return try parse("DELETE /v2/catalog/object", response) {
-            try SquareJSON.decode(SquareDeleteResult.self, from: $0)
-        }
+        return try parse("DELETE /v2/catalog/object", response, SquareCatalogResponse.init(body:))
     }
 
     /// `POST /v2/catalog/batch-delete`.
-    public func batchDelete(objectIDs: [String]) async throws -> SquareDeleteResult {
+    public func batchDelete(objectIDs: [String]) async throws -> SquareCatalogResponse {
         let body = SquareJSON.encodeOrTrap(["object_ids": objectIDs])
         let response = try await perform(
             SquareHTTPRequest(method: .post, path: "/v2/catalog/batch-delete", body: body))
-        return try parse("POST /v2/catalog/batch-delete", response) {
-            try SquareJSON.decode(SquareDeleteResult.self, from: $0)
-        }
+        return try parse("POST /v2/catalog/batch-delete", response, SquareCatalogResponse.init(body:))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SquareWire
 
 /// A client for Square's Catalog API.
 ///
@@ -79,7 +80,7 @@ public struct SquareCatalogClient: Sendable {
     }
 
     static func httpError(_ response: SquareHTTPResponse, location: String, attempts: Int) -> SquareAPIError {
-        let body = try? SquareJSON.decode(SquareErrorBody.self, from: response.body)
+        let body = try? SquareErrorBody(body: response.body)
         let errors = body?.errors ?? []
         let message = errors.first.map { "\($0.code): \($0.detail ?? "")" }
             ?? "HTTP \(response.status) without a Square error body"

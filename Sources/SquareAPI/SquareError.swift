@@ -1,51 +1,6 @@
-// Square's error body and the typed errors the client throws.
+// The typed errors the client throws. Square's error body is SquareWire's `SquareErrorBody`.
 
-/// An error code as Square sends it. Open: codes Square adds later still decode.
-public struct SquareErrorCode: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
-    public let rawValue: String
-    public init(rawValue: String) { self.rawValue = rawValue }
-    public init(_ rawValue: String) { self.rawValue = rawValue }
-    public init(from decoder: any Decoder) throws {
-        rawValue = try decoder.singleValueContainer().decode(String.self)
-    }
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(rawValue)
-    }
-    public var description: String { rawValue }
-
-    public static let versionMismatch = SquareErrorCode("VERSION_MISMATCH")
-    public static let invalidValue = SquareErrorCode("INVALID_VALUE")
-    public static let notFound = SquareErrorCode("NOT_FOUND")
-    public static let rateLimited = SquareErrorCode("RATE_LIMITED")
-    public static let idempotencyKeyReused = SquareErrorCode("IDEMPOTENCY_KEY_REUSED")
-    public static let internalServerError = SquareErrorCode("INTERNAL_SERVER_ERROR")
-    public static let unauthorized = SquareErrorCode("UNAUTHORIZED")
-    public static let badRequest = SquareErrorCode("BAD_REQUEST")
-    public static let missingRequiredParameter = SquareErrorCode("MISSING_REQUIRED_PARAMETER")
-    public static let invalidCursor = SquareErrorCode("INVALID_CURSOR")
-}
-
-/// One entry of Square's `errors` array.
-public struct SquareErrorDetail: Hashable, Sendable, Codable {
-    public var category: String
-    public var code: SquareErrorCode
-    public var detail: String?
-    public var field: String?
-
-    public init(category: String, code: SquareErrorCode, detail: String? = nil, field: String? = nil) {
-        self.category = category
-        self.code = code
-        self.detail = detail
-        self.field = field
-    }
-}
-
-/// Square's error body: `{"errors":[...]}`.
-public struct SquareErrorBody: Hashable, Sendable, Codable {
-    public var errors: [SquareErrorDetail]
-    public init(errors: [SquareErrorDetail]) { self.errors = errors }
-}
+import SquareWire
 
 /// An operating error from the Square client: what failed, why, and where (method and path).
 public struct SquareAPIError: Error, Sendable, CustomStringConvertible {

@@ -1,4 +1,4 @@
-import SquareAPI
+import SquareWire
 
 /// A small cafe's catalog in Square's JSON: categories, a tax, a discount, modifier lists with
 /// priced modifiers, and items with variations (fixed and variable pricing, per-location
@@ -9,13 +9,13 @@ public enum CafeCatalogSeed {
     public static let locationIDs = [mainStreetLocationID, harborLocationID]
 
     static func money(_ amount: Int64) -> JSONValue {
-        ["amount": .int(amount), "currency": "USD"]
+        ["amount": .integer(amount), "currency": "USD"]
     }
 
     static func variation(
         _ id: String, item: String, name: String, price: Int64?, ordinal: Int64, harborPrice: Int64? = nil
     ) -> JSONValue {
-        var data: JSONValue = ["item_id": .string(item), "name": .string(name), "ordinal": .int(ordinal)]
+        var data: JSONValue = ["item_id": .string(item), "name": .string(name), "ordinal": .integer(ordinal)]
         if let price {
             data["price_money"] = money(price)
             data["pricing_type"] = "FIXED_PRICING"
@@ -36,8 +36,8 @@ public enum CafeCatalogSeed {
     ) -> JSONValue {
         var data: JSONValue = [
             "name": .string(name),
-            "categories": [["id": .string(category), "ordinal": .int(-2_251_731_094_208_512)]],
-            "reporting_category": ["id": .string(category), "ordinal": .int(-2_251_731_094_208_512)],
+            "categories": [["id": .string(category), "ordinal": .integer(-2_251_731_094_208_512)]],
+            "reporting_category": ["id": .string(category), "ordinal": .integer(-2_251_731_094_208_512)],
             "tax_ids": ["#SalesTax"],
             "product_type": "REGULAR",
             "variations": .array(variations),
@@ -59,7 +59,7 @@ public enum CafeCatalogSeed {
         [
             "type": "MODIFIER", "id": .string(id), "present_at_all_locations": true,
             "modifier_data": [
-                "name": .string(name), "price_money": money(price), "ordinal": .int(ordinal),
+                "name": .string(name), "price_money": money(price), "ordinal": .integer(ordinal),
                 "modifier_list_id": .string(list),
             ],
         ]

@@ -1,4 +1,3 @@
-import SquareAPI
 
 public struct DeleteOutcome: Sendable, Hashable {
     /// Requested ids that were live, then the children their deletion cascaded to.

@@ -1,4 +1,4 @@
-import SquareAPI
+import SquareWire
 
 /// A page of objects from the engine, with the cursor for the next one.
 public struct EnginePage: Sendable, Hashable {

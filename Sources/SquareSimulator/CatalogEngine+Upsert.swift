@@ -1,4 +1,4 @@
-import SquareAPI
+import SquareWire
 
 /// The result of one accepted upsert request.
 public struct UpsertOutcome: Sendable, Hashable {
@@ -34,7 +34,8 @@ extension CatalogEngine {
         var incoming: [Incoming] = []
         var topLevelClientIDs: [String] = []
         for value in batches.joined() {
-            guard let object = value.objectValue, let id = object["id"]?.stringValue, !id.isEmpty,
+            // Compared by content below, as Square does: members in key order at every level.
+            guard let object = value.sortingKeys.objectValue, let id = object["id"]?.stringValue, !id.isEmpty,
                 let type = object["type"]?.stringValue
             else {
                 return .failure(.invalidRequest(.missingRequiredParameter, "Each object needs `id` and `type`.", field: "id"))
@@ -58,7 +59,7 @@ extension CatalogEngine {
                             nestedIndex: index))
                 }
                 data.removeValue(forKey: nesting.arrayKey)
-                parent[nesting.parentDataKey] = .object(data)
+                parent[nesting.parentDataKey] = JSONValue(members: data)
             }
             incoming.append(Incoming(object: parent, clientID: id, type: type))
             incoming += nestedEntries
@@ -91,7 +92,7 @@ extension CatalogEngine {
         // 4. Write each object whose content changed.
         for entry in incoming {
             let id = mapping[entry.clientID] ?? entry.clientID
-            var content = Self.resolvingTemporaryIDs(in: .object(entry.object), mapping: mapping).objectValue!
+            var content = Self.resolvingTemporaryIDs(in: JSONValue(members: entry.object), mapping: mapping).objectValue!
             for key in ["version", "updated_at", "created_at", "is_deleted"] { content.removeValue(forKey: key) }
             content["id"] = .string(id)
             if content["present_at_all_locations"] == nil { content["present_at_all_locations"] = true }
@@ -101,8 +102,8 @@ extension CatalogEngine {
                 if let parentClientID = entry.parentClientID {
                     data[nesting.parentLinkKey] = .string(mapping[parentClientID] ?? parentClientID)
                 }
-                if let index = entry.nestedIndex, data["ordinal"] == nil { data["ordinal"] = .int(Int64(index + 1)) }
-                content[nesting.childDataKey] = .object(data)
+                if let index = entry.nestedIndex, data["ordinal"] == nil { data["ordinal"] = .integer(Int64(index + 1)) }
+                content[nesting.childDataKey] = JSONValue(members: data)
                 parentID = data[nesting.parentLinkKey]?.stringValue
                 if let parentID, !isLive(id: parentID), !mapping.values.contains(parentID) {
                     return .failure(.unknownObject(parentID))
@@ -122,9 +123,9 @@ extension CatalogEngine {
                 stored.creationOrder = creationCounter
             }
             stored.parentID = parentID
-            content["version"] = .int(version)
-            content["updated_at"] = .string(SquareTime.format(milliseconds: version))
-            content["created_at"] = stored.revisions.first?.object["created_at"] ?? .string(SquareTime.format(milliseconds: version))
+            content["version"] = .integer(version)
+            content["updated_at"] = .string(RFC3339.format(milliseconds: version))
+            content["created_at"] = stored.revisions.first?.object["created_at"] ?? .string(RFC3339.format(milliseconds: version))
             content["is_deleted"] = false
             stored.revisions.append(Revision(version: version, object: content))
             objects[id] = stored
@@ -149,8 +150,8 @@ extension CatalogEngine {
             preconditionFailure("tombstone of unknown object \(id)")
         }
         object["is_deleted"] = true
-        object["version"] = .int(version)
-        object["updated_at"] = .string(SquareTime.format(milliseconds: version))
+        object["version"] = .integer(version)
+        object["updated_at"] = .string(RFC3339.format(milliseconds: version))
         stored.revisions.append(Revision(version: version, object: object))
         objects[id] = stored
     }
@@ -159,7 +160,8 @@ extension CatalogEngine {
         switch value {
         case .string(let text): return .string(mapping[text] ?? text)
         case .array(let elements): return .array(elements.map { resolvingTemporaryIDs(in: $0, mapping: mapping) })
-        case .object(let members): return .object(members.mapValues { resolvingTemporaryIDs(in: $0, mapping: mapping) })
+        case .object(let members):
+            return .object(members.map { JSONMember($0.key, resolvingTemporaryIDs(in: $0.value, mapping: mapping)) })
         default: return value
         }
     }

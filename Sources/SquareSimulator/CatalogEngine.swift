@@ -1,4 +1,4 @@
-import SquareAPI
+import SquareWire
 
 /// The simulated seller's catalog: every revision of every object, and the catalog version.
 ///
@@ -112,9 +112,9 @@ public struct CatalogEngine: Sendable {
         {
             let nested = children(of: id, at: version).compactMap { self.object(id: $0.id, at: version) }
             if !nested.isEmpty { data[nesting.arrayKey] = .array(nested) }
-            object[nesting.parentDataKey] = .object(data)
+            object[nesting.parentDataKey] = JSONValue(members: data)
         }
-        return .object(object)
+        return JSONValue(members: object)
     }
 
     /// True when the object exists and is not deleted at `version`.
@@ -131,5 +131,20 @@ public struct CatalogEngine: Sendable {
     /// Ids of the live objects of `type`, in creation order.
     public func liveIDs(ofType type: String) -> [String] {
         idsInCreationOrder.filter { objects[$0]?.type == type && isLive(id: $0) }
+    }
+}
+
+extension JSONValue {
+    /// The same value with every object's members in key order (the first of a repeated key
+    /// kept): Square compares objects by content, not by the order their members were sent in.
+    var sortingKeys: JSONValue {
+        switch self {
+        case .object:
+            JSONValue(members: objectValue!.mapValues(\.sortingKeys))
+        case .array(let items):
+            .array(items.map(\.sortingKeys))
+        default:
+            self
+        }
     }
 }

@@ -1,4 +1,4 @@
-import SquareAPI
+import SquareWire
 
 /// Who else edits the seller's catalog.
 public enum SimulatedDevice: String, Sendable, Hashable, CaseIterable {
@@ -37,15 +37,15 @@ extension SquareSimulator {
             if let locationID {
                 var overrides = data["location_overrides"]?.arrayValue ?? []
                 if let index = overrides.firstIndex(where: { $0["location_id"]?.stringValue == locationID }) {
-                    overrides[index]["price_money"] = ["amount": .int(amount), "currency": currency]
+                    overrides[index]["price_money"] = ["amount": .integer(amount), "currency": currency]
                 } else {
                     overrides.append([
-                        "location_id": .string(locationID), "price_money": ["amount": .int(amount), "currency": currency],
+                        "location_id": .string(locationID), "price_money": ["amount": .integer(amount), "currency": currency],
                     ])
                 }
                 data["location_overrides"] = .array(overrides)
             } else {
-                data["price_money"] = ["amount": .int(amount), "currency": currency]
+                data["price_money"] = ["amount": .integer(amount), "currency": currency]
                 data["pricing_type"] = "FIXED_PRICING"
             }
             variation["item_variation_data"] = data

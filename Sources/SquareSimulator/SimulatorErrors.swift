@@ -1,4 +1,4 @@
-import SquareAPI
+import SquareWire
 
 /// A Square error response: HTTP status plus the `errors` body, exactly in Square's shapes.
 public struct SimulatedError: Error, Sendable, Hashable {

@@ -1,5 +1,6 @@
 import Foundation
 import SquareAPI
+import SquareWire
 
 // Square's catalog endpoints over the engine: request parsing, paging cursors, response shapes.
 
@@ -36,7 +37,7 @@ extension SquareSimulator {
                 let outcome = try engine.upsert(batches: objectBatches, nowMilliseconds: now).get()
                 var response: JSONValue = [
                     "objects": .array(outcome.objects),
-                    "updated_at": .string(SquareTime.format(milliseconds: outcome.catalogVersion)),
+                    "updated_at": .string(RFC3339.format(milliseconds: outcome.catalogVersion)),
                 ]
                 if !outcome.idMappings.isEmpty { response["id_mappings"] = Self.mappings(outcome.idMappings) }
                 return response
@@ -98,7 +99,7 @@ extension SquareSimulator {
         let types = body["object_types"]?.arrayValue.map { Set($0.compactMap(\.stringValue)) }
         var beginTime: Int64?
         if let text = body["begin_time"]?.stringValue {
-            guard let parsed = SquareTime.parseNanoseconds(text) else {
+            guard let parsed = RFC3339.nanoseconds(text) else {
                 throw .invalidRequest(.invalidValue, "Invalid `begin_time`: \(text).", field: "begin_time")
             }
             beginTime = parsed
@@ -124,7 +125,7 @@ extension SquareSimulator {
         if let next = page.nextOffset {
             response["cursor"] = .string(Self.encodeCursor(kind: "search", version: version, offset: next))
         }
-        if version > 0 { response["latest_time"] = .string(SquareTime.format(milliseconds: version)) }
+        if version > 0 { response["latest_time"] = .string(RFC3339.format(milliseconds: version)) }
         return Self.ok(response)
     }
 
@@ -150,7 +151,7 @@ extension SquareSimulator {
     static func deleteResponse(_ outcome: DeleteOutcome) -> JSONValue {
         var response: JSONValue = ["deleted_object_ids": .array(outcome.deletedObjectIDs.map { .string($0) })]
         if !outcome.deletedObjectIDs.isEmpty {
-            response["deleted_at"] = .string(SquareTime.format(milliseconds: outcome.catalogVersion))
+            response["deleted_at"] = .string(RFC3339.format(milliseconds: outcome.catalogVersion))
         }
         return response
     }
@@ -161,7 +162,8 @@ extension SquareSimulator {
 
     static func jsonBody(_ request: SquareHTTPRequest) throws(SimulatedError) -> JSONValue {
         do {
-            let value = try SquareJSON.decode(JSONValue.self, from: request.body)
+            // Members in key order, so bodies compare (idempotent replay) and store by content.
+            let value = try JSONScanner.parse(request.body).sortingKeys
             guard value.objectValue != nil else { throw SimulatedError.invalidRequest(.badRequest, "Body must be a JSON object.") }
             return value
         } catch {

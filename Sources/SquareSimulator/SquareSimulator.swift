@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import SquareAPI
+import SquareWire
 
 /// A fake Square seller: the catalog engine behind Square's HTTP semantics (idempotency, the
 /// one-write-at-a-time lock, injected faults, authentication), webhooks and other devices.
@@ -132,7 +133,7 @@ extension SquareSimulator {
     /// so a retry writes everything again, duplicating objects created under temporary ids).
     func applyFirstBatchOnly(_ request: SquareHTTPRequest) async {
         guard request.method == .post, request.path == "/v2/catalog/batch-upsert",
-            let body = try? SquareJSON.decode(JSONValue.self, from: request.body),
+            let body = try? JSONScanner.parse(request.body),
             let first = body["batches"]?.arrayValue?.first?["objects"]?.arrayValue
         else { return }
         _ = try? await write(request, body: nil, idempotencyKey: nil) { engine, now throws(SimulatedError) in

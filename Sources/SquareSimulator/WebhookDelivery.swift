@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import SquareAPI
+import SquareWire
 
 /// One attempt to deliver one notification: the exact bytes and headers Square would send.
 public struct WebhookDelivery: Sendable, Hashable {
@@ -110,11 +111,11 @@ extension SquareSimulator {
             let createdAt = now()
             let event = CatalogVersionUpdatedEvent(
                 merchantID: configuration.merchantID, eventID: chaosRandom.uuidString(),
-                createdAt: SquareTime.format(nanoseconds: createdAt, fractionDigits: 9),
-                catalogUpdatedAt: SquareTime.format(milliseconds: engine.catalogVersion))
+                createdAt: RFC3339.format(nanoseconds: createdAt, fractionDigits: 9),
+                catalogUpdatedAt: RFC3339.format(milliseconds: engine.catalogVersion))
             let delivery = WebhookDelivery(
                 eventID: event.event_id, body: SquareJSON.encodeOrTrap(event),
-                initialDeliveryTimestamp: SquareTime.format(nanoseconds: createdAt, fractionDigits: 6), retryNumber: 0)
+                initialDeliveryTimestamp: RFC3339.format(nanoseconds: createdAt, fractionDigits: 6), retryNumber: 0)
             webhookOutbox.append(delivery)
             if chaosRandom.chance(webhook.duplicateProbability) { webhookOutbox.append(delivery) }
         }

@@ -8,6 +8,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import SquareWire
 
 struct AuditHistoryGenerator {
     static let merchant: MerchantID = "M1"

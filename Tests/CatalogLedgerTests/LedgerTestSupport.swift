@@ -2,6 +2,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import SquareWire
 import SystemPackage
 
 /// A fresh ledger directory under the temporary directory, removed by `cleanUp()`.

@@ -1,4 +1,5 @@
 @testable import CatalogModel
+import SquareWire
 
 /// Builds scripted ledger histories for tests: events go through `EventBuilder` and through
 /// the codec (encode, then decode with the assigned sequence and ledger time), exactly as

@@ -1,3 +1,4 @@
+import SquareWire
 import Testing
 @testable import CatalogModel
 

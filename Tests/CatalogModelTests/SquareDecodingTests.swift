@@ -1,3 +1,4 @@
+import BoundedJSON
 import Testing
 @testable import CatalogModel
 
@@ -14,9 +15,9 @@ struct SquareDecodingTests {
                 #expect(!object.id.rawValue.isEmpty, "\(name)")
                 #expect(object.rawJSON == bytes.trimmingJSONWhitespace(), "\(name)")
             } else if name.hasPrefix("response-") || name.hasPrefix("error-") {
-                _ = try CatalogResponse(body: bytes)
+                _ = try EventBuilder.objects(EventBuilder.response(bytes).objects)
             } else if name.hasPrefix("webhook-") {
-                _ = try WebhookNotification(body: bytes)
+                _ = try EventBuilder.webhookEvent(body: bytes, headers: [], signatureVerdict: .notChecked, correlationID: "t")
             } else {
                 Issue.record("fixture \(name) has no known prefix")
             }
@@ -53,35 +54,36 @@ struct SquareDecodingTests {
         #expect(custom.priceMoney == nil)
     }
 
-    @Test("response objects keep the exact bytes of the body")
+    @Test("response objects keep the exact bytes of the body; the domain objects are the envelopes'")
     func responseObjectsAreSubslices() throws {
         let body = try FixtureFiles.square("response-search.json")
-        let response = try CatalogResponse(body: body)
-        #expect(response.objects.map(\.id) == ["ITEM_MOCHA", "VAR_MOCHA_XL"])
-        #expect(response.relatedObjects.map(\.id) == ["CAT_COFFEE"])
-        #expect(response.cursor == "CURSOR-PAGE-2")
-        #expect(response.latestTime == "2025-03-05T11:00:00.5Z")
-        for object in response.objects + response.relatedObjects {
+        let response = try EventBuilder.response(body)
+        let objects = try EventBuilder.objects(response.objects + response.relatedObjects)
+        #expect(objects.map(\.id) == ["ITEM_MOCHA", "VAR_MOCHA_XL", "CAT_COFFEE"])
+        for (object, envelope) in zip(objects, response.objects + response.relatedObjects) {
             #expect(body.containsSubsequence(object.rawJSON))
+            #expect(object.rawJSON == envelope.bytes && object.json == envelope.json)
         }
-        #expect(response.objects[1].isDeleted)
-        #expect(response.objects[0].nested.map(\.id) == ["VAR_MOCHA_R"])
+        #expect(objects[1].isDeleted)
+        #expect(objects[0].nested.map(\.id) == ["VAR_MOCHA_R"])
     }
 
     @Test("batch upsert response carries id mappings and nested objects")
     func batchUpsertResponse() throws {
-        let response = try CatalogResponse(body: try FixtureFiles.square("response-batch-upsert.json"))
-        #expect(response.idMappings.count == 4)
-        #expect(response.idMappings[0] == .init(clientObjectID: "#Chai", objectID: "ITEM_CHAI"))
-        #expect(response.objects.flatMap(\.flattened).count == 4)
-        #expect(response.updatedAt == "2025-03-07T09:30:00.25Z")
+        let events = try EventBuilder.eventsFromUpsertResponse(body: try FixtureFiles.square("response-batch-upsert.json"),
+                                                               idempotencyKey: "k", merchantID: "M", correlationID: "k")
+        guard case .upsertAccepted(let accepted) = events[0].body else { Issue.record("no upsertAccepted"); return }
+        #expect(accepted.idMappings.count == 4)
+        #expect(accepted.idMappings[0] == .init(clientObjectID: "#Chai", objectID: "ITEM_CHAI"))
+        #expect(events.count == 1 + 4)
     }
 
     @Test("single-object responses: object and catalog_object")
     func singleObjectResponses() throws {
-        #expect(try CatalogResponse(body: try FixtureFiles.square("response-retrieve.json")).objects.map(\.id) == ["TAX_SALES"])
-        let upsert = try CatalogResponse(body: try FixtureFiles.square("response-upsert.json"))
-        #expect(upsert.objects.first?.priceMoney?.amount == 475)
+        #expect(try EventBuilder.objects(EventBuilder.response(try FixtureFiles.square("response-retrieve.json")).objects)
+            .map(\.id) == ["TAX_SALES"])
+        let upsert = try EventBuilder.objects(EventBuilder.response(try FixtureFiles.square("response-upsert.json")).objects)
+        #expect(upsert.first?.priceMoney?.amount == 475)
     }
 
     @Test("unknown types, enum values and keys are kept")
@@ -95,10 +97,10 @@ struct SquareDecodingTests {
         #expect(object.data?["tier"]?.stringValue == "PLATINUM_PLUS")
         #expect(object.keys.contains("some_new_array"))
 
-        let rare = try CatalogResponse(body: try FixtureFiles.square("response-list-rare-types.json"))
-        #expect(rare.objects.count == 11)
-        #expect(rare.objects.allSatisfy { $0.type.isKnown && $0.data != nil })
-        #expect(rare.objects.allSatisfy { $0.updatedAtNanos != nil })
+        let rare = try EventBuilder.objects(EventBuilder.response(try FixtureFiles.square("response-list-rare-types.json")).objects)
+        #expect(rare.count == 11)
+        #expect(rare.allSatisfy { $0.type.isKnown && $0.data != nil })
+        #expect(rare.allSatisfy { $0.updatedAtNanos != nil })
     }
 
     @Test("legacy category_id is read when categories is absent")
@@ -120,22 +122,44 @@ struct SquareDecodingTests {
         #expect(list.nested[0].declaredParentID == "ML_MILK")
     }
 
-    @Test("error body and webhook body")
-    func errorAndWebhook() throws {
-        let error = try CatalogResponse(body: try FixtureFiles.square("error-version-mismatch.json"))
-        #expect(error.isVersionMismatch)
-        #expect(error.errors.first?.field == "version")
-        let webhook = try WebhookNotification(body: try FixtureFiles.square("webhook-catalog-version-updated.json"))
-        #expect(webhook.eventType == "catalog.version.updated")
-        #expect(webhook.catalogUpdatedAt == "2025-03-05T11:00:00.000000001Z")
-        #expect(webhook.merchantID == "MERCHANT_1")
+    @Test("a webhook body becomes its event, deduplicated on event_id")
+    func webhookEvent() throws {
+        let body = try FixtureFiles.square("webhook-catalog-version-updated.json")
+        let event = try EventBuilder.webhookEvent(body: body, headers: [], signatureVerdict: .valid, correlationID: "c")
+        #expect(event.merchantID == "MERCHANT_1")
+        #expect(event.dedupeKey == DedupeKey.webhook(eventID: "5f3c0a1e-7b7e-4c4f-9d7e-1f2e3d4c5b6a"))
+        guard case .webhookReceived(let receipt) = event.body else { Issue.record("not a webhook event"); return }
+        #expect(receipt.eventType == "catalog.version.updated")
+        #expect(receipt.body == body)
     }
 
     @Test("objects lacking id or type are rejected with a thrown error")
     func rejectsNonObjects() {
         #expect(throws: CatalogModelError.self) { try CatalogObject(bytes: Array(#"{"type":"ITEM"}"#)) }
         #expect(throws: CatalogModelError.self) { try CatalogObject(bytes: Array("[1,2]")) }
-        #expect(throws: CatalogModelError.self) { try CatalogResponse(body: Array(#"{"objects":[{"id":"A","type":"ITEM""#)) }
+        #expect(throws: CatalogModelError.self) { try EventBuilder.response(Array(#"{"objects":[{"id":"A","type":"ITEM""#)) }
+    }
+
+    @Test("the domain's entry points report wire faults as CatalogModelError, depth included")
+    func wireFaultsAreDomainErrors() {
+        let deep = Array(repeating: UInt8(ascii: "["), count: 20_000) + Array(repeating: UInt8(ascii: "]"), count: 20_000)
+        let object = Array(#"{"type":"ITEM","id":"I1","item_data":{"name":"#.utf8) + deep + Array("}}".utf8)
+        let response = Array(#"{"objects":[],"cursor":"#.utf8) + deep + [UInt8(ascii: "}")]
+        let notification = Array(#"{"event_id":"e1","data":"#.utf8) + deep + [UInt8(ascii: "}")]
+        let attempts: [(String, () throws -> Void)] = [
+            ("CatalogObject", { _ = try CatalogObject(bytes: object) }),
+            ("EventBuilder.response", { _ = try EventBuilder.response(response) }),
+            ("EventBuilder.webhookEvent", {
+                _ = try EventBuilder.webhookEvent(body: notification, headers: [], signatureVerdict: .valid, correlationID: "c")
+            }),
+        ]
+        for (name, attempt) in attempts {
+            let error = #expect(throws: CatalogModelError.self, "\(name)") { try attempt() }
+            #expect(error?.code == .invalidJSON, "\(name)")
+            #expect(error?.message == BoundedJSON.depthMessage, "\(name)")
+        }
+        let lacking = #expect(throws: CatalogModelError.self) { try CatalogObject(bytes: Array(#"{"id":"A"}"#)) }
+        #expect(lacking?.code == .notACatalogObject)
     }
 }
 

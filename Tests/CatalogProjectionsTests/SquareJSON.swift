@@ -1,4 +1,5 @@
 import CatalogModel
+import SquareWire
 
 /// Square-shaped JSON for the tests' histories. Versions are Unix milliseconds and `updated_at`
 /// is the same instant, as in every known Square example.

@@ -13,6 +13,7 @@ import Foundation
 import LedgerStorage
 import LedgerStorageTesting
 import Logging
+import SquareWire
 import SystemPackage
 
 struct StressFailure: Error, CustomStringConvertible {

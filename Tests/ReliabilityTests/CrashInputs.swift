@@ -7,6 +7,7 @@ import CatalogModel
 import Foundation
 import LedgerStorage
 import LedgerStorageTesting
+import SquareWire
 import SystemPackage
 
 enum CrashInputs {

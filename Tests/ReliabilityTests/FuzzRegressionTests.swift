@@ -5,6 +5,7 @@ import CatalogModel
 import Foundation
 import LedgerStorage
 import LedgerStorageTesting
+import SquareWire
 import Testing
 
 @Suite("Fuzz regressions")

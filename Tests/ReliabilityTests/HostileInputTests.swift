@@ -12,6 +12,7 @@ import CatalogModel
 import Foundation
 import LedgerServer
 @testable import SquareAPI
+import SquareWire
 import Testing
 
 @Suite("Hostile input", .serialized)
@@ -107,11 +108,12 @@ struct HostileInputTests {
             let results: [(String, Result<Void, any Error>)] = [
                 ("JSONScanner.parse", Result { _ = try JSONScanner.parse(value) }),
                 ("CatalogObject", Result { _ = try CatalogObject(bytes: object) }),
-                ("CatalogResponse", Result { _ = try CatalogResponse(body: object) }),
+                ("SquareCatalogResponse", Result { _ = try SquareCatalogResponse(body: object) }),
+                ("EventBuilder.response", Result { _ = try EventBuilder.response(object) }),
+                ("SquareErrorBody", Result { _ = try SquareErrorBody(body: Array((#"{"errors":"# + Self.nested(levels - 1) + "}").utf8)) }),
                 ("WebhookNotification", Result { _ = try WebhookNotification(body: Array((#"{"event_id":"e","x":"# + Self.nested(levels - 1) + "}").utf8)) }),
-                ("RawJSONScanner", Result { _ = try RawJSONScanner.topLevelMembers(of: object) }),
-                ("SquareJSON.decode", Result { _ = try SquareJSON.decode(SquareAPI.JSONValue.self, from: value) }),
-                ("BoundedJSON.decode", Result { _ = try BoundedJSON.decode([String: SquareAPI.JSONValue].self, from: object) }),
+                ("SquareJSON.decode", Result { _ = try SquareJSON.decode(CatalogVersionUpdatedEvent.self, from: object) }),
+                ("BoundedJSON.decode", Result { _ = try BoundedJSON.decode([String: String].self, from: object) }),
                 ("RecordedExchange.parse", Result {
                     _ = try RecordedExchange.parse(line: #"{"type":"webhook","at":"2026-01-01T00:00:00Z","headers":"# + Self.nested(levels - 1) + "}",
                                                    lineNumber: 1, file: "f")

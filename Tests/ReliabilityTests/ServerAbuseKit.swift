@@ -7,6 +7,7 @@ import Foundation
 import LedgerServer
 import Logging
 import SquareAPI
+import SquareWire
 
 enum ServerAbuseKit {
     static let merchant = "MABUSE00001"

@@ -8,6 +8,7 @@
 import CatalogModel
 import LedgerStorage
 import LedgerStorageTesting
+import SquareWire
 
 struct SimulatedCatalog {
     static let merchant = MerchantID("MERCHANT-PROJECTION-SIM")

@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import Crypto
 import Foundation
+import SquareWire
 import Testing
 
 /// The committed cafe recording, imported into a fresh ledger, answers what the simulator (Square's

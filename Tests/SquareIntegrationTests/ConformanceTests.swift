@@ -1,6 +1,7 @@
 import Foundation
 import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// The HTTP simulator driven by Square's official Python SDK, and the Swift client over
@@ -68,9 +69,9 @@ import Testing
         let created = try await client.upsert(object: Kit.newItem("Ristretto", price: 350), idempotencyKey: "r1")
         let itemID = try #require(created.objects.first?.id)
         let fetched = try await client.retrieve(objectID: itemID)
-        #expect(fetched.object.bytes == created.objects[0].bytes)
-        var stale = try Kit.json(fetched.object)
-        stale["version"] = .int(1)
+        #expect(fetched.objects[0].bytes == created.objects[0].bytes)
+        var stale = try Kit.json(fetched.objects[0])
+        stale["version"] = .integer(1)
         let error = await #expect(throws: SquareAPIError.self) {
             _ = try await client.upsert(object: stale, idempotencyKey: "r2")
         }

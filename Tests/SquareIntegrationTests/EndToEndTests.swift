@@ -6,6 +6,7 @@ import Foundation
 import LedgerServer
 import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// The simulator and the ledger server, each on a loopback socket: webhooks, syncs, edits and reads
@@ -78,11 +79,11 @@ import Testing
             // The read API shows the new price, and the price history both prices with both clocks.
             let object = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(variation)")
             #expect(object.status == 200)
-            let objectJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: object.body)
+            let objectJSON = try JSONScanner.parse(object.body)
             #expect(objectJSON["object"]?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice + 45)
             let asOfBefore = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(variation)",
                                           query: [("at", before.header.updatedAt)])
-            let beforeJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: asOfBefore.body)
+            let beforeJSON = try JSONScanner.parse(asOfBefore.body)
             #expect(beforeJSON["object"]?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice)
 
             // The item as of then carries the variation at its version then, though the item's own
@@ -90,7 +91,7 @@ import Testing
             let latte = try #require(ids["#Latte"])
             let itemThen = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(latte)",
                                               query: [("at", before.header.updatedAt)])
-            let itemThenJSON = try SquareJSON.decode(SquareAPI.JSONValue.self, from: itemThen.body)
+            let itemThenJSON = try JSONScanner.parse(itemThen.body)
             let nestedThen = itemThenJSON["object"]?["item_data"]?["variations"]?.arrayValue?.first { $0["id"]?.stringValue == variation }
             #expect(nestedThen?["item_variation_data"]?["price_money"]?["amount"]?.int64Value == oldPrice)
             #expect(nestedThen?["version"]?.int64Value == before.header.version)
@@ -99,13 +100,13 @@ import Testing
             for at in [before.header.updatedAt, RFC3339.format(nanoseconds: Int64(Date().timeIntervalSince1970 * 1e9))] {
                 let check = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/check-replay", query: [("at", at)])
                 #expect(check.status == 200)
-                let report = try SquareJSON.decode(SquareAPI.JSONValue.self, from: check.body)
+                let report = try JSONScanner.parse(check.body)
                 #expect(report["ok"]?.boolValue == true, "check-replay at \(at): \(String(decoding: check.body, as: UTF8.self))")
                 #expect((report["matches"]?.int64Value ?? 0) > 5)
             }
             let sampled = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/check-replay",
                                              query: [("at", before.header.updatedAt), ("sample", "3")])
-            let sampledReport = try SquareJSON.decode(SquareAPI.JSONValue.self, from: sampled.body)
+            let sampledReport = try JSONScanner.parse(sampled.body)
             #expect(sampledReport["sampled"]?.boolValue == true && sampledReport["compared"]?.int64Value == 3)
             #expect(try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/check-replay", query: [("at", "yesterday")]).status == 400)
 
@@ -148,12 +149,12 @@ import Testing
             #expect(diagnosis.device == "ipad-2")
 
             let conflicts = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/conflicts")
-            let list = try SquareJSON.decode(SquareAPI.JSONValue.self, from: conflicts.body)
+            let list = try JSONScanner.parse(conflicts.body)
             #expect(list.arrayValue?.count == 1)
             #expect(list.arrayValue?.first?["classification"]?.stringValue == "staleMovedOnByOtherWriter")
             #expect(list.arrayValue?.first?["diagnosis"]?["actor"]?.stringValue?.hasPrefix("backroom iPad [token ") == true)
             let history = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(variation)/history")
-            #expect(try SquareJSON.decode(SquareAPI.JSONValue.self, from: history.body).arrayValue?.count ?? 0 >= 2)
+            #expect(try JSONScanner.parse(history.body).arrayValue?.count ?? 0 >= 2)
         } catch {
             try? await server.stop()
             await square.stop()

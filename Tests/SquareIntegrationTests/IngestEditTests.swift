@@ -4,6 +4,7 @@ import CatalogModel
 import Foundation
 import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// Safe local edits (fetch-before-update) and app reports, recorded and diagnosed.
@@ -29,7 +30,7 @@ import Testing
 
         // The upsert carried the full item with the version of the item and of every variation.
         let upsert = try #require(await simulator.receivedRequests.last { $0.path == "/v2/catalog/object" })
-        let sent = try SquareJSON.decode(SquareAPI.JSONValue.self, from: upsert.body)["object"]
+        let sent = try JSONScanner.parse(upsert.body)["object"]
         #expect(sent?["id"]?.stringValue == item)
         #expect(sent?["version"]?.int64Value != nil)
         let variations = try #require(sent?["item_data"]?["variations"]?.arrayValue)
@@ -119,7 +120,7 @@ import Testing
         let client = Kit.client(simulator)
         let stale = try #require(try await client.batchRetrieve(objectIDs: [item]).objects.first)
         await simulator.applyDeviceEdit(.renameItem(itemID: item, name: "Cappuccino (house)"), by: .dashboard)
-        var object = try SquareJSON.decode(SquareAPI.JSONValue.self, from: stale.bytes)
+        var object = try JSONScanner.parse(stale.bytes)
         object["item_data"]?["name"] = "Cappuccino Grande"
         let key = "app-report-1"
         let requestBody = Array(#"{"idempotency_key":"app-report-1","object":"#.utf8) + SquareJSON.encodeOrTrap(object) + Array("}".utf8)
@@ -132,7 +133,7 @@ import Testing
         let report = AppReport(actor: "pos-sync", device: "backoffice", endpoint: "upsert", idempotencyKey: key,
                                requestBody: String(decoding: requestBody, as: UTF8.self), status: response.status,
                                responseBody: String(decoding: response.body, as: UTF8.self),
-                               followUpBody: String(decoding: followUp.rawBody, as: UTF8.self))
+                               followUpBody: String(decoding: followUp.body, as: UTF8.self))
         let editor = SafeEditor(ledger: ledger, client: nil, merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
         let result = try await editor.report(report)
         #expect(result.status == .rejected)
@@ -290,8 +291,8 @@ import Testing
         #expect(retried.status == .accepted && !retried.replayed)
         #expect(retried.newVersions[variation] != nil)
         let sentAgain = try #require(await simulator.receivedRequests.last { $0.path == "/v2/catalog/object" })
-        #expect(try SquareJSON.decode(SquareAPI.JSONValue.self, from: sentAgain.body)
-            == (try SquareJSON.decode(SquareAPI.JSONValue.self, from: sentFirst.body)), "the recorded request, resent")
+        #expect(try JSONScanner.parse(sentAgain.body)
+            == (try JSONScanner.parse(sentFirst.body)), "the recorded request, resent")
         #expect(try Kit.events(ledger, kind: .localEditProposed).count == 1)
         #expect(try Kit.events(ledger, kind: .upsertAccepted).count == 1)
         #expect(try Kit.events(ledger, kind: .upsertRejected).isEmpty)

@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import SquareAPI
 import SquareSimulator
+import SquareWire
 
 /// Ledgers in temporary directories, simulators and clients for the ingest, server and end-to-end tests.
 enum IngestKit {
@@ -51,7 +52,7 @@ enum IngestKit {
         for try await page in client.search(SquareSearchRequest(
             objectTypes: CatalogSyncer.allObjectTypes, includeDeletedObjects: true, limit: 1000)) {
             for object in page.objects {
-                let json = try SquareJSON.decode(SquareAPI.JSONValue.self, from: object.bytes)
+                let json = try JSONScanner.parse(object.bytes)
                 result.insert("\(object.id)@\(object.version ?? 0)")
                 for child in json["item_data"]?["variations"]?.arrayValue ?? [] {
                     result.insert("\(child["id"]?.stringValue ?? "")@\(child["version"]?.int64Value ?? 0)")

@@ -8,6 +8,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import LedgerServer
+import SquareWire
 import Testing
 
 /// A clock for the scheduler: `sleep` parks until the test calls `release()`, which moves `now`

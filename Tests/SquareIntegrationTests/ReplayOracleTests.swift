@@ -4,6 +4,7 @@ import CatalogModel
 import Foundation
 import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// The simulator as the oracle of time travel: seeded random histories (variations changed alone,
@@ -178,12 +179,12 @@ import Testing
         case 5:
             // A variation added to an item on its own: the item's version does not move.
             if let item = pick(items) {
-                let variation: SquareAPI.JSONValue = [
+                let variation: JSONValue = [
                     "type": "ITEM_VARIATION", "id": .string("#added\(step)"),
                     "item_variation_data": [
                         "item_id": .string(item), "name": .string("Added \(step)"),
-                        "ordinal": .int(Int64(random.next() % 4)), "pricing_type": "FIXED_PRICING",
-                        "price_money": ["amount": .int(Int64(100 + random.next() % 900)), "currency": "USD"],
+                        "ordinal": .integer(Int64(random.next() % 4)), "pricing_type": "FIXED_PRICING",
+                        "price_money": ["amount": .integer(Int64(100 + random.next() % 900)), "currency": "USD"],
                     ],
                 ]
                 _ = try await client.upsert(object: variation, idempotencyKey: "oracle-add-\(step)")
@@ -196,7 +197,7 @@ import Testing
             }
         case 7:
             if let id = pick(modifiers), var modifier = engine.object(id: id) {
-                modifier["modifier_data"]?["price_money"] = ["amount": .int(Int64(random.next() % 200)), "currency": "USD"]
+                modifier["modifier_data"]?["price_money"] = ["amount": .integer(Int64(random.next() % 200)), "currency": "USD"]
                 _ = try await client.upsert(object: modifier, idempotencyKey: "oracle-modifier-\(step)")
                 return
             }

@@ -7,8 +7,8 @@ import HummingbirdTesting
 import HTTPTypes
 import LedgerServer
 import NIOCore
-import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// `POST /merchants/{id}/edits` at router level, against the simulator: HTTP statuses of refusals,
@@ -36,11 +36,11 @@ import Testing
         try await service.close()
     }
 
-    static func post(_ client: any TestClientProtocol, _ edit: EditRequest) async throws -> (HTTPResponse.Status, SquareAPI.JSONValue) {
+    static func post(_ client: any TestClientProtocol, _ edit: EditRequest) async throws -> (HTTPResponse.Status, JSONValue) {
         let response = try await client.execute(uri: "/merchants/\(Kit.merchant)/edits", method: .post,
                                                 headers: [.contentType: "application/json"],
                                                 body: ByteBuffer(bytes: Array(try JSONEncoder().encode(edit))))
-        return (response.status, try SquareJSON.decode(SquareAPI.JSONValue.self, from: Array(buffer: response.body)))
+        return (response.status, try JSONScanner.parse(Array(buffer: response.body)))
     }
 
     @Test func aRetriedEditAnswersItsFirstOutcomeAndIsNoConflict() async throws {
@@ -60,7 +60,7 @@ import Testing
             #expect(retried["new_versions"] == first["new_versions"])
             #expect(await simulator.receivedRequests.count == requests, "nothing was sent to Square")
             let conflicts = try await client.execute(uri: "/merchants/\(Kit.merchant)/conflicts", method: .get)
-            #expect(try SquareJSON.decode(SquareAPI.JSONValue.self, from: Array(buffer: conflicts.body)).arrayValue?.isEmpty == true)
+            #expect(try JSONScanner.parse(Array(buffer: conflicts.body)).arrayValue?.isEmpty == true)
         }
     }
 

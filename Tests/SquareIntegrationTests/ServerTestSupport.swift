@@ -7,6 +7,7 @@ import LedgerServer
 import NIOCore
 import SquareAPI
 import SquareSimulator
+import SquareWire
 
 /// Servers and signed deliveries for the server and end-to-end tests.
 enum ServerKit {

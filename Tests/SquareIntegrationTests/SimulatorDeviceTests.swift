@@ -1,5 +1,6 @@
 import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// Other devices move versions under a cached copy: the conflict the ledger must diagnose.
@@ -11,7 +12,7 @@ import Testing
         let ids = await simulator.seedCafeCatalog()
         let client = Kit.client(simulator)
         let latteID = try #require(ids["#Latte"])
-        var cached = try Kit.json(try await client.retrieve(objectID: latteID).object)
+        var cached = try Kit.json(try await client.retrieve(objectID: latteID).objects[0])
 
         await simulator.applyDeviceEdit(
             .setVariationPrice(variationID: try #require(ids["#Latte_Large"]), amount: 575), by: .pointOfSale)
@@ -27,7 +28,7 @@ import Testing
         }
         #expect(conflict?.code == .versionMismatch)
 
-        var fresh = try Kit.json(try await client.retrieve(objectID: latteID).object)
+        var fresh = try Kit.json(try await client.retrieve(objectID: latteID).objects[0])
         let variations = fresh["item_data"]?["variations"]?.arrayValue ?? []
         #expect(variations.last?["item_variation_data"]?["price_money"]?["amount"] == 575)
         let harbor = variations.first?["item_variation_data"]?["location_overrides"]?.arrayValue?.first

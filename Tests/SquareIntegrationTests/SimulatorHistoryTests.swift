@@ -1,5 +1,6 @@
 import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// Deletes keep tombstones, list hides them, and every past catalog version stays readable.
@@ -15,7 +16,7 @@ import Testing
 
         let deleted = try await client.delete(objectID: greenTea)
         #expect(Set(deleted.deletedObjectIDs) == Set([greenTea] + children))
-        let deletedAt = try #require(deleted.deletedAt.flatMap(SquareTime.parseNanoseconds))
+        let deletedAt = try #require(deleted.deletedAt.flatMap(RFC3339.nanoseconds))
 
         let listed = try await client.list(types: ["ITEM", "ITEM_VARIATION"]).allObjects().map(\.id)
         #expect(!listed.contains(greenTea) && !children.contains(where: listed.contains))
@@ -31,7 +32,7 @@ import Testing
         #expect(tombstones.count == 3)
         for tombstone in tombstones {
             #expect(tombstone.isDeleted)
-            #expect(tombstone.updatedAt.flatMap(SquareTime.parseNanoseconds) == deletedAt)
+            #expect(tombstone.updatedAt.flatMap(RFC3339.nanoseconds) == deletedAt)
             #expect(tombstone.version == deletedAt / 1_000_000)
         }
         let withoutDeleted = try await client.search(SquareSearchRequest(objectTypes: ["ITEM"])).allObjects()
@@ -45,14 +46,14 @@ import Testing
         let seedVersion = await simulator.engine.catalogVersion
         let smallID = try #require(ids["#Latte_Small"])
         let muffinID = try #require(ids["#Muffin"])
-        let seeded = try await client.retrieve(objectID: smallID).object.bytes
+        let seeded = try await client.retrieve(objectID: smallID).objects[0].bytes
 
         await simulator.applyDeviceEdit(.setVariationPrice(variationID: smallID, amount: 499), by: .dashboard)
         _ = try await client.delete(objectID: muffinID)
 
-        let now = try Kit.json(try await client.retrieve(objectID: smallID).object)
+        let now = try Kit.json(try await client.retrieve(objectID: smallID).objects[0])
         #expect(now["item_variation_data"]?["price_money"]?["amount"]?.int64Value == 499)
-        let then = try await client.retrieve(objectID: smallID, catalogVersion: seedVersion).object
+        let then = try await client.retrieve(objectID: smallID, catalogVersion: seedVersion).objects[0]
         #expect(then.bytes == seeded)
         #expect(try Kit.json(then)["item_variation_data"]?["price_money"]?["amount"]?.int64Value == 450)
 
@@ -90,13 +91,13 @@ import Testing
 
         let mugID = try #require(ids["#BlackTea_Mug"])
         let record = await simulator.applyDeviceEdit(.setVariationPrice(variationID: mugID, amount: 300))
-        let changeTime = SquareTime.format(milliseconds: record.catalogVersion)
+        let changeTime = RFC3339.format(milliseconds: record.catalogVersion)
         let afterWatermark = try await client.searchPage(with(all, beginTime: watermark))
         #expect(afterWatermark.objects.map(\.id) == [mugID])
         #expect(afterWatermark.latestTime == changeTime)
         // Exclusive: starting exactly at the change's time excludes it; one millisecond earlier includes it.
         #expect(try await client.searchPage(with(all, beginTime: changeTime)).objects.isEmpty)
-        let justBefore = SquareTime.format(milliseconds: record.catalogVersion - 1)
+        let justBefore = RFC3339.format(milliseconds: record.catalogVersion - 1)
         #expect(try await client.searchPage(with(all, beginTime: justBefore)).objects.count == 1)
     }
 

@@ -1,6 +1,7 @@
 import Logging
 import SquareAPI
 import SquareSimulator
+import SquareWire
 
 /// Builders shared by the client, simulator and conformance tests.
 enum SimulatorTestSupport {
@@ -29,12 +30,12 @@ enum SimulatorTestSupport {
     }
 
     /// Decodes raw object bytes into a JSON value for assertions.
-    static func json(_ object: RawCatalogObject) throws -> JSONValue {
-        try SquareJSON.decode(JSONValue.self, from: object.bytes)
+    static func json(_ object: CatalogObjectEnvelope) throws -> JSONValue {
+        object.json
     }
 
     static func json(_ bytes: [UInt8]) throws -> JSONValue {
-        try SquareJSON.decode(JSONValue.self, from: bytes)
+        try JSONScanner.parse(bytes)
     }
 
     static func capture<Value: Sendable>(_ body: @Sendable () async throws -> Value) async -> Result<Value, any Error> {
@@ -56,7 +57,7 @@ enum SimulatorTestSupport {
                         "type": "ITEM_VARIATION", "id": .string("#\(name)_Regular"),
                         "item_variation_data": [
                             "name": "Regular", "pricing_type": "FIXED_PRICING",
-                            "price_money": ["amount": .int(price), "currency": "USD"],
+                            "price_money": ["amount": .integer(price), "currency": "USD"],
                         ],
                     ]
                 ],

@@ -1,5 +1,6 @@
 import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// Square's version rules: one new version per write, stamped only on what changed, nested
@@ -16,12 +17,12 @@ import Testing
         let version = try #require(result.objects.first?.version)
         for object in result.objects {
             #expect(object.version == version)
-            #expect(object.updatedAt.flatMap(SquareTime.parseNanoseconds) == version * 1_000_000)
+            #expect(object.updatedAt.flatMap(RFC3339.nanoseconds) == version * 1_000_000)
             let variations = try Kit.json(object)["item_data"]?["variations"]?.arrayValue ?? []
             #expect(variations.count == 1)
             #expect(variations.allSatisfy { $0["version"]?.int64Value == version })
         }
-        #expect(result.updatedAt == SquareTime.format(milliseconds: version))
+        #expect(result.updatedAt == RFC3339.format(milliseconds: version))
         #expect(await simulator.engine.catalogVersion == version)
     }
 
@@ -31,16 +32,16 @@ import Testing
         let client = Kit.client(simulator)
         let latteID = try #require(ids["#Latte"])
         let smallID = try #require(ids["#Latte_Small"])
-        let before = try Kit.json(try await client.retrieve(objectID: latteID).object)
+        let before = try Kit.json(try await client.retrieve(objectID: latteID).objects[0])
         let itemVersion = try #require(before["version"]?.int64Value)
 
-        var small = try Kit.json(try await client.retrieve(objectID: smallID).object)
+        var small = try Kit.json(try await client.retrieve(objectID: smallID).objects[0])
         small["item_variation_data"]?["price_money"] = ["amount": 495, "currency": "USD"]
         let priced = try await client.upsert(object: small, idempotencyKey: "price")
         let variationVersion = try #require(priced.objects.first?.version)
         #expect(variationVersion > itemVersion)
 
-        var item = try Kit.json(try await client.retrieve(objectID: latteID).object)
+        var item = try Kit.json(try await client.retrieve(objectID: latteID).objects[0])
         #expect(item["version"]?.int64Value == itemVersion)
         let nested = item["item_data"]?["variations"]?.arrayValue ?? []
         #expect(nested.first { $0["id"]?.stringValue == smallID }?["version"]?.int64Value == variationVersion)
@@ -64,12 +65,12 @@ import Testing
         let ids = await simulator.seedCafeCatalog()
         let client = Kit.client(simulator)
         let latteID = try #require(ids["#Latte"])
-        let current = try Kit.json(try await client.retrieve(objectID: latteID).object)
+        let current = try Kit.json(try await client.retrieve(objectID: latteID).objects[0])
         var object = current
         object["item_data"]?["name"] = "Latte (renamed)"
         switch mismatch {
         case .staleItemVersion:
-            object["version"] = .int((current["version"]?.int64Value ?? 0) - 1)
+            object["version"] = .integer((current["version"]?.int64Value ?? 0) - 1)
         case .omittedItemVersion:
             object["version"] = nil
         case .missingNestedVersion, .staleNestedVersion:
@@ -78,9 +79,9 @@ import Testing
             if mismatch == .missingNestedVersion {
                 first.removeValue(forKey: "version")
             } else {
-                first["version"] = .int((first["version"]?.int64Value ?? 0) - 5)
+                first["version"] = .integer((first["version"]?.int64Value ?? 0) - 5)
             }
-            variations[0] = .object(first)
+            variations[0] = JSONValue(members: first)
             object["item_data"]?["variations"] = .array(variations)
         case .partialUpdate:
             object = ["type": "ITEM", "id": .string(latteID), "item_data": ["name": "Latte (renamed)"]]
@@ -123,7 +124,7 @@ import Testing
         let simulator = Kit.simulator()
         let ids = await simulator.seedCafeCatalog()
         let client = Kit.client(simulator)
-        var espresso = try Kit.json(try await client.retrieve(objectID: try #require(ids["#Espresso"])).object)
+        var espresso = try Kit.json(try await client.retrieve(objectID: try #require(ids["#Espresso"])).objects[0])
         let variations = try #require(espresso["item_data"]?["variations"]?.arrayValue)
         #expect(variations.count == 2)
         espresso["item_data"]?["variations"] = .array([variations[0]])

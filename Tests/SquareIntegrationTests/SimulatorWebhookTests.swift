@@ -1,5 +1,6 @@
 import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// Webhook delivery as Square does it: signed, at least once, in bursts, out of order, retried.
@@ -38,7 +39,7 @@ import Testing
         #expect(fraction.count == 10)  // nine digits and the Z
         #expect(delivery.headers["square-environment"] == "Sandbox")
         #expect(delivery.headers["square-retry-number"] == "0")
-        #expect(delivery.headers["square-initial-delivery-timestamp"].flatMap(SquareTime.parseNanoseconds) != nil)
+        #expect(delivery.headers["square-initial-delivery-timestamp"].flatMap(RFC3339.nanoseconds) != nil)
         #expect(delivery.headers["square-retry-reason"] == nil)
     }
 
@@ -83,7 +84,7 @@ import Testing
         #expect(announced.count == first.changes)
         #expect(distinctIDs.count > first.changes)  // bursts
         #expect(events.count > distinctIDs.count)  // duplicates
-        let times = events.map { SquareTime.parseNanoseconds($0.catalogUpdatedAt) ?? 0 }
+        let times = events.map { RFC3339.nanoseconds($0.catalogUpdatedAt) ?? 0 }
         #expect(times != times.sorted())  // reordered
     }
 }

@@ -1,5 +1,6 @@
 import SquareAPI
 import SquareSimulator
+import SquareWire
 import Testing
 
 /// Idempotency keys, the one-write-at-a-time lock and injected faults.
@@ -32,7 +33,7 @@ import Testing
         _ = await simulator.handle(Self.upsertRequest(key: "k", body: ["batches": [["objects": [Kit.newItem("A", price: 1)]]]]))
         let reused = await simulator.handle(Self.upsertRequest(key: "k", body: ["batches": [["objects": [Kit.newItem("B", price: 2)]]]]))
         #expect(reused.status == 400)
-        let errors = try SquareJSON.decode(SquareErrorBody.self, from: reused.body).errors
+        let errors = try SquareErrorBody(body: reused.body).errors
         #expect(errors.map(\.code) == [.idempotencyKeyReused])
         #expect(errors.first?.category == "INVALID_REQUEST_ERROR")
     }
@@ -72,7 +73,7 @@ import Testing
         let simulator = Kit.simulator()
         let response = await simulator.handle(SquareHTTPRequest(method: .get, path: "/v2/catalog/list"))
         #expect(response.status == 401)
-        let errors = try SquareJSON.decode(SquareErrorBody.self, from: response.body).errors
+        let errors = try SquareErrorBody(body: response.body).errors
         #expect(errors.first?.code == .unauthorized)
     }
 }

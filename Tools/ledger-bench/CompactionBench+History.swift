@@ -3,6 +3,7 @@ import CatalogModel
 import Foundation
 import LedgerStorage
 import LedgerStorageTesting
+import SquareWire
 
 /// The duplicate-heavy history of `ledger-bench compaction`: incremental sync runs, as webhooks
 /// trigger them, each re-reading a page of items of which about one in ten changed since the last

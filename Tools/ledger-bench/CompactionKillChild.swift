@@ -12,6 +12,7 @@ import ArgumentParser
 import CatalogLedger
 import CatalogModel
 import Foundation
+import SquareWire
 
 struct CompactionKillChild: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import SquareWire
 
 /// The "before" of `ledger-bench diagnosis`: how main (cb25788) found the events a diagnosis reads,
 /// kept here only as the baseline the benchmark measures against, in the same run.

@@ -6,6 +6,7 @@ import Foundation
 import GRDB
 import LedgerStorage
 import LedgerStorageTesting
+import SquareWire
 
 /// `ledger-bench projections`: rebuild of a generated ledger against the floor of bulk-inserting
 /// only the final-state rows into the same schema, in the same run; and the lag from a durable

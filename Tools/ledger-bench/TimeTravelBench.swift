@@ -5,6 +5,7 @@ import Foundation
 import LedgerIndex
 import LedgerStorage
 import LedgerStorageTesting
+import SquareWire
 
 /// `ledger-bench timetravel`: as-of queries at random Square times, started from the nearest
 /// snapshot, against a full replay from sequence 0 over the same generated ledger, in one run.

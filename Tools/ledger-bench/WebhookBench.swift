@@ -5,6 +5,7 @@ import Hummingbird
 import LedgerServer
 import Logging
 import SquareAPI
+import SquareWire
 
 /// `ledger-bench webhooks`: sustained signed-webhook ingest on loopback (signature check, durable
 /// append per delivery with group commit, acknowledgement) against a Hummingbird route that only

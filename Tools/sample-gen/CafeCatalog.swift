@@ -1,4 +1,4 @@
-import SquareAPI
+import SquareWire
 
 /// The sample cafe's catalog as the merchant built it in the dashboard: six categories, a tax, a
 /// discount, two modifier lists with priced modifiers, and about 60 items with 150 variations over two
@@ -44,7 +44,7 @@ enum CafeCatalog {
         ("Retail", "Espresso Cups", ["Set of 2", "Set of 4"], 2_200), ("Retail", "Cold Brew Bottle", ["Regular"], 2_800),
     ]
 
-    static func money(_ amount: Int64) -> JSONValue { ["amount": .int(amount), "currency": "USD"] }
+    static func money(_ amount: Int64) -> JSONValue { ["amount": .integer(amount), "currency": "USD"] }
 
     static func slug(_ text: String) -> String {
         String(text.unicodeScalars.filter { $0.properties.isAlphabetic || ("0"..."9").contains($0) }.map(Character.init))
@@ -67,7 +67,7 @@ enum CafeCatalog {
             let entries: [JSONValue] = modifiers.enumerated().map { index, modifier in
                 ["type": "MODIFIER", "id": .string("#mod-\(list)-\(slug(modifier.0))"), "present_at_all_locations": true,
                  "modifier_data": ["name": .string(modifier.0), "price_money": money(Int64(modifier.1)),
-                                   "ordinal": .int(Int64(index + 1)), "modifier_list_id": .string("#ml-\(list)")]]
+                                   "ordinal": .integer(Int64(index + 1)), "modifier_list_id": .string("#ml-\(list)")]]
             }
             shared.append(["type": "MODIFIER_LIST", "id": .string("#ml-\(list)"), "present_at_all_locations": true,
                            "modifier_list_data": ["name": .string(list), "selection_type": list == "Milk" ? "SINGLE" : "MULTIPLE",
@@ -81,7 +81,7 @@ enum CafeCatalog {
             let name = copy == 0 ? baseName : "\(baseName) \(copy + 1)"
             let itemID = "#item-\(slug(name))"
             let variationValues: [JSONValue] = variations.enumerated().map { offset, variation in
-                var data: JSONValue = ["item_id": .string(itemID), "name": .string(variation), "ordinal": .int(Int64(offset + 1)),
+                var data: JSONValue = ["item_id": .string(itemID), "name": .string(variation), "ordinal": .integer(Int64(offset + 1)),
                                        "sku": .string("\(slug(category).prefix(3).uppercased())-\(String(format: "%03d", index + 1))-\(offset + 1)")]
                 if price == 0 {
                     data["pricing_type"] = "VARIABLE_PRICING"
@@ -99,8 +99,8 @@ enum CafeCatalog {
             var data: JSONValue = [
                 "name": .string(name),
                 "description": .string("\(name) from the \(category.lowercased()) menu."),
-                "categories": [["id": .string("#cat-\(slug(category))"), "ordinal": .int(-2_251_731_094_208_512 + Int64(index))]],
-                "reporting_category": ["id": .string("#cat-\(slug(category))"), "ordinal": .int(-2_251_731_094_208_512)],
+                "categories": [["id": .string("#cat-\(slug(category))"), "ordinal": .integer(-2_251_731_094_208_512 + Int64(index))]],
+                "reporting_category": ["id": .string("#cat-\(slug(category))"), "ordinal": .integer(-2_251_731_094_208_512)],
                 "tax_ids": ["#tax-sales"], "product_type": "REGULAR", "variations": .array(variationValues),
             ]
             if category == "Coffee" || category == "Tea" {

@@ -1,8 +1,8 @@
 import CatalogModel
 import Crypto
 import Foundation
-import SquareAPI
 import SquareSimulator
+import SquareWire
 
 /// What the recording should answer, computed from the simulator (Square's side), never from the ledger.
 struct Answers: Codable {
@@ -59,7 +59,7 @@ struct CafeScript {
         let response = await recorder.call(.post, "/v2/catalog/batch-upsert",
                                             ["idempotency_key": "dashboard-setup",
                                              "batches": .array(CafeCatalog.initialBatches(scale: scale).map { ["objects": .array($0)] })])
-        guard response.status == 200, let body = try? SquareJSON.decode(JSONValue.self, from: response.body) else {
+        guard response.status == 200, let body = try? JSONScanner.parse(response.body) else {
             throw SampleError("the simulator refused the initial catalog: HTTP \(response.status)")
         }
         for mapping in body["id_mappings"]?.arrayValue ?? [] {
@@ -152,8 +152,8 @@ struct CafeScript {
         if day % 8 == 0 {
             let categories = CafeCatalog.categories.compactMap { ids["#cat-\(CafeCatalog.slug($0))"] }
             let category = categories[Int.random(in: 0..<categories.count, using: &random)]
-            item["item_data"]?["categories"] = [["id": .string(category), "ordinal": .int(-2_251_731_094_208_512)]]
-            item["item_data"]?["reporting_category"] = ["id": .string(category), "ordinal": .int(-2_251_731_094_208_512)]
+            item["item_data"]?["categories"] = [["id": .string(category), "ordinal": .integer(-2_251_731_094_208_512)]]
+            item["item_data"]?["reporting_category"] = ["id": .string(category), "ordinal": .integer(-2_251_731_094_208_512)]
         } else {
             item = Self.settingPrice(of: target.variation, in: item) { $0 + 10 }
         }
@@ -167,7 +167,7 @@ struct CafeScript {
         guard var variations = item["item_data"]?["variations"]?.arrayValue else { return item }
         for index in variations.indices where variations[index]["id"]?.stringValue == variationID {
             if let amount = variations[index]["item_variation_data"]?["price_money"]?["amount"]?.int64Value {
-                variations[index]["item_variation_data"]?["price_money"]?["amount"] = .int(change(amount))
+                variations[index]["item_variation_data"]?["price_money"]?["amount"] = .integer(change(amount))
             }
         }
         item["item_data"]?["variations"] = .array(variations)
@@ -186,7 +186,7 @@ struct CafeScript {
         let category = ids[day == 15 ? "#cat-Coffee" : "#cat-Pastries"] ?? ""
         let item: JSONValue = [
             "type": "ITEM", "id": "#new-item", "present_at_all_locations": true,
-            "item_data": ["name": .string(name), "categories": [["id": .string(category), "ordinal": .int(-2_251_731_094_208_512)]],
+            "item_data": ["name": .string(name), "categories": [["id": .string(category), "ordinal": .integer(-2_251_731_094_208_512)]],
                           "variations": [["type": "ITEM_VARIATION", "id": "#new-var", "present_at_all_locations": true,
                                           "item_variation_data": ["item_id": "#new-item", "name": "Regular", "sku": .string("SEA-\(day)"),
                                                                   "pricing_type": "FIXED_PRICING",

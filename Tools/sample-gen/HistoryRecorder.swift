@@ -3,6 +3,7 @@ import CatalogModel
 import Foundation
 import SquareAPI
 import SquareSimulator
+import SquareWire
 
 /// Drives the simulator as the ledger and the cafe's app would, and writes down every exchange the
 /// ledger would learn from (sync pages, webhook deliveries, edits and their outcomes) with the ledger
@@ -84,7 +85,7 @@ final class HistoryRecorder {
             page.status = response.status
             page.body = String(decoding: response.body, as: UTF8.self)
             record(page)
-            let decoded = try? SquareJSON.decode(JSONValue.self, from: response.body)
+            let decoded = try? JSONScanner.parse(response.body)
             cursor = decoded?["cursor"]?.stringValue
             latest = decoded?["latest_time"]?.stringValue ?? latest
         } while cursor != nil
@@ -131,7 +132,7 @@ final class HistoryRecorder {
         exchange.status = response.status
         exchange.body = String(decoding: response.body, as: UTF8.self)
         record(exchange)
-        return (try? SquareJSON.decode(JSONValue.self, from: response.body))?["objects"]?.arrayValue?.first
+        return (try? JSONScanner.parse(response.body))?["objects"]?.arrayValue?.first
     }
 
     /// The app proposes an upsert of `object` (as it stands, versions included or not) and records the

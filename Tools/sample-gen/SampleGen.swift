@@ -1,5 +1,4 @@
 import ArgumentParser
-import SquareAPI
 import Foundation
 
 /// Records the sample cafe's history by driving the simulator with a seeded script.
@@ -44,6 +43,3 @@ struct SampleGen: AsyncParsableCommand {
               "\(script.answers.checkpoints.count) checkpoints")
     }
 }
-
-/// The simulator's JSON value (CatalogModel has its own; sample-gen speaks the simulator's).
-typealias JSONValue = SquareAPI.JSONValue

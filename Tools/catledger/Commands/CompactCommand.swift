@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import SquareWire
 
 struct CompactCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

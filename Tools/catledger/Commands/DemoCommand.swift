@@ -3,6 +3,7 @@ import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
+import SquareWire
 
 /// The guided tour: imports the bundled cafe history into a fresh ledger and shows what the ledger
 /// answers (price history with a chart, the catalog replayed to a past moment, a VERSION_MISMATCH

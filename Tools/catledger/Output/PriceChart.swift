@@ -1,5 +1,6 @@
 import CatalogModel
 import Foundation
+import SquareWire
 
 /// Price over Square time as a step chart: in the terminal (one glyph per series) and as SVG.
 /// Each series is one price scope of one object (base price, or one location's override).

@@ -6,6 +6,7 @@
 import BoundedJSON
 import CatalogModel
 import Foundation
+import SquareWire
 
 enum JSONFuzz {
     static func run(_ input: [UInt8]) {
@@ -15,13 +16,14 @@ enum JSONFuzz {
     static func check(_ document: [UInt8]) {
         let depthChecked = (try? BoundedJSON.checkDepth(document)) != nil
 
-        // CatalogModel: JSONScanner, objects, responses, webhook notifications.
+        // SquareWire: the scanner, and the bodies read with it (objects, responses, error bodies,
+        // webhook notifications); CatalogModel's objects over them.
         do {
             let value = try JSONScanner.parse(document)
             precondition(depthChecked, "JSONScanner read a document the depth check refuses")
             _ = value.jsonText
             _ = value.value(atPath: "data.object.catalog_version.updated_at")
-        } catch let error as CatalogModelError {
+        } catch let error as SquareWireError {
             precondition(!(depthChecked && error.message == BoundedJSON.depthMessage),
                          "JSONScanner refused for depth a document the depth check passes")
         } catch {
@@ -34,15 +36,15 @@ enum JSONFuzz {
         if let object = try? CatalogObject(bytes: document) {
             _ = object.flattened.map { ($0.name, $0.priceMoney, $0.keys) }
         }
-        if let response = try? CatalogResponse(body: document) {
-            _ = response.objects.flatMap(\.flattened).count
+        if let response = try? SquareCatalogResponse(body: document) {
+            for envelope in response.objects + response.relatedObjects {
+                precondition(Array(document[envelope.span]) == envelope.bytes, "an object's bytes are not its span of the body")
+            }
+            _ = (try? EventBuilder.objects(response.objects))?.flatMap(\.flattened).count
         }
-        _ = try? WebhookNotification(body: document)
-
-        // SquareAPI: the raw scanner the client splits responses with, and its Decodable bodies.
-        if let members = try? RawJSONScanner.topLevelMembers(of: document), let objects = members["objects"],
-           document[objects.lowerBound] == UInt8(ascii: "[") {
-            _ = try? RawJSONScanner.arrayElements(of: document, in: objects)
+        _ = try? SquareErrorBody(body: document)
+        if let notification = try? WebhookNotification(body: document) {
+            _ = notification.catalogUpdatedAt.flatMap(RFC3339.nanoseconds)
         }
         if let event = try? SquareJSON.decode(CatalogVersionUpdatedEvent.self, from: document) {
             _ = RFC3339.nanoseconds(event.catalogUpdatedAt)
@@ -57,7 +59,8 @@ enum JSONFuzz {
         if let line = String(validating: document, as: UTF8.self),
            let exchange = try? RecordedExchange.parse(line: line, lineNumber: 1, file: "fuzz.jsonl"),
            let body = exchange.body {
-            _ = try? CatalogResponse(body: Array(body.utf8))
+            _ = try? EventBuilder.eventsFromReadResponse(body: Array(body.utf8), merchantID: "M", source: .fullSync,
+                                                         correlationID: "fuzz")
         }
     }
 }

@@ -3,6 +3,7 @@
 
 import CatalogModel
 import Foundation
+import SquareWire
 
 enum EventCodecFuzz {
     static func run(_ input: [UInt8]) {

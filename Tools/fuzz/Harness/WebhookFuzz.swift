@@ -4,6 +4,7 @@
 
 import CatalogModel
 import Foundation
+import SquareWire
 
 enum WebhookFuzz {
     static let notificationURL = "https://ledger.example.com/webhooks/square"

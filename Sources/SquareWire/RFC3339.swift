@@ -1,5 +1,6 @@
 /// RFC 3339 timestamps as Square writes them (`2019-10-29T17:26:16.808603647Z`, 1 to 9
-/// fractional digits or none, `Z` or a numeric offset) to nanoseconds since the Unix epoch.
+/// fractional digits or none, `Z` or a numeric offset) to nanoseconds since the Unix epoch, and
+/// back: the one parser and formatter of times in the package.
 ///
 /// Fields are checked against RFC 3339's ranges: month 01-12, a day that exists in that month,
 /// hour 00-23, minute 00-59, second 00-60, offset hours 00-23 and minutes 00-59. Second 60 is a
@@ -130,22 +131,48 @@ public enum RFC3339 {
     }
 
     /// `2023-11-30T19:24:35.4Z`-style text for nanoseconds since the epoch (UTC, 9 digits
-    /// trimmed of trailing zeros). Used for display only.
+    /// trimmed of trailing zeros). Used for display.
     public static func format(nanoseconds: Int64) -> String {
-        var seconds = nanoseconds / 1_000_000_000
-        var nanos = nanoseconds % 1_000_000_000
-        if nanos < 0 { nanos += 1_000_000_000; seconds -= 1 }
-        var days = seconds / 86_400
-        var secondOfDay = seconds % 86_400
-        if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
-        let (y, m, d) = civilFromDays(days)
-        var text = "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2))"
+        let (seconds, nanos) = split(nanoseconds)
+        var text = dateAndTime(seconds)
         if nanos > 0 {
             var fraction = pad(nanos, 9)
             while fraction.hasSuffix("0") { fraction.removeLast() }
             text += "." + fraction
         }
         return text + "Z"
+    }
+
+    /// UTC with exactly `fractionDigits` (0...9) fractional digits, truncated: how Square writes
+    /// times (`created_at` of a notification has 9, the delivery timestamp header 6).
+    public static func format(nanoseconds: Int64, fractionDigits: Int) -> String {
+        precondition((0...9).contains(fractionDigits), "fractionDigits must be 0...9")
+        let (seconds, nanos) = split(nanoseconds)
+        var text = dateAndTime(seconds)
+        if fractionDigits > 0 { text += "." + pad(nanos, 9).prefix(fractionDigits) }
+        return text + "Z"
+    }
+
+    /// `2019-10-29T17:26:16.530Z` from milliseconds: Square's `updated_at` (and version) precision.
+    public static func format(milliseconds: Int64) -> String {
+        format(nanoseconds: milliseconds * 1_000_000, fractionDigits: 3)
+    }
+
+    /// Whole seconds since the epoch (rounded down) and the nanoseconds past them.
+    private static func split(_ nanoseconds: Int64) -> (seconds: Int64, nanos: Int64) {
+        var seconds = nanoseconds / 1_000_000_000
+        var nanos = nanoseconds % 1_000_000_000
+        if nanos < 0 { nanos += 1_000_000_000; seconds -= 1 }
+        return (seconds, nanos)
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SS` in UTC.
+    private static func dateAndTime(_ seconds: Int64) -> String {
+        var days = seconds / 86_400
+        var secondOfDay = seconds % 86_400
+        if secondOfDay < 0 { secondOfDay += 86_400; days -= 1 }
+        let (y, m, d) = civilFromDays(days)
+        return "\(pad(y, 4))-\(pad(m, 2))-\(pad(d, 2))T\(pad(secondOfDay / 3600, 2)):\(pad(secondOfDay % 3600 / 60, 2)):\(pad(secondOfDay % 60, 2))"
     }
 
     // Howard Hinnant's days_from_civil / civil_from_days.

@@ -7,7 +7,7 @@ import BoundedJSON
 /// Spans are absolute indices into `bytes`. Value type; not shared between threads.
 ///
 /// Nesting is bounded by `BoundedJSON.maximumDepth`: a container one level deeper is refused with
-/// `CatalogModelError.invalidJSON` before the parser recurses into it, so no input can exhaust the stack.
+/// `SquareWireError.invalidJSON` before the parser recurses into it, so no input can exhaust the stack.
 public struct JSONScanner {
     public let bytes: [UInt8]
     private var position: Int
@@ -107,8 +107,8 @@ public struct JSONScanner {
         position < limit ? bytes[position] : nil
     }
 
-    private func error(_ message: String) -> CatalogModelError {
-        CatalogModelError(.invalidJSON, message, location: "byte \(position)")
+    private func error(_ message: String) -> SquareWireError {
+        SquareWireError(.invalidJSON, message, location: "byte \(position)")
     }
 
     /// Called on a container's opening byte, before parsing inside it.

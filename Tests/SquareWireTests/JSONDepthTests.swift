@@ -1,9 +1,9 @@
 import BoundedJSON
+import SquareWire
 import Testing
-@testable import CatalogModel
 
 /// Every entry point of JSONScanner, and the decoders built on it, refuse JSON nested deeper than
-/// BoundedJSON.maximumDepth (64) with `invalidJSON` and the depth message, before recursing: 100,000
+/// BoundedJSON.maximumDepth (64) with `SquareWireError.invalidJSON` and the depth message, before recursing: 100,000
 /// levels are refused as cleanly as 65, and 64 still parse. (Before the limit, 12,000 levels of
 /// nesting overflowed the stack of a server thread: issue 26.)
 @Suite("JSON nesting depth")
@@ -21,7 +21,7 @@ struct JSONDepthTests {
         do {
             _ = try body()
             Issue.record("accepted: \(comment)")
-        } catch let error as CatalogModelError {
+        } catch let error as SquareWireError {
             #expect(error.code == .invalidJSON, comment)
             #expect(error.message == BoundedJSON.depthMessage, comment)
         } catch {
@@ -54,15 +54,17 @@ struct JSONDepthTests {
         Self.expectDepthError({ try JSONScanner.valueSpan(bytes) }, "valueSpan")
     }
 
-    @Test("webhook notifications, responses and catalog objects nested 20,000 deep are refused")
+    @Test("webhook notifications, responses, error bodies and catalog objects nested 20,000 deep are refused")
     func decoders() {
         let deep = Self.arrays(20_000)
         let notification = Array(#"{"event_id":"e1","merchant_id":"M","type":"catalog.version.updated","data":"#.utf8) + deep + [UInt8(ascii: "}")]
         Self.expectDepthError({ try WebhookNotification(body: notification) }, "WebhookNotification")
         let object = Array(#"{"type":"ITEM","id":"I1","item_data":{"name":"#.utf8) + deep + Array("}}".utf8)
-        Self.expectDepthError({ try CatalogObject(bytes: object) }, "CatalogObject")
+        Self.expectDepthError({ try CatalogObjectEnvelope(body: object) }, "CatalogObjectEnvelope")
         let response = Array(#"{"objects":[],"cursor":"#.utf8) + deep + [UInt8(ascii: "}")]
-        Self.expectDepthError({ try CatalogResponse(body: response) }, "CatalogResponse")
+        Self.expectDepthError({ try SquareCatalogResponse(body: response) }, "SquareCatalogResponse")
+        let errors = Array(#"{"errors":"#.utf8) + deep + [UInt8(ascii: "}")]
+        Self.expectDepthError({ try SquareErrorBody(body: errors) }, "SquareErrorBody")
     }
 
     @Test("the depth check counts containers outside strings only")

@@ -1,1 +1,0 @@
-../../../../Sources/SquareAPI/JSONCoding.swift

@@ -1,1 +1,0 @@
-../../../../Sources/SquareAPI/RawJSONScanner.swift

@@ -8,7 +8,7 @@
 //   SquareAPI | CatalogProjections + CatalogSearch | LedgerIndex | SquareSimulator
 //   CatalogLedger                                             event store over LedgerStorage
 //   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
-// Test kits (LedgerStorageTesting, Tests/TestHelpers) are used by test targets and tools only.
+// Test kits (LedgerStorageTesting, Tests/TestSupport) are used by test targets and tools only.
 // Each target declares exactly the modules its files import; `make test` checks it
 // (--explicit-target-dependency-import-check error).
 import PackageDescription
@@ -242,33 +242,39 @@ let package = Package(
         ),
 
         // MARK: Tests.
-        // Helpers shared by several test targets (the ledger-bench child process driver).
+        // The one test-support kit of every test target: the scratch directory, the child-process
+        // driver (catledger, ledger-bench), the seed of LedgerStorageTesting's seeded generator, a
+        // ledger in a scratch directory with a manual clock, the projection crash injection.
         .target(
-            name: "TestHelpers",
-            path: "Tests/TestHelpers"
+            name: "TestSupport",
+            dependencies: ["CatalogLedger", "CatalogProjections", "LedgerStorageTesting"],
+            path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "LedgerStorageTests",
-            dependencies: ["LedgerStorage", "LedgerStorageTesting", "TestHelpers", .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: ["LedgerStorage", "LedgerStorageTesting", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]
         ),
-        .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON"]),
+        .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON", "LedgerStorageTesting", "TestSupport"]),
         .testTarget(
             name: "CatalogLedgerTests",
             dependencies: [
-                "CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "TestHelpers",
+                "CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "LedgerStorageTesting", "TestSupport",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .testTarget(name: "CatalogSearchTests", dependencies: ["CatalogSearch", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "CatalogProjectionsTests",
-            dependencies: ["CatalogProjections", "CatalogLedger", "CatalogModel", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "CatalogProjections", "CatalogLedger", "CatalogModel", "LedgerStorageTesting", "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
         .testTarget(
             name: "SquareIntegrationTests",
             dependencies: [
                 "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "CatalogLedger",
-                "CatalogProjections",
+                "CatalogProjections", "LedgerQueries", "LedgerStorageTesting", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -279,14 +285,17 @@ let package = Package(
         ),
         .testTarget(
             name: "SampleDataTests",
-            dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "BoundedJSON"], exclude: ["Golden"]),
+        .testTarget(
+            name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "BoundedJSON", "TestSupport"],
+            exclude: ["Golden"]
+        ),
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
                 "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer",
-                "CatalogProjections", "CatalogIngest", "BoundedJSON",
+                "CatalogProjections", "CatalogIngest", "BoundedJSON", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),

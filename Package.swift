@@ -1,13 +1,9 @@
 // swift-tools-version:6.1
 // CatalogLedger: the complete, tamper-evident history of a Square catalog.
 //
-// Layers (dependencies point down only; see README.md and ../docs):
-//   Tools/catledger, Tools/ledger-bench, Tools/sample-gen      executables, thin
-//   LedgerServer                                              Hummingbird: webhooks, edit and query API
-//   CatalogIngest                                             Square responses, webhooks, edits -> events
-//   SquareAPI | CatalogProjections + CatalogSearch | LedgerIndex | SquareSimulator
-//   CatalogLedger                                             event store over LedgerStorage
-//   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
+// The layers (dependencies point down only), what each module owns and how to extend them:
+// docs/DESIGN.md, the one copy of the diagram. Executables are thin; LedgerStorage knows bytes only;
+// CatalogModel is pure.
 // Test kits (LedgerStorageTesting, Tests/TestSupport) are used by test targets and tools only.
 // Each target declares exactly the modules its files import; `make test` checks it
 // (--explicit-target-dependency-import-check error).

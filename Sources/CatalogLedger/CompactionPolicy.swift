@@ -1,4 +1,4 @@
-// Which events a compaction may drop (docs/FORMAT.md, "Event-level policy"). Pure: no I/O,
+// Which events a compaction may drop (docs/DESIGN.md, "Compaction and retention"). Pure: no I/O,
 // thread-safe (value types).
 //
 // The policy keeps every distinct version, tombstone, webhook, edit, acceptance, rejection, every

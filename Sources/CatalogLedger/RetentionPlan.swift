@@ -1,4 +1,4 @@
-// The retention rule (docs/FORMAT.md, "Retention"): which observations older than a horizon a
+// The retention rule (docs/DESIGN.md, "Compaction and retention"): which observations older than a horizon a
 // compaction may drop because the object's base fact at the horizon stands for them. Pure: events
 // are noted in log order, then `plan()` decides. Thread-safety: value types.
 //

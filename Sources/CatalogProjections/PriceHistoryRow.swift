@@ -93,7 +93,7 @@ public enum PriceHistoryRule {
 }
 
 extension PriceHistoryRule {
-    /// The rows of a retained price-history record (docs/FORMAT.md, "Retention"): they replace
+    /// The rows of a retained price-history record (docs/DESIGN.md, "Compaction and retention"): they replace
     /// every row of the object up to the record's base fact, in a live projection (whose rows came
     /// from the facts retention later dropped) and in a rebuilt one (which never saw those facts)
     /// alike, so both hold the same rows. Changes the point does not admit are left out.

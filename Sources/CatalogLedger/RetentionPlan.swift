@@ -12,7 +12,7 @@
 import CatalogModel
 
 /// What retention drops and which objects get a retained price-history record.
-public struct RetentionPlan: Sendable {
+package struct RetentionPlan: Sendable {
     /// One object that loses facts.
     public struct ObjectRetention: Sendable {
         public var objectID: CatalogObjectID
@@ -37,7 +37,7 @@ public struct RetentionPlan: Sendable {
 }
 
 /// Learns the log in order and plans retention at `horizon`.
-public struct RetentionPlanner: Sendable {
+package struct RetentionPlanner: Sendable {
     struct FactSummary {
         var header: CatalogFactHeader
         var dedupeKey: String

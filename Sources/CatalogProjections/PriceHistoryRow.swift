@@ -2,7 +2,7 @@ import CatalogModel
 
 /// One row of `price_history`: a price of a variation or modifier changed when a new version
 /// became the winner.
-public struct PriceHistoryRow: Sendable, Hashable, Codable {
+package struct PriceHistoryRow: Sendable, Hashable, Codable {
     /// The event that made the new version the winner.
     public var sequence: UInt64
     public var objectID: String
@@ -55,7 +55,7 @@ struct PricePoint: Equatable {
 /// The projection follows winners in ledger order, so a late old version (never a winner) and a
 /// re-observation (the same fact) add nothing. The full audit of every version ever learned,
 /// winner or not, is `CatalogHistory.priceHistory(of:)`.
-public enum PriceHistoryRule {
+package enum PriceHistoryRule {
     public static func tracks(_ type: CatalogObjectType) -> Bool { type == .itemVariation || type == .modifier }
 
     public static func rows(previous: ObjectFact?, next: ObjectFact, sequence: UInt64, recordedAt: Int64) -> [PriceHistoryRow] {

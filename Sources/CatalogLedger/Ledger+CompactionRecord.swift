@@ -1,6 +1,7 @@
-// The compaction record of each run (docs/DESIGN.md, "Compaction and retention"; the file is in docs/FORMAT.md, "Compaction summary"): a summary
-// file naming the old and new segment hashes and the dropped sequences by rule, and a
-// compactionMarker event whose `stateDigest` is the SHA-256 of that file.
+// The compaction record of each run (docs/DESIGN.md, "Compaction and retention"; the file is in
+// docs/FORMAT.md, "Compaction summary"): a summary file naming the old and new segment hashes and
+// the dropped sequences by rule, and a compactionMarker event whose `stateDigest` is the SHA-256 of
+// that file.
 
 import CatalogModel
 import Crypto

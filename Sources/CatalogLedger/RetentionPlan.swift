@@ -1,6 +1,6 @@
-// The retention rule (docs/DESIGN.md, "Compaction and retention"): which observations older than a horizon a
-// compaction may drop because the object's base fact at the horizon stands for them. Pure: events
-// are noted in log order, then `plan()` decides. Thread-safety: value types.
+// The retention rule (docs/DESIGN.md, "Compaction and retention"): which observations older than a
+// horizon a compaction may drop because the object's base fact at the horizon stands for them.
+// Pure: events are noted in log order, then `plan()` decides. Thread-safety: value types.
 //
 // What it keeps, and why: every tombstone (deletions are audit facts of their own); the base fact
 // and its two anchors (the facts field diffs and prices after the base are computed from when the

@@ -93,10 +93,10 @@ package enum PriceHistoryRule {
 }
 
 extension PriceHistoryRule {
-    /// The rows of a retained price-history record (docs/DESIGN.md, "Compaction and retention"): they replace
-    /// every row of the object up to the record's base fact, in a live projection (whose rows came
-    /// from the facts retention later dropped) and in a rebuilt one (which never saw those facts)
-    /// alike, so both hold the same rows. Changes the point does not admit are left out.
+    /// The rows of a retained price-history record (docs/DESIGN.md, "Compaction and retention"):
+    /// they replace every row of the object up to the record's base fact, in a live projection (whose
+    /// rows came from the facts retention later dropped) and in a rebuilt one (which never saw those
+    /// facts) alike, so both hold the same rows. Changes the point does not admit are left out.
     public static func rows(retained record: RetainedPriceHistory, admittedAt point: AsOf) -> [PriceHistoryRow] {
         record.changes.compactMap { change -> PriceHistoryRow? in
             if let t = point.squareTimeMax, change.updatedAtNanos > t { return nil }

@@ -192,7 +192,7 @@ let package = Package(
         .executableTarget(
             name: "catledger",
             dependencies: [
-                "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections",
+                "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
                 "LedgerQueries", "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),

@@ -176,8 +176,6 @@ public struct SafeEditor: Sendable {
         proposal.baseVersions = sent.versions
         proposal.requestBody = report.requestBody
         proposal.correlationID = report.idempotencyKey
-        let editSequence = try await append(proposal, location: "app report \(report.idempotencyKey)")[0].sequence
-
         var response = RecordedExchange(type: .squareResponse, at: "")
         response.endpoint = report.endpoint
         response.idempotencyKey = report.idempotencyKey
@@ -186,7 +184,21 @@ public struct SafeEditor: Sendable {
         response.body = report.responseBody
         response.followUpBody = report.followUpBody
         response.squareVersion = report.squareVersion
-        return try await record(response, editSequence: editSequence, key: report.idempotencyKey)
+        // Both halves are read before either is written, and appended together: a report whose
+        // response cannot be read leaves no proposal behind.
+        let key = report.idempotencyKey
+        let proposed = try events(for: proposal, location: "app report \(key)")
+        let answered = try events(for: response, location: "response to \(key)")
+        guard proposed.count == 1, !answered.isEmpty else {
+            throw EditError(.invalidRequest, "the report produced no outcome event", location: key)
+        }
+        let outcomes = try await ledger.append(proposed + answered)
+        await afterAppend?()
+        let result = try editResult(editSequence: outcomes[0].sequence, outcomeSequence: outcomes[1].sequence, key: key)
+        logger.info("app report recorded", metadata: [
+            "key": "\(key)", "status": "\(result.status.rawValue)", "codes": "\(result.errorCodes)",
+        ])
+        return result
     }
 
     // MARK: Shared
@@ -229,16 +241,19 @@ public struct SafeEditor: Sendable {
     }
 
     private func append(_ exchange: RecordedExchange, location: String) async throws -> [AppendOutcome] {
+        let outcomes = try await ledger.append(try events(for: exchange, location: location))
+        await afterAppend?()
+        return outcomes
+    }
+
+    /// The events `exchange` becomes; a body that cannot be read is an invalid request.
+    private func events(for exchange: RecordedExchange, location: String) throws -> [PendingEvent] {
         var mapper = ExchangeMapper(defaultMerchant: merchantID)
-        let events: [PendingEvent]
         do {
-            events = try mapper.events(for: exchange, state: CatalogState(), where: location)
+            return try mapper.events(for: exchange, state: CatalogState(), where: location)
         } catch let error as IngestError {
             throw EditError(.invalidRequest, error.description, location: location)
         }
-        let outcomes = try await ledger.append(events)
-        await afterAppend?()
-        return outcomes
     }
 
     /// Batch-retrieves `ids` and, when `record` is set, records what came back as observations.

@@ -5,7 +5,7 @@
 /// `d` share a string obtained by deleting at most `d` characters from each. The index stores the
 /// deletion variants of every vocabulary word; a query looks up its own variants, then confirms
 /// each candidate with `optimalStringAlignmentDistance`.
-enum EditDistance {
+public enum EditDistance {
     /// The number of edits tolerated in a query word of `length` characters: none for very short
     /// words (too many neighbours), one for short words, two from five characters on.
     static func editsAllowed(queryWordLength length: Int) -> Int {
@@ -47,7 +47,7 @@ enum EditDistance {
 
     /// Optimal string alignment distance (Levenshtein plus adjacent transposition), giving up
     /// early and returning `bound + 1` once the distance must exceed `bound`.
-    static func optimalStringAlignmentDistance(_ a: String, _ b: String, bound: Int) -> Int {
+    public static func optimalStringAlignmentDistance(_ a: String, _ b: String, bound: Int) -> Int {
         let left = Array(a.unicodeScalars)
         let right = Array(b.unicodeScalars)
         if abs(left.count - right.count) > bound { return bound + 1 }

@@ -4,23 +4,35 @@ import GRDB
 extension SearchIndex {
     /// Query words beyond this many are ignored; nobody types more, and each costs lookups.
     static let queryWordsMax = 8
+    /// The score factor of a document holding every query word but the last (see `wordMatches`).
+    static let partialWithoutLastWordWeight = 0.9
 
     /// A scored document before its display fields are read.
     struct ScoredDocument {
         var docId: Int64
         var score: Double
         var matchedField: SearchField
+        /// False for a document holding all query words but one (`wordMatches`' fallback, taken
+        /// only when no document holds them all).
+        var matchedEveryWord = true
+
+        /// Ranks before `other`: every word held first, then score, then the older document.
+        func ranks(before other: ScoredDocument) -> Bool {
+            if matchedEveryWord != other.matchedEveryWord { return matchedEveryWord }
+            return score != other.score ? score > other.score : docId < other.docId
+        }
     }
 
     /// Ranked search. An exact SKU or barcode match comes first; then documents containing every
     /// query word (exactly, as a prefix, or within one or two typos), ranked by how well and
-    /// where each word matched.
+    /// where each word matched; when no document contains every word, documents containing all the
+    /// words but one ("coffee mug" finds the Ceramic Mug, whose text never says coffee).
     public func search(_ query: SearchQuery, in db: Database) throws -> [SearchHit] {
         try reportingFailures("search \"\(query.text)\"") {
             let wanted = query.offset + query.limit
             var best: [Int64: ScoredDocument] = [:]
             func offer(_ scored: ScoredDocument) {
-                if let existing = best[scored.docId], existing.score >= scored.score { return }
+                if let existing = best[scored.docId], !scored.ranks(before: existing) { return }
                 best[scored.docId] = scored
             }
 
@@ -34,9 +46,7 @@ extension SearchIndex {
                 for scored in try wordMatches(query, wanted: wanted, in: db) { offer(scored) }
             }
 
-            let ranked = best.values.sorted {
-                $0.score != $1.score ? $0.score > $1.score : $0.docId < $1.docId
-            }
+            let ranked = best.values.sorted { $0.ranks(before: $1) }
             guard ranked.count > query.offset else { return [] }
             let page = Array(ranked[query.offset..<min(ranked.count, wanted)])
             return try hits(for: page, in: db)
@@ -120,6 +130,26 @@ extension SearchIndex {
         // Every word must match somewhere; a reading with a word matching nothing has no results.
         for reading in readings where reading.allSatisfy({ !$0.candidates.isEmpty }) {
             matches += try matchesOfReading(reading, query: query, wanted: wanted, in: db)
+        }
+        // No document holds every word: take those holding all of them but one. A person who types
+        // two or more words names the thing in their own words, and one of them may be in no
+        // document of it at all. (When some document holds them all, the others would be noise.)
+        let full = Set(matches.map(\.docId))
+        if full.isEmpty, words.count >= 2 {
+            for dropped in readings[0].indices {
+                var reading = readings[0]
+                reading.remove(at: dropped)
+                guard reading.allSatisfy({ !$0.candidates.isEmpty }) else { continue }
+                // In "coffee mug" the last word names the thing: between equally good matches, a
+                // document holding the last word (a mug) ranks before one without it (a coffee).
+                let weight = dropped == readings[0].count - 1 ? Self.partialWithoutLastWordWeight : 1
+                for var partial in try matchesOfReading(reading, query: query, wanted: wanted, in: db)
+                where !full.contains(partial.docId) {
+                    partial.matchedEveryWord = false
+                    partial.score *= weight
+                    matches.append(partial)
+                }
+            }
         }
         return matches
     }

@@ -16,9 +16,16 @@ public enum RequestAdmission {
         public var status: Int
         public var code: String
         public var message: String
+        /// What the sender should do, when the status's default hint would mislead (a webhook is
+        /// refused 401 for its signature, not for a missing API token).
+        public var hint: String? = nil
 
         public var description: String { "\(status) \(code): \(message)" }
     }
+
+    static let signatureHint =
+        "Square signs each delivery with the subscription's signature key over the notification URL and the body"
+
 
     /// A delivery whose signature verified and whose body is a Square notification.
     public struct Webhook: Sendable {
@@ -40,12 +47,13 @@ public enum RequestAdmission {
                                signatureKeys: [String]) -> Result<Webhook, Refusal> {
         guard let signature = headers[WebhookSignature.headerName] else {
             return .failure(Refusal(status: 401, code: "missing_signature",
-                                    message: "the \(WebhookSignature.headerName) header is missing"))
+                                    message: "the \(WebhookSignature.headerName) header is missing", hint: signatureHint))
         }
         guard WebhookSignature.verify(body: body, notificationURL: notificationURL, header: signature,
                                       signatureKeys: signatureKeys) else {
             return .failure(Refusal(status: 401, code: "bad_signature",
-                                    message: "the signature does not match the notification URL and body"))
+                                    message: "the signature does not match the notification URL and body",
+                                    hint: signatureHint))
         }
         do {
             let notification = try WebhookNotification(body: body)

@@ -39,7 +39,7 @@ public struct JSONAnswer: Sendable, Equatable {
 
     /// A refusal of `RequestAdmission` (signature, body, content type) as an error answer.
     static func refusal(_ refusal: RequestAdmission.Refusal) -> JSONAnswer {
-        error(refusal.status, refusal.code, refusal.message)
+        error(refusal.status, refusal.code, refusal.message, hint: refusal.hint)
     }
 }
 

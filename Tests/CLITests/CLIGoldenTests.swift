@@ -32,6 +32,8 @@ struct CLIGoldenTests {
         ("diagnose-nested.json", ["diagnose", "edit-0010", "--json"]),
         ("diff.txt", ["diff", "--from", "2026-11-01", "--to", "2026-11-08"]),
         ("search-typo.txt", ["search", "crossant almnd"]),
+        // The README's example: no item of the sample says "coffee" and "mug" both.
+        ("search-readme.txt", ["search", "cofee mugg"]),
         ("search-sku.json", ["search", "PAS-021-2", "--json"]),
     ]
 

@@ -7,12 +7,14 @@ enum CatLedgerProcess {
 
     static var packageRoot: URL { PackagePaths.root }
 
-    /// Runs `catledger ARGUMENTS` from the package root with UTC and no colour.
-    static func run(_ arguments: [String]) throws -> Result {
+    /// Runs `catledger ARGUMENTS` from the package root with UTC and no colour; `overrides` sets
+    /// (or, with nil, removes) environment variables.
+    static func run(_ arguments: [String], environment overrides: [String: String?] = [:]) throws -> Result {
         var environment = ProcessInfo.processInfo.environment
         environment["TZ"] = "UTC"
         environment["NO_COLOR"] = "1"
         environment.removeValue(forKey: "CATLEDGER_DATA_DIR")
+        for (name, value) in overrides { environment[name] = value }
         return try ChildProcess.run("catledger", arguments, environment: environment, currentDirectory: packageRoot)
     }
 }

@@ -67,10 +67,19 @@ import Testing
         #expect(try search(database, "xqzv").isEmpty)
     }
 
-    @Test func everyQueryWordMustMatch() throws {
+    @Test func whenADocumentHoldsEveryQueryWordOnlySuchDocumentsAreFound() throws {
         let database = try indexed(cafe)
         let hits = try search(database, "coffee white")
         #expect(hits.map(\.variationId) == ["mug-white"])
+    }
+
+    @Test func withoutADocumentHoldingEveryWordAllButOneStillFind() throws {
+        let database = try indexed(cafe)
+        // No document says "ceramic": the mug is still found, before the coffees, because the last
+        // word names the thing.
+        #expect(try search(database, "ceramic mug").first?.itemId == "mug")
+        #expect(try search(database, "coffee mugs").first?.itemId == "mug")
+        #expect(try search(database, "xqzv plonk").isEmpty)
     }
 
     @Test func exactWordRanksAboveDescriptionMention() throws {

@@ -182,6 +182,21 @@ import Testing
         try await ledger.close()
     }
 
+    @Test func aReportWhoseResponseCannotBeReadLeavesNothingBehind() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let ledger = try Kit.ledger(in: directory)
+        let editor = SafeEditor(ledger: ledger, client: nil, merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
+        let requestBody = #"{"idempotency_key":"broken-report","object":{"type":"ITEM","id":"ITEM1","version":5,"item_data":{"name":"x"}}}"#
+        let report = AppReport(actor: "pos-sync", device: "backoffice", endpoint: "upsert",
+                               idempotencyKey: "broken-report", requestBody: requestBody, status: 200,
+                               responseBody: "<html>gateway timeout</html>", followUpBody: nil)
+        await #expect(throws: EditError.self) { try await editor.report(report) }
+        // The proposal is not written when its response is refused.
+        #expect(ledger.nextSequence == 0)
+        try await ledger.close()
+    }
+
     // MARK: Retries with an idempotency key (issue 26)
 
     @Test func aRetriedEditGetsTheFirstOutcomeFromTheLedgerWithoutARequestToSquare() async throws {

@@ -60,7 +60,7 @@ import Testing
         let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
         let router = LedgerServer.router(service: service, logger: Kit.logger)
         extraRoutes(router, service)
-        let app = Application(router: router)
+        let app = Application(router: router, logger: Kit.logger)
         do {
             try await app.test(.router) { client in try await body(root, service, client) }
         } catch {
@@ -323,7 +323,7 @@ import Testing
         defer { Kit.cleanUp(root) }
         let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root), logger: Kit.logger)
         do {
-            try await Application(router: LedgerServer.metricsRouter(service: service)).test(.router) { client in
+            try await Application(router: LedgerServer.metricsRouter(service: service), logger: Kit.logger).test(.router) { client in
                 let metrics = try await client.execute(uri: "/metrics", method: .get)
                 #expect(metrics.status == .ok && String(buffer: metrics.body).contains("catledger_webhooks_total"))
                 let conflicts = try await client.execute(uri: "\(Self.merchantPath)/conflicts", method: .get)

@@ -133,7 +133,11 @@ import Testing
         try await Self.withRouter { _, client in
             let body = ServerKit.notification(eventID: "evt-m")
             _ = try await Self.post(client, body, signature: ServerKit.signature(body))
-            _ = try await Self.post(client, body, signature: "AAAA")
+            let forged = try await Self.post(client, body, signature: "AAAA")
+            #expect(forged.status == .unauthorized)
+            let refusal = String(buffer: forged.body)
+            #expect(refusal.contains("bad_signature") && refusal.contains("signature key"), "\(refusal)")
+            #expect(!refusal.contains("Bearer"), "a webhook is not refused for an API token: \(refusal)")
             let health = try await client.execute(uri: "/healthz", method: .get)
             #expect(health.status == .ok)
             let metrics = try await client.execute(uri: "/metrics", method: .get)

@@ -22,14 +22,14 @@ struct LedgerAccess {
         }
     }
 
-    /// Opens the ledger for writing, creating it when needed: for the commands that bring data in or
-    /// create a ledger (init, import, sync, edit, serve, demo).
+    /// Opens the ledger for writing, creating it when needed: for the commands that create a ledger
+    /// or bring a first history in (init, import, serve, demo).
     func writer(options ledgerOptions: LedgerOptions = LedgerOptions()) throws -> Ledger {
         try Ledger.open(layout: layout, options: ledgerOptions, logger: try options.logger("catledger"))
     }
 
-    /// Opens an existing ledger for writing, for maintenance (compact, repair): a mistyped --data-dir
-    /// is "no ledger" (exit 4), never a new empty ledger.
+    /// Opens an existing ledger for writing, for maintenance (compact, repair) and for sync and edit:
+    /// a mistyped --data-dir is "no ledger" (exit 4), never a new empty ledger.
     func existingWriter(options ledgerOptions: LedgerOptions = LedgerOptions()) throws -> Ledger {
         _ = try reader()
         return try writer(options: ledgerOptions)

@@ -16,10 +16,18 @@ extension GlobalOptions {
     /// The retention horizon for `--retain DURATION` ("90d", "12 weeks", "36h"): now minus the span.
     func horizon(retaining duration: String) throws -> Int64 {
         let text = duration.trimmingCharacters(in: .whitespaces)
+        let hint = "give a span with its unit: 90d (days), 12w (weeks) or 36h (hours)"
         guard let first = text.first, first.isNumber, !text.lowercased().hasSuffix("ago") else {
-            throw CLIError(.usage, "cannot read the retention \"\(duration)\": give a span such as 90d, 12w or 36h")
+            throw CLIError(.usage, "cannot read the retention \"\(duration)\"", hint: hint)
         }
-        return try time("\(text) ago")
+        guard !text.allSatisfy(\.isNumber) else {
+            throw CLIError(.usage, "the retention \"\(duration)\" has no unit", hint: "write \(text)d for \(text) days; " + hint)
+        }
+        do {
+            return try time("\(text) ago")
+        } catch {
+            throw CLIError(.usage, "cannot read the retention \"\(duration)\"", hint: hint)
+        }
     }
 
     func asOf(at: String?, asKnownAt: String?) throws -> AsOf {

@@ -49,8 +49,7 @@ struct EditCommand: AsyncParsableCommand {
     @Option(help: "From which device.")
     var device = "catledger"
 
-    @Option(help: "The merchant id recorded on the events.")
-    var merchant = ProcessInfo.processInfo.environment["SQUARE_MERCHANT_ID"] ?? "UNKNOWN_MERCHANT"
+    @OptionGroup var merchant: MerchantOption
 
     @Option(help: "Idempotency key (reuse it to retry the same edit safely).")
     var idempotencyKey: String?
@@ -83,10 +82,11 @@ struct EditCommand: AsyncParsableCommand {
             let request = EditRequest(
                 objectID: id, price: price.flatMap(Self.minorUnits).map { .init(amount: $0, currency: currency, locationID: location) },
                 name: name, actor: actor, device: device, baseVersion: baseVersion, idempotencyKey: idempotencyKey)
-            let ledger = try LedgerAccess(options: global).writer()
+            let merchantID = try merchant.merchantID()
+            let ledger = try LedgerAccess(options: global).existingWriter()
             let result: EditResult
             do {
-                result = try await SafeEditor(ledger: ledger, client: client, merchantID: MerchantID(merchant), logger: logger)
+                result = try await SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: logger)
                     .edit(request)
             } catch let error as EditError {
                 try? await ledger.close()

@@ -132,8 +132,12 @@ struct ServeCommand: AsyncParsableCommand {
                     if json {
                         print(#"{"listening":"http://\#(configuration.host):\#(boundPort)"}"#)
                     } else {
-                        print("Serving \(merchantIDs.count) merchant(s) on http://\(configuration.host):\(boundPort) " +
-                              "(webhooks at /webhooks/square). Ctrl-C stops.")
+                        let shown = merchantIDs.prefix(5).joined(separator: ", ")
+                            + (merchantIDs.count > 5 ? " and \(merchantIDs.count - 5) more" : "")
+                        let metricsAt = configuration.metricsListen.map { " (also on \($0.host):\($0.port))" } ?? ""
+                        print("Serving \(merchantIDs.count == 1 ? "merchant" : "\(merchantIDs.count) merchants") \(shown) " +
+                              "on http://\(configuration.host):\(boundPort): Square webhooks POST /webhooks/square; " +
+                              "API /merchants/{id}/... (bearer token); /healthz; /metrics\(metricsAt). Ctrl-C stops.")
                         fflush(nil)
                     }
                 }

@@ -51,8 +51,7 @@ struct SyncCommand: AsyncParsableCommand {
     @Flag(help: "Fetch every object of every type, deleted ones included.")
     var full = false
 
-    @Option(help: "The merchant id recorded on the events.")
-    var merchant = ProcessInfo.processInfo.environment["SQUARE_MERCHANT_ID"] ?? "UNKNOWN_MERCHANT"
+    @OptionGroup var merchant: MerchantOption
 
     @Option(help: "Objects per search page (1...1000).")
     var pageLimit = 1000
@@ -65,13 +64,14 @@ struct SyncCommand: AsyncParsableCommand {
         try await reportingErrors(json: global.json) {
             let logger = try global.logger("catledger.sync")
             let client = SquareCatalogClient(configuration: try square.configuration(), logger: logger)
-            let ledger = try LedgerAccess(options: global).writer()
+            let merchantID = try merchant.merchantID()
+            let ledger = try LedgerAccess(options: global).existingWriter()
             let report: SyncReport
             do {
                 // Square does not say how many pages a sync has: the bar counts durable appends and their rate.
                 let bar = SharedProgressBar(ProgressBar("syncing", total: nil,
                                                         enabled: !global.json && Terminal.standardErrorIsTerminal))
-                let syncer = CatalogSyncer(ledger: ledger, client: client, merchantID: MerchantID(merchant),
+                let syncer = CatalogSyncer(ledger: ledger, client: client, merchantID: merchantID,
                                            pageLimit: pageLimit, logger: logger, afterAppend: { bar.advance() })
                 report = full ? try await syncer.syncFull() : try await syncer.syncIncremental()
                 bar.finish()
@@ -88,5 +88,21 @@ struct SyncCommand: AsyncParsableCommand {
             print("\(report.mode.capitalized) sync \(report.runID): \(report.pages) page(s), \(report.objectsReceived) object(s), " +
                   "\(report.eventsAppended) new event(s), \(report.duplicates) already known. Watermark \(report.latestTime ?? "none").")
         }
+    }
+}
+
+/// The seller whose catalog a command writes about: `--merchant`, else `$SQUARE_MERCHANT_ID`. There is
+/// no default: events recorded under a made-up merchant would be another seller's history.
+struct MerchantOption: ParsableArguments {
+    @Option(help: "The Square merchant (seller) id recorded on the events (default: $SQUARE_MERCHANT_ID).")
+    var merchant: String?
+
+    func merchantID() throws -> MerchantID {
+        let value = merchant ?? ProcessInfo.processInfo.environment["SQUARE_MERCHANT_ID"]
+        guard let value, !value.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw CLIError(.usage, "no merchant: this command records events for one Square seller",
+                           hint: "pass --merchant ID (the seller's merchant id, e.g. ML8CAFE0SIM01) or set SQUARE_MERCHANT_ID")
+        }
+        return MerchantID(value)
     }
 }

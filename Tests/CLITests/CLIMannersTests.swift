@@ -1,0 +1,51 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// The command line as people type it: `--version`, global options on either side of the verb,
+/// "did you mean" for a mistyped verb, no made-up merchant, no ledger created by a typo.
+@Suite("catledger manners")
+struct CLIMannersTests {
+    @Test func versionIsPrinted() throws {
+        let result = try CatLedgerProcess.run(["--version"])
+        #expect(result.status == 0)
+        #expect(result.standardOutput.hasPrefix("catledger "), "\(result.standardOutput)")
+    }
+
+    @Test func aMistypedVerbGetsDidYouMean() throws {
+        let result = try CatLedgerProcess.run(["histroy", "X", "--data-dir", CLIGoldenTests.ledger])
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("unknown command \"histroy\""), "\(result.standardError)")
+        #expect(result.standardError.contains("did you mean `catledger history`?"), "\(result.standardError)")
+        let nothingClose = try CatLedgerProcess.run(["zzzzzz"])
+        #expect(nothingClose.status == 64 && nothingClose.standardError.contains("catledger --help"))
+    }
+
+    @Test func globalOptionsMayComeBeforeTheVerb() throws {
+        let after = try CatLedgerProcess.run(["stats", "--data-dir", CLIGoldenTests.ledger, "--json", "--tz", "Europe/Paris"])
+        let before = try CatLedgerProcess.run(["--data-dir", CLIGoldenTests.ledger, "--json", "--tz=Europe/Paris", "stats"])
+        #expect(after.status == 0 && before.status == 0, "\(before.standardError)")
+        #expect(before.standardOutput == after.standardOutput)
+    }
+
+    @Test func syncAndEditNameTheirMerchantAndNeverCreateALedger() throws {
+        let missing = Scratch.path("typo")
+        let environment: [String: String?] = ["SQUARE_MERCHANT_ID": nil, "SQUARE_ACCESS_TOKEN": "sim"]
+        let noMerchant = try CatLedgerProcess.run(["sync", "--data-dir", CLIGoldenTests.ledger], environment: environment)
+        #expect(noMerchant.status == 64 && noMerchant.standardError.contains("no merchant"), "\(noMerchant.standardError)")
+        let edit = try CatLedgerProcess.run(["edit", "X", "--name", "y", "--data-dir", CLIGoldenTests.ledger], environment: environment)
+        #expect(edit.status == 64 && edit.standardError.contains("--merchant"), "\(edit.standardError)")
+        for verb in [["sync"], ["edit", "X", "--name", "y"]] {
+            let typo = try CatLedgerProcess.run(verb + ["--merchant", "M1", "--data-dir", missing], environment: environment)
+            #expect(typo.status == 4, "\(verb[0]) on a mistyped --data-dir: \(typo.standardError)")
+            #expect(typo.standardError.contains("catledger init"))
+            #expect(!FileManager.default.fileExists(atPath: missing), "\(verb[0]) created \(missing)")
+        }
+    }
+
+    @Test func aRetentionWithoutAUnitSaysSo() throws {
+        let result = try CatLedgerProcess.run(["compact", "--retain", "90", "--dry-run", "--data-dir", CLIGoldenTests.ledger])
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("has no unit") && result.standardError.contains("90d"), "\(result.standardError)")
+    }
+}

@@ -67,8 +67,8 @@ struct CLIRetentionTests {
 
     @Test("a retention that cannot be read, or --drop-price-history alone, exits 64 and says what to give")
     func badRetention() throws {
-        for (arguments, text) in [(["--retain", "banana"], "give a span such as 90d"),
-                                   (["--retain", "3 days ago"], "give a span such as 90d"),
+        for (arguments, text) in [(["--retain", "banana"], "give a span with its unit"),
+                                   (["--retain", "3 days ago"], "give a span with its unit"),
                                    (["--drop-price-history"], "needs --retain")] {
             let result = try CatLedgerProcess.run(["compact"] + arguments + ["--data-dir", CLIGoldenTests.ledger])
             #expect(result.status == 64, "catledger compact \(arguments): \(result.standardError)")

@@ -1,15 +1,10 @@
 // swift-tools-version:6.1
 // CatalogLedger: the complete, tamper-evident history of a Square catalog.
 //
-// Layers (dependencies point down only; see README.md and ../docs):
-//   Tools/catledger, Tools/ledger-bench, Tools/sample-gen      executables, thin
-//   LedgerServer                                              Hummingbird: webhooks, edit and query API
-//   CatalogIngest                                             Square responses, webhooks, edits -> events
-//   SquareAPI | CatalogProjections + CatalogSearch | LedgerIndex | SquareSimulator
-//   CatalogLedger                                             event store over LedgerStorage
-//   CatalogModel (pure domain) | LedgerStorage (bytes only) -> CLZ4 (system liblz4)
-//   SquareWire (Square's wire format, pure: under SquareAPI, SquareSimulator, CatalogModel) -> BoundedJSON
-// Test kits (LedgerStorageTesting, Tests/TestHelpers) are used by test targets and tools only.
+// The layers (dependencies point down only), what each module owns and how to extend them:
+// docs/DESIGN.md, the one copy of the diagram. Executables are thin; LedgerStorage knows bytes only;
+// CatalogModel is pure.
+// Test kits (LedgerStorageTesting, Tests/TestSupport) are used by test targets and tools only.
 // Each target declares exactly the modules its files import; `make test` checks it
 // (--explicit-target-dependency-import-check error).
 import PackageDescription
@@ -254,21 +249,24 @@ let package = Package(
         ),
 
         // MARK: Tests.
-        // Helpers shared by several test targets (the ledger-bench child process driver).
+        // The one test-support kit of every test target: the scratch directory, the child-process
+        // driver (catledger, ledger-bench), the seed of LedgerStorageTesting's seeded generator, a
+        // ledger in a scratch directory with a manual clock, the projection crash injection.
         .target(
-            name: "TestHelpers",
-            path: "Tests/TestHelpers"
+            name: "TestSupport",
+            dependencies: ["CatalogLedger", "CatalogProjections", "LedgerStorageTesting"],
+            path: "Tests/TestSupport"
         ),
         .testTarget(
             name: "LedgerStorageTests",
-            dependencies: ["LedgerStorage", "LedgerStorageTesting", "TestHelpers", .product(name: "SystemPackage", package: "swift-system")]
+            dependencies: ["LedgerStorage", "LedgerStorageTesting", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]
         ),
         .testTarget(name: "SquareWireTests", dependencies: ["SquareWire", "BoundedJSON"]),
-        .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON", "SquareWire"]),
+        .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON", "SquareWire", "LedgerStorageTesting", "TestSupport"]),
         .testTarget(
             name: "CatalogLedgerTests",
             dependencies: [
-                "CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "SquareWire", "TestHelpers",
+                "CatalogLedger", "CatalogModel", "LedgerStorage", "LedgerIndex", "SquareWire", "LedgerStorageTesting", "TestSupport",
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
@@ -276,14 +274,15 @@ let package = Package(
         .testTarget(
             name: "CatalogProjectionsTests",
             dependencies: [
-                "CatalogProjections", "CatalogLedger", "CatalogModel", "SquareWire", .product(name: "GRDB", package: "GRDB.swift"),
+                "CatalogProjections", "CatalogLedger", "CatalogModel", "SquareWire", "LedgerStorageTesting", "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         .testTarget(
             name: "SquareIntegrationTests",
             dependencies: [
-                "SquareAPI", "SquareSimulator", "SquareWire", "CatalogIngest", "LedgerServer", "CatalogModel", "CatalogLedger",
-                "CatalogProjections",
+                "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "SquareWire", "CatalogLedger",
+                "CatalogProjections", "LedgerQueries", "LedgerStorageTesting", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
@@ -294,16 +293,17 @@ let package = Package(
         ),
         .testTarget(
             name: "SampleDataTests",
-            dependencies: [
-                "CatalogIngest", "CatalogLedger", "CatalogModel", "SquareWire", .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            dependencies: ["CatalogIngest", "CatalogLedger", "CatalogModel", "SquareWire", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "BoundedJSON"], exclude: ["Golden"]),
+        .testTarget(
+            name: "CLITests", dependencies: ["CatalogLedger", "CatalogModel", "LedgerStorage", "BoundedJSON", "TestSupport"],
+            exclude: ["Golden"]
+        ),
         .testTarget(
             name: "ReliabilityTests",
             dependencies: [
                 "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer",
-                "CatalogProjections", "CatalogIngest", "BoundedJSON", "SquareWire",
+                "CatalogProjections", "CatalogIngest", "BoundedJSON", "SquareWire", "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),

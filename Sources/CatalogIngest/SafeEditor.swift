@@ -224,7 +224,8 @@ public struct SafeEditor: Sendable {
         var result = EditResult(status: .accepted, idempotencyKey: key, editSequence: editSequence,
                                 outcomeSequence: outcomeSequence, newVersions: [:], httpStatus: 200, errorCodes: [],
                                 diagnosis: nil)
-        switch try ledger.reader.event(at: outcomeSequence).body {
+        let outcome = try ledger.reader.event(at: outcomeSequence)
+        switch outcome.body {
         case .upsertAccepted(let accepted):
             for version in accepted.newVersions { result.newVersions[version.objectID.rawValue] = version.version }
         case .upsertRejected(let rejected):
@@ -233,8 +234,9 @@ public struct SafeEditor: Sendable {
             let codes = (try? SquareErrorBody(body: rejected.errorBody))?.errors.map(\.code.rawValue) ?? []
             result.errorCodes = codes
             if codes.contains("VERSION_MISMATCH") {
-                let diagnoser = VersionMismatchDiagnoser(events: try ledger.reader.allEvents())
-                result.diagnosis = try diagnoser.diagnose(rejectionSequence: outcomeSequence)
+                // The one diagnosis path, as `LedgerQueries.conflicts` takes it: the diagnosis index
+                // over the whole durable log, so `edit` and `conflicts` answer alike for one incident.
+                result.diagnosis = try DiagnosisIndex(events: try ledger.reader.allEvents()).diagnose(outcome)
             }
         default:
             break

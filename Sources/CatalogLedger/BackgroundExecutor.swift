@@ -13,7 +13,7 @@ import Darwin
 #endif
 import Foundation
 
-public final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
+package final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     /// The executor of the ledger's maintenance: server compaction and periodic snapshots (created on
     /// first use; its thread lives as long as the process, and runs one job at a time).
     public static let maintenance = BackgroundExecutor(name: "CatalogLedger.maintenance", niceIncrement: 10)

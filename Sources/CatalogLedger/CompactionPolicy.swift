@@ -1,4 +1,4 @@
-// Which events a compaction may drop (docs/FORMAT.md, "Event-level policy"). Pure: no I/O,
+// Which events a compaction may drop (docs/DESIGN.md, "Compaction and retention"). Pure: no I/O,
 // thread-safe (value types).
 //
 // The policy keeps every distinct version, tombstone, webhook, edit, acceptance, rejection, every
@@ -35,7 +35,7 @@ public enum CompactionDropReason: String, Sendable, CaseIterable {
 /// first (runs of one mode are sequential in the syncer; if they ever overlap, keeping is the safe
 /// side). Because each verdict depends only on facts of the log, it does not depend on how far the
 /// caller has read, once it is not `.unknown`.
-public struct SyncRunIndex: Sendable {
+package struct SyncRunIndex: Sendable {
     public enum Verdict: Sendable, Equatable {
         case superseded
         case kept
@@ -133,7 +133,7 @@ struct ObservationKeyDigest: Hashable, Sendable {
     func hash(into hasher: inout Hasher) { hasher.combine(first) }
 }
 
-public struct CompactionPolicy: Sendable {
+package struct CompactionPolicy: Sendable {
     /// Digests of the observation dedupe keys seen so far, in log order. Seed it with the events
     /// before the run.
     private var seenObservationKeys: Set<ObservationKeyDigest> = []

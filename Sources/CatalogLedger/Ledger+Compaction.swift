@@ -43,7 +43,8 @@ public struct LedgerCompactionOptions: Sendable {
     /// inside the run): replays already start near enough, and each snapshot costs a fold and a write.
     public var snapshotSpacingEvents: UInt64 = 100_000
     /// Retention horizon (ledger time, nanoseconds): observations older than it that the base fact
-    /// stands for are dropped (docs/FORMAT.md, "Retention"). nil (the default) keeps everything.
+    /// stands for are dropped (docs/DESIGN.md, "Compaction and retention"). nil (the default) keeps
+    /// everything.
     public var retainHorizon: Int64?
     /// Retention as a span before the moment the compaction starts (nanoseconds), for a schedule
     /// that keeps "the last 90 days" run after run; `retainHorizon` wins when both are set.

@@ -1,6 +1,7 @@
-// The compaction record of each run (docs/FORMAT.md, "What keeps compaction auditable"): a summary
-// file naming the old and new segment hashes and the dropped sequences by rule, and a
-// compactionMarker event whose `stateDigest` is the SHA-256 of that file.
+// The compaction record of each run (docs/DESIGN.md, "Compaction and retention"; the file is in
+// docs/FORMAT.md, "Compaction summary"): a summary file naming the old and new segment hashes and
+// the dropped sequences by rule, and a compactionMarker event whose `stateDigest` is the SHA-256 of
+// that file.
 
 import CatalogModel
 import Crypto
@@ -89,7 +90,7 @@ extension EventCodec {
     }
 
     /// Where the dedupe key's UTF-8 bytes lie in an encoded event (after the format version, kind,
-    /// merchant id and source byte; docs/FORMAT.md, "Event encoding").
+    /// merchant id and source byte; docs/FORMAT.md, "Record payloads: events").
     private static func peekDedupeKeyRange(_ payload: [UInt8]) -> Range<Int>? {
         var offset = 2
         func varint() -> Int? {

@@ -1,6 +1,6 @@
-// Retention inside `Ledger.compact` (docs/FORMAT.md, "Retention"): plan over the whole durable log,
-// append the retained price-history records (durable before any drop), then the compaction runs
-// drop what the plan names under the rule `retention`.
+// Retention inside `Ledger.compact` (docs/DESIGN.md, "Compaction and retention"): plan over the
+// whole durable log, append the retained price-history records (durable before any drop), then the
+// compaction runs drop what the plan names under the rule `retention`.
 
 import CatalogModel
 import Foundation

@@ -1,6 +1,6 @@
-// The retention rule (docs/FORMAT.md, "Retention"): which observations older than a horizon a
-// compaction may drop because the object's base fact at the horizon stands for them. Pure: events
-// are noted in log order, then `plan()` decides. Thread-safety: value types.
+// The retention rule (docs/DESIGN.md, "Compaction and retention"): which observations older than a
+// horizon a compaction may drop because the object's base fact at the horizon stands for them.
+// Pure: events are noted in log order, then `plan()` decides. Thread-safety: value types.
 //
 // What it keeps, and why: every tombstone (deletions are audit facts of their own); the base fact
 // and its two anchors (the facts field diffs and prices after the base are computed from when the
@@ -12,7 +12,7 @@
 import CatalogModel
 
 /// What retention drops and which objects get a retained price-history record.
-public struct RetentionPlan: Sendable {
+package struct RetentionPlan: Sendable {
     /// One object that loses facts.
     public struct ObjectRetention: Sendable {
         public var objectID: CatalogObjectID
@@ -37,7 +37,7 @@ public struct RetentionPlan: Sendable {
 }
 
 /// Learns the log in order and plans retention at `horizon`.
-public struct RetentionPlanner: Sendable {
+package struct RetentionPlanner: Sendable {
     struct FactSummary {
         var header: CatalogFactHeader
         var dedupeKey: String

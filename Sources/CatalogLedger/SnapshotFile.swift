@@ -20,7 +20,7 @@ public struct SnapshotInfo: Sendable, Hashable, Codable {
     public var dedupeCount: Int
 }
 
-/// A snapshot file: `snapshots/<20-digit sequence>.snap` (docs/FORMAT.md, "Snapshots").
+/// A snapshot file: `snapshots/<20-digit sequence>.snap` (docs/FORMAT.md, "Snapshot files").
 ///
 ///     magic "CLSNAP03" (8) | info length u32 LE | info (JSON) | state length u64 LE | state bytes
 ///     | SHA-256 of all before (32)

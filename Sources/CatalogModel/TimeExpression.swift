@@ -13,7 +13,7 @@ import SquareWire
 /// - raw clocks: `@1700000000000` (Unix milliseconds, as Square versions are) and `ns:1700000000000000000`.
 ///
 /// Parsing is pure: the caller supplies `now` and the time zone, so the result is reproducible.
-public struct TimeExpression: Sendable, Equatable {
+package struct TimeExpression: Sendable, Equatable {
     /// Nanoseconds since the Unix epoch, UTC.
     public let nanosecondsSinceEpoch: Int64
     /// The text as given, for messages.
@@ -26,7 +26,7 @@ public struct TimeExpression: Sendable, Equatable {
 }
 
 /// A time expression that could not be read; the message lists the accepted forms.
-public struct TimeExpressionError: Error, Equatable, CustomStringConvertible, Sendable {
+package struct TimeExpressionError: Error, Equatable, CustomStringConvertible, Sendable {
     public let text: String
     public let reason: String
 

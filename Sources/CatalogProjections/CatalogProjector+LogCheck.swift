@@ -31,7 +31,7 @@ struct CheckpointAnchor: Hashable, Sendable {
 }
 
 /// How a projection's checkpoint relates to the log it reads: whether catching up from it is sound.
-public enum CheckpointAgreement: Sendable, Hashable, CustomStringConvertible {
+package enum CheckpointAgreement: Sendable, Hashable, CustomStringConvertible {
     /// Nothing is applied yet.
     case empty
     /// The event at the checkpoint is in the log, unchanged.
@@ -77,7 +77,7 @@ extension CatalogProjector {
     /// other kept: an older projection only catches up, but a projection holding events the log
     /// lost must be rebuilt, or it would keep them forever and skip the events that reuse their
     /// sequences.
-    public func checkpointAgreement() throws -> CheckpointAgreement {
+    package func checkpointAgreement() throws -> CheckpointAgreement {
         let (checkpoint, anchor) = try Self.databaseCall(databasePath) {
             try database.read { db in (try ProjectionWriter.checkpoint(in: db), try ProjectionWriter.checkpointAnchor(in: db)) }
         }

@@ -28,7 +28,7 @@ public struct ProjectorOptions: Sendable {
     /// it a short checkpoint and its syncs (9 to 20 ms measured under load).
     public var followWALFramesMax: Int? = 65_536
     /// While following, receives the timing of each commit and checkpoint (for measurement).
-    public var followTrace: (@Sendable (FollowTraceEvent) -> Void)?
+    package var followTrace: (@Sendable (FollowTraceEvent) -> Void)?
     /// With `followTrace`, also profiles every statement of a commit and sums its time by table
     /// (SQLite's statement profiling; it slows the commit down a little).
     public var followProfilesStatements = false

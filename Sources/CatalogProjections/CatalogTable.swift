@@ -2,7 +2,7 @@ import CatalogModel
 import GRDB
 
 /// The typed catalog tables and the columns each adds to the fact columns every table carries.
-public enum CatalogTable: String, Sendable, CaseIterable, Codable {
+package enum CatalogTable: String, Sendable, CaseIterable, Codable {
     case categories
     case catalogItems = "catalog_items"
     case itemVariations = "item_variations"

@@ -3,14 +3,14 @@ import GRDB
 /// What the follower did and when, reported to `ProjectorOptions.followTrace` for measurement
 /// (the lag benchmark breaks the append-to-visible time down with it). Tracing costs a few clock
 /// reads per commit; with no observer nothing is reported.
-public enum FollowTraceEvent: Sendable {
+package enum FollowTraceEvent: Sendable {
     case commit(FollowCommitTiming)
     case checkpoint(FollowCheckpointTiming)
 }
 
 /// One projection transaction of `follow`, from the first of its events reaching the follower to
 /// the end of its commit.
-public struct FollowCommitTiming: Sendable {
+package struct FollowCommitTiming: Sendable {
     public var firstSequence: UInt64
     public var lastSequence: UInt64
     /// When the log follower handed over the first event of the batch.
@@ -37,7 +37,7 @@ public struct FollowCommitTiming: Sendable {
 
 /// One WAL checkpoint run while following: by the checkpointer on its own connection, or by the
 /// follower on the writing connection between two batches (to let the WAL start over).
-public struct FollowCheckpointTiming: Sendable {
+package struct FollowCheckpointTiming: Sendable {
     public var startedAt: ContinuousClock.Instant
     public var finishedAt: ContinuousClock.Instant
     /// Frames in the WAL, and frames copied into the database file, as SQLite reports them.

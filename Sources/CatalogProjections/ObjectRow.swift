@@ -6,7 +6,7 @@ import SquareWire
 /// The rows one winning fact becomes: its `catalog_objects` row, its typed-table row, and for an
 /// item its category links. A value; `RowMapping.row(for:)` makes it and `ProjectionWriter`
 /// stores it.
-public struct ObjectRow: Sendable, Hashable {
+package struct ObjectRow: Sendable, Hashable {
     public var fact: ObjectFact
     public var table: CatalogTable
     /// Values of `table.typedColumns`, in order.
@@ -39,7 +39,7 @@ public struct LocationPriceOverride: Sendable, Hashable, Codable {
 
 /// The row mapping: a pure function from a winning fact to its rows. The live projector, rebuild,
 /// replay and the consistency check all call it, so they cannot drift apart.
-public enum RowMapping {
+package enum RowMapping {
     public static func row(for fact: ObjectFact) -> ObjectRow {
         let table = CatalogTable.table(for: fact.header.objectType)
         // A tombstone from a delete response has no payload; a payload that does not parse keeps

@@ -2,7 +2,7 @@ import CatalogModel
 
 /// One row of `price_history`: a price of a variation or modifier changed when a new version
 /// became the winner.
-public struct PriceHistoryRow: Sendable, Hashable, Codable {
+package struct PriceHistoryRow: Sendable, Hashable, Codable {
     /// The event that made the new version the winner.
     public var sequence: UInt64
     public var objectID: String
@@ -55,7 +55,7 @@ struct PricePoint: Equatable {
 /// The projection follows winners in ledger order, so a late old version (never a winner) and a
 /// re-observation (the same fact) add nothing. The full audit of every version ever learned,
 /// winner or not, is `CatalogHistory.priceHistory(of:)`.
-public enum PriceHistoryRule {
+package enum PriceHistoryRule {
     public static func tracks(_ type: CatalogObjectType) -> Bool { type == .itemVariation || type == .modifier }
 
     public static func rows(previous: ObjectFact?, next: ObjectFact, sequence: UInt64, recordedAt: Int64) -> [PriceHistoryRow] {
@@ -93,10 +93,10 @@ public enum PriceHistoryRule {
 }
 
 extension PriceHistoryRule {
-    /// The rows of a retained price-history record (docs/FORMAT.md, "Retention"): they replace
-    /// every row of the object up to the record's base fact, in a live projection (whose rows came
-    /// from the facts retention later dropped) and in a rebuilt one (which never saw those facts)
-    /// alike, so both hold the same rows. Changes the point does not admit are left out.
+    /// The rows of a retained price-history record (docs/DESIGN.md, "Compaction and retention"):
+    /// they replace every row of the object up to the record's base fact, in a live projection (whose
+    /// rows came from the facts retention later dropped) and in a rebuilt one (which never saw those
+    /// facts) alike, so both hold the same rows. Changes the point does not admit are left out.
     public static func rows(retained record: RetainedPriceHistory, admittedAt point: AsOf) -> [PriceHistoryRow] {
         record.changes.compactMap { change -> PriceHistoryRow? in
             if let t = point.squareTimeMax, change.updatedAtNanos > t { return nil }

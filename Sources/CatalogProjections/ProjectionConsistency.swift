@@ -5,7 +5,7 @@ import GRDB
 
 /// The outcome of a consistency check: per table, the digest of the projection and of the fold of
 /// the log at the projection's checkpoint, and the first differing key when they differ.
-public struct ConsistencyReport: Sendable, Hashable, Codable {
+package struct ConsistencyReport: Sendable, Hashable, Codable {
     public struct TableResult: Sendable, Hashable, Codable {
         public var table: String
         public var projectionDigest: String
@@ -22,7 +22,7 @@ public struct ConsistencyReport: Sendable, Hashable, Codable {
     public var differences: [TableResult] { tables.filter { $0.firstDifferingKey != nil } }
 }
 
-public enum ProjectionConsistency {
+package enum ProjectionConsistency {
     /// Compares the projection in `database` with the fold of `reader`'s log through the
     /// projection's checkpoint, built into a temporary file beside `scratchDirectory` by the same
     /// row mapping and writer (a temporary directory when nil).

@@ -3,7 +3,7 @@ import GRDB
 
 /// A SHA-256 digest of one projection table over a canonical row order, and the row keys and
 /// hashes it was made from (to name the first difference).
-public struct TableDigest: Sendable, Hashable, Codable {
+package struct TableDigest: Sendable, Hashable, Codable {
     public var table: String
     public var rowCount: Int
     /// Hex SHA-256 over the hashes of the rows, in key order.
@@ -65,7 +65,7 @@ public struct TableDigest: Sendable, Hashable, Codable {
 /// (they say where the content came from, not what it is), and so are the search index's
 /// internal ids, which depend on insertion order: documents are digested by their (item,
 /// variation) key with their categories, and terms by word with their document counts.
-public enum ProjectionDigest {
+package enum ProjectionDigest {
     /// (table name, canonical SELECT, number of leading key columns).
     static let queries: [(String, String, Int)] = {
         var result: [(String, String, Int)] = [("catalog_objects", "SELECT * FROM catalog_objects ORDER BY id", 1)]

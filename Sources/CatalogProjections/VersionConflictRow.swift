@@ -3,7 +3,7 @@ import CatalogModel
 import Foundation
 
 /// One row of `version_conflicts`: an `upsertRejected` event with its diagnosis.
-public struct VersionConflictRow: Sendable, Hashable, Codable {
+package struct VersionConflictRow: Sendable, Hashable, Codable {
     public var sequence: UInt64
     public var recordedAt: Int64
     public var idempotencyKey: String

@@ -150,7 +150,7 @@ public final class HistoryIndex: Sendable {
 }
 
 /// An operating error of the history index, with what to do about it.
-public struct HistoryIndexError: Error, CustomStringConvertible, Sendable {
+package struct HistoryIndexError: Error, CustomStringConvertible, Sendable {
     public enum Code: String, Sendable { case unavailable }
     public var code: Code
     public var message: String

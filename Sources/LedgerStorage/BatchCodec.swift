@@ -4,7 +4,7 @@ import CLZ4
 import Crypto
 
 /// The fixed 80-byte header of a batch, as parsed (not yet checked against its body).
-public struct BatchHeader: Sendable, Equatable {
+package struct BatchHeader: Sendable, Equatable {
     public var crc: UInt32
     public var compression: CompressionKind
     public var count: UInt32
@@ -65,7 +65,7 @@ public struct BatchHeader: Sendable, Equatable {
 }
 
 /// A batch ready to write, with the facts the writer keeps about it.
-public struct EncodedBatch: Sendable {
+package struct EncodedBatch: Sendable {
     public var bytes: [UInt8]
     public var hash: [UInt8]
     public var baseSequence: UInt64
@@ -74,7 +74,7 @@ public struct EncodedBatch: Sendable {
     public var lastLedgerTime: Int64
 }
 
-public enum BatchCodec {
+package enum BatchCodec {
     /// Encodes records whose ledger times are already final (non-decreasing).
     ///
     /// The durable append path spends most of its CPU here, so the default (fast LZ4) path copies
@@ -232,7 +232,7 @@ public enum BatchCodec {
 }
 
 /// LZ4 block compression through the system liblz4.
-public enum LZ4Block {
+package enum LZ4Block {
     /// The room LZ4 may need to compress `count` bytes; nil past its input limit.
     public static func compressBound(_ count: Int) -> Int? {
         guard count <= Int(LZ4_MAX_INPUT_SIZE) else { return nil }

@@ -3,7 +3,7 @@
 
 import CCRC32C
 
-public enum CRC32C {
+package enum CRC32C {
     /// Whether `update` uses the CPU's instruction; read once.
     public static let usesHardware = ccrc32c_hardware_available() != 0
 

@@ -8,7 +8,7 @@ import Glibc
 import Darwin
 #endif
 
-public struct CommitStatistics: Sendable, Equatable {
+package struct CommitStatistics: Sendable, Equatable {
     /// Groups taken from the queue of append calls by the commit thread.
     public var groups: Int = 0
     /// Append calls committed (or failed) in those groups.

@@ -3,7 +3,7 @@
 // and by tests. Pure: no I/O, thread-safe.
 
 /// The decoded content of a compacted segment.
-public struct CompactedSegmentContents: Sendable {
+package struct CompactedSegmentContents: Sendable {
     public var header: SegmentHeader
     public var footer: CompactedSegmentFooter
     public var records: [StoredRecord]
@@ -11,7 +11,7 @@ public struct CompactedSegmentContents: Sendable {
     public var batches: [SparseIndexEntry]
 }
 
-public enum CompactedSegmentDecoder {
+package enum CompactedSegmentDecoder {
     /// Decodes `bytes` as the compacted segment named by `base` whose first batch links to
     /// `chainInHash`. Throws the first problem found, located in `displayName`.
     public static func decode(_ bytes: [UInt8], base: UInt64, chainInHash: [UInt8], displayName: String) throws -> CompactedSegmentContents {

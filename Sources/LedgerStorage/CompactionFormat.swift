@@ -18,7 +18,7 @@ extension LogFormat {
 
 /// The footer of a compacted segment: the ordinary footer fields describing the kept records, plus
 /// the covered sequence range and the chain-out hash the next segment links to.
-public struct CompactedSegmentFooter: Sendable, Equatable {
+package struct CompactedSegmentFooter: Sendable, Equatable {
     public var recordCount: UInt64
     public var batchCount: UInt32
     public var lastLedgerTime: Int64

@@ -1,6 +1,7 @@
-// The COMPACTION journal (docs/FORMAT.md, "Compaction", crash-safe protocol): written atomically
-// after the compacted segment is verified, it is the commit point of a run. The switch it
-// describes is idempotent, so a writer open that finds the journal rolls the run forward.
+// The COMPACTION journal (docs/FORMAT.md, "COMPACTION"; the protocol is in docs/DESIGN.md,
+// "Compaction and retention"): written atomically after the compacted segment is verified, it is
+// the commit point of a run. The switch it describes is idempotent, so a writer open that finds the
+// journal rolls the run forward.
 
 import Crypto
 import SystemPackage

@@ -3,7 +3,7 @@
 // result under a temporary name, re-reads it with `CompactedSegmentDecoder` and swaps it in.
 
 /// What a compaction of one run produced: the file bytes, its sparse index and what was dropped.
-public struct CompactedSegment: Sendable {
+package struct CompactedSegment: Sendable {
     public var bytes: [UInt8]
     public var index: SparseIndex
     public var footer: CompactedSegmentFooter
@@ -30,7 +30,7 @@ public struct CompactionRewriteOptions: Sendable {
     }
 }
 
-public enum CompactionRewriter {
+package enum CompactionRewriter {
     /// Rewrites a run covering `base...` the last record's sequence, keeping the records `keep`
     /// accepts with their original sequence, ledger time and payload.
     ///

@@ -58,7 +58,7 @@ extension LedgerFile {
 /// A file system that wraps another and forwards every call it does not implement itself: the
 /// verifier's exact reads, and the test and benchmark wrappers that inject faults, stale sizes or
 /// delays. Conformers implement `open` (to wrap the files) and whatever else they change.
-public protocol ForwardingFileSystem: FileSystem {
+package protocol ForwardingFileSystem: FileSystem {
     /// The wrapped file system.
     var baseFileSystem: any FileSystem { get }
 }
@@ -75,7 +75,7 @@ extension ForwardingFileSystem {
 
 /// A file that wraps another and forwards every call it does not implement itself (see
 /// `ForwardingFileSystem`).
-public protocol ForwardingLedgerFile: LedgerFile {
+package protocol ForwardingLedgerFile: LedgerFile {
     var wrapped: any LedgerFile { get }
 }
 

@@ -4,7 +4,7 @@
 import Logging
 import SystemPackage
 
-public struct RepairReport: Sendable {
+package struct RepairReport: Sendable {
     /// The problem the repair cut at; nil when the log had no damage.
     public var firstDamage: LedgerStorageError?
     /// The segment cut short, and where.
@@ -19,7 +19,7 @@ public struct RepairReport: Sendable {
     public var applied = false
 }
 
-public enum LogRepair {
+package enum LogRepair {
     /// Truncates the log just before its first damaged batch (or segment) and removes everything after
     /// it. With `confirm == false` nothing changes and the report is the plan. Takes the writer lock.
     public static func truncateAtFirstDamage(

@@ -1,5 +1,5 @@
-// Compaction of a run of sealed segments inside the writer process (docs/FORMAT.md, "Compaction",
-// crash-safe protocol): write under a temporary name, verify by re-reading, journal, then switch
+// Compaction of a run of sealed segments inside the writer process (docs/DESIGN.md, "Compaction and
+// retention", the protocol): write under a temporary name, verify by re-reading, journal, then switch
 // the manifest and files on the commit thread, with no group awaiting its sync, so the switch never
 // interleaves with a commit or roll. Appends continue while the new segment is built; only the
 // switch waits for the commit thread.

@@ -137,7 +137,7 @@ public final class LogWriter: @unchecked Sendable {
     }
 
     /// A snapshot of the group-commit counters and stage timings since open.
-    public var commitStatistics: CommitStatistics { statisticsLock.withLock { statistics } }
+    package var commitStatistics: CommitStatistics { statisticsLock.withLock { statistics } }
 
     /// Adds one stage's figures to the statistics. Called by the commit and sync threads.
     func noteStatistics(_ update: (inout CommitStatistics) -> Void) {

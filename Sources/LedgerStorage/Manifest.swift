@@ -10,7 +10,7 @@ public struct ManifestEntry: Sendable, Equatable {
     public var compaction: CompactionExtent? = nil
 }
 
-public struct Manifest: Sendable, Equatable {
+package struct Manifest: Sendable, Equatable {
     public var sealed: [ManifestEntry]
 
     public init(sealed: [ManifestEntry]) { self.sealed = sealed }

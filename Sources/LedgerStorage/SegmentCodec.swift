@@ -1,6 +1,6 @@
 // Segment header and sealed-segment footer (docs/FORMAT.md). Pure: no I/O, thread-safe.
 
-public struct SegmentHeader: Sendable, Equatable {
+package struct SegmentHeader: Sendable, Equatable {
     public var baseSequence: UInt64
     public var createdAt: Int64
     /// Header flags: `LogFormat.segmentFlagCompacted` (docs/FORMAT.md, "Compaction") and
@@ -55,7 +55,7 @@ public struct SegmentHeader: Sendable, Equatable {
     public var isPreallocated: Bool { flags & LogFormat.segmentFlagPreallocated != 0 }
 }
 
-public struct SegmentFooter: Sendable, Equatable {
+package struct SegmentFooter: Sendable, Equatable {
     public var recordCount: UInt64
     public var batchCount: UInt32
     public var lastLedgerTime: Int64

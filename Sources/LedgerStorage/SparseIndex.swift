@@ -2,13 +2,13 @@
 // batch, giving its base sequence, first ledger time and byte offset. It is written as two files,
 // `.sidx` (sequence -> offset) and `.tidx` (ledger time -> sequence). Pure codec; thread-safe.
 
-public struct SparseIndexEntry: Sendable, Equatable {
+package struct SparseIndexEntry: Sendable, Equatable {
     public var sequence: UInt64
     public var ledgerTime: Int64
     public var byteOffset: UInt64
 }
 
-public struct SparseIndex: Sendable, Equatable {
+package struct SparseIndex: Sendable, Equatable {
     public var segmentBase: UInt64
     public var entries: [SparseIndexEntry]
 

@@ -1,6 +1,7 @@
 import CatalogLedger
 import Foundation
 import LedgerStorage
+import TestSupport
 import Testing
 
 /// Every kind of bad input gets the documented message and exit code (see `catledger --help`),
@@ -8,7 +9,7 @@ import Testing
 @Suite("catledger bad input", .serialized)
 struct CLIErrorTests {
     static func ledgerCopy() throws -> String {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("catledger-err-\(UUID().uuidString)").path
+        let path = Scratch.path("err")
         try FileManager.default.copyItem(atPath: CLIGoldenTests.ledger, toPath: path)
         return path
     }
@@ -89,7 +90,7 @@ struct CLIErrorTests {
 
     @Test("a malformed recording line exits 64 naming file and line, and writes nothing")
     func badRecording() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString)").path
+        let path = Scratch.path("bad")
         let file = path + ".jsonl"
         try #"{"type":"sync_started","at":"2026-10-01T00:00:00Z","run_id":"r1","mode":"full"}"#
             .appending("\n{not json\n").write(toFile: file, atomically: true, encoding: .utf8)

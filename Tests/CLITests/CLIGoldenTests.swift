@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The CLI's output on the bundled cafe history, table and JSON, pinned by golden files in
@@ -7,7 +8,7 @@ import Testing
 struct CLIGoldenTests {
     /// One imported copy of the cafe history for every test of the suite.
     static let ledger: String = {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("catledger-cli-\(UUID().uuidString)").path
+        let path = Scratch.path("cli")
         let result = try? CatLedgerProcess.run(["import", "data-samples/cafe/cafe-history.jsonl", "--data-dir", path])
         precondition(result?.status == 0, "importing the sample failed: \(result?.standardError ?? "no result")")
         return path
@@ -53,7 +54,7 @@ struct CLIGoldenTests {
 
     @Test("replay writes a database the query commands read with --db")
     func replayThenQuery() throws {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString).sqlite").path
+        let out = (Scratch.path("replay") + ".sqlite")
         defer { try? FileManager.default.removeItem(atPath: out) }
         let replay = try CatLedgerProcess.run(["replay", "--at", "2026-10-05", "--out", out, "--data-dir", Self.ledger])
         #expect(replay.status == 0, "\(replay.standardError)")

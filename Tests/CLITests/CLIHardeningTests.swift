@@ -1,6 +1,7 @@
 import CatalogLedger
 import Foundation
 import LedgerStorage
+import TestSupport
 import Testing
 
 /// Issue 26: honest exit codes and hints, damage said out loud, no ledger created by a read.
@@ -58,7 +59,7 @@ struct CLIHardeningTests {
 
     @Test("read and maintenance commands on a missing data directory exit 4 and create nothing")
     func missingLedgerIsNeverCreated() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("catledger-missing-\(UUID().uuidString)").path
+        let path = Scratch.path("missing")
         defer { try? FileManager.default.removeItem(atPath: path) }
         let commands: [[String]] = [
             ["compact", "--dry-run"], ["compact"], ["compact", "--retain", "90d", "--dry-run"], ["repair"], ["repair", "--confirm"],

@@ -1,5 +1,6 @@
 import BoundedJSON
 import Foundation
+import TestSupport
 import Testing
 
 /// `catledger import` of hostile recordings, one test per class (the server's side is
@@ -13,7 +14,7 @@ struct CLIHostileImportTests {
 
     /// Imports `lines` (bytes, one per line) into a fresh ledger and returns the result and the event count.
     static func importLines(_ lines: [[UInt8]]) throws -> (result: CatLedgerProcess.Result, events: Int?, file: String) {
-        let base = FileManager.default.temporaryDirectory.appendingPathComponent("hostile-\(UUID().uuidString)").path
+        let base = Scratch.path("hostile")
         let file = base + ".jsonl"
         let ledger = base + "-ledger"
         defer { try? FileManager.default.removeItem(atPath: file); try? FileManager.default.removeItem(atPath: ledger) }
@@ -139,7 +140,7 @@ struct CLIHostileImportTests {
 
     @Test("ids with path characters are ids: imported, and no file is made outside the ledger")
     func pathCharacterIDs() throws {
-        let outside = FileManager.default.temporaryDirectory.appendingPathComponent("escape-\(UUID().uuidString)").path
+        let outside = Scratch.path("escape")
         let relative = "../../../../../../../../.." + outside
         let line = Self.responseLine(body: #"{"objects":[{"type":"ITEM","id":"\#(relative)","version":1,"item_data":{"name":"x"}}]}"#)
         let withMerchant = line.replacingOccurrences(of: #""merchant_id":"M1""#, with: #""merchant_id":"\#(relative)""#)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// The command line as people type it: `--version`, global options on either side of the verb,
@@ -28,7 +29,7 @@ struct CLIMannersTests {
     }
 
     @Test func syncAndEditNameTheirMerchantAndNeverCreateALedger() throws {
-        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("catledger-typo-\(UUID().uuidString)").path
+        let missing = Scratch.path("typo")
         let environment: [String: String?] = ["SQUARE_MERCHANT_ID": nil, "SQUARE_ACCESS_TOKEN": "sim"]
         let noMerchant = try CatLedgerProcess.run(["sync", "--data-dir", CLIGoldenTests.ledger], environment: environment)
         #expect(noMerchant.status == 64 && noMerchant.standardError.contains("no merchant"), "\(noMerchant.standardError)")

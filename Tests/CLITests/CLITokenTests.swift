@@ -1,11 +1,12 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `catledger token create|list|revoke`: the secret is printed once and never stored; the file is 0600.
 @Suite("catledger token", .serialized)
 struct CLITokenTests {
     static func dataRoot() -> String {
-        FileManager.default.temporaryDirectory.appendingPathComponent("catledger-tokens-\(UUID().uuidString)").path
+        Scratch.path("tokens")
     }
 
     @Test("create prints the secret once; the file is 0600 and holds only a salted digest; list and revoke")

@@ -1,6 +1,8 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerStorageTesting
+import TestSupport
 import Testing
 
 /// As-of queries through snapshots equal the plain fold of the whole history.

@@ -8,6 +8,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
 import SquareWire
 
 struct AuditHistoryGenerator {

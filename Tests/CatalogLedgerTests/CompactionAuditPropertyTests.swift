@@ -8,6 +8,8 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
+import TestSupport
 import Testing
 
 /// The answers compared before and after compaction.

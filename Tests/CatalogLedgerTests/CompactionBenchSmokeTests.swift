@@ -1,23 +1,17 @@
 import Foundation
-import TestHelpers
+import TestSupport
 import Testing
 
 @Suite("ledger-bench compaction smoke test")
 struct CompactionBenchSmokeTests {
     @Test("`ledger-bench compaction --quick --json` runs on a small log and reports every figure")
     func quickRunReportsFigures() throws {
-        let process = Process()
-        process.executableURL = try ChildProcess.benchExecutable()
-        let directory = NSTemporaryDirectory() + "ledger-bench-compaction-smoke-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        process.arguments = ["compaction", "--quick", "--events", "6000", "--json", "--work-dir", directory]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let directory = Scratch.path("bench-compaction-smoke")
+        defer { Scratch.remove(directory) }
+        let finished = try ChildProcess.run(
+            "ledger-bench", ["compaction", "--quick", "--events", "6000", "--json", "--work-dir", directory])
+        let data = finished.standardOutputData
+        #expect(finished.status == 0)
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(String(decoding: data, as: UTF8.self))")
         for name in [
             "events", "sealed_segments", "bytes_before", "bytes_after", "bytes_saved", "events_dropped_duplicate_observation",

@@ -8,7 +8,8 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
-import TestHelpers
+import LedgerStorageTesting
+import TestSupport
 import Testing
 
 @Suite struct CompactionKillTests {
@@ -70,7 +71,7 @@ import Testing
                 acknowledged.removeAll()
                 markersBefore = 0
             }
-            let child = try ChildProcess.launch(arguments: [
+            let child = try ChildProcess.launch("ledger-bench", [
                 "compaction-kill-child", "--dir", directory.layout.root.string, "--seed", String(seed &+ UInt64(round)),
             ])
             try child.waitUntilReady()

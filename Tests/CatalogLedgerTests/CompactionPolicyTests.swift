@@ -3,6 +3,7 @@
 
 @testable import CatalogLedger
 import CatalogModel
+import TestSupport
 import Testing
 
 @Suite struct CompactionPolicyTests {

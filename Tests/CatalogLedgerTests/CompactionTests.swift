@@ -6,6 +6,8 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import LedgerStorageTesting
+import TestSupport
 import Testing
 
 @Suite struct CompactionTests {

@@ -8,6 +8,8 @@ import CatalogModel
 import Foundation
 import LedgerIndex
 import LedgerStorage
+import LedgerStorageTesting
+import TestSupport
 import Testing
 
 @Suite struct HistoryIndexTests {

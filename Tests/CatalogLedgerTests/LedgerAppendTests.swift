@@ -2,6 +2,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerStorage
+import TestSupport
 import Testing
 
 /// Idempotent append: a dedupe key is written once, and the caller learns where it is.

@@ -1,6 +1,7 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import TestSupport
 import Testing
 
 /// Snapshots of format 2 were folded under the earlier join rule (a payload-hash tie-break between

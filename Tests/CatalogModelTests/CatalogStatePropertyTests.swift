@@ -1,4 +1,6 @@
 import Foundation
+import LedgerStorageTesting
+import TestSupport
 import Testing
 @testable import CatalogModel
 
@@ -57,11 +59,6 @@ struct RandomHistory {
 
 @Suite("CatalogState fold properties")
 struct CatalogStatePropertyTests {
-    static func seed() -> UInt64 {
-        let seed = UInt64.random(in: 0...UInt64.max)
-        return seed
-    }
-
     /// The specification the fold must meet, written naively: per object, among admitted facts,
     /// the greatest version, a tombstone winning a tie.
     static func reference(_ events: [LedgerEvent], _ point: AsOf) -> [CatalogObjectID: (Int64, Bool)] {
@@ -80,7 +77,7 @@ struct CatalogStatePropertyTests {
 
     @Test("snapshot of a prefix plus the suffix equals the fold of everything, as of random T and K")
     func snapshotPlusSuffix() throws {
-        let seed = Self.seed()
+        let seed = SeededGenerator.seed()
         print("CatalogStatePropertyTests.snapshotPlusSuffix seed \(seed)")
         var rng = SeededGenerator(seed: seed)
         for round in 0..<200 {
@@ -103,7 +100,7 @@ struct CatalogStatePropertyTests {
 
     @Test("applying duplicates changes nothing")
     func duplicates() {
-        let seed = Self.seed()
+        let seed = SeededGenerator.seed()
         print("CatalogStatePropertyTests.duplicates seed \(seed)")
         var rng = SeededGenerator(seed: seed)
         for round in 0..<200 {
@@ -124,7 +121,7 @@ struct CatalogStatePropertyTests {
 
     @Test("permutations of the same events give the same state and digest")
     func permutations() {
-        let seed = Self.seed()
+        let seed = SeededGenerator.seed()
         print("CatalogStatePropertyTests.permutations seed \(seed)")
         var rng = SeededGenerator(seed: seed)
         for round in 0..<200 {

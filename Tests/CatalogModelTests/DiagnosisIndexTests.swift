@@ -1,3 +1,4 @@
+import LedgerStorageTesting
 import Testing
 @testable import CatalogModel
 

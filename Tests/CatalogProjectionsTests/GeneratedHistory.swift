@@ -1,6 +1,7 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerStorageTesting
 
 /// A seeded random catalog history written to a real ledger: items with variations, SKUs and
 /// barcodes, categories, base and per-location price changes, renames, category moves and renames,

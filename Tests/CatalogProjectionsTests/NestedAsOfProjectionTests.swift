@@ -2,6 +2,7 @@ import CatalogLedger
 import CatalogModel
 @testable import CatalogProjections
 import Foundation
+import TestSupport
 import Testing
 
 /// An item's version does not move when only a variation changes, and every observation of the

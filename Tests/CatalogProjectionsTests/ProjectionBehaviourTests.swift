@@ -3,6 +3,7 @@ import CatalogModel
 @testable import CatalogProjections
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 /// What one projection does with particular histories.

@@ -3,6 +3,8 @@ import CatalogModel
 @testable import CatalogProjections
 import Foundation
 import GRDB
+import LedgerStorageTesting
+import TestSupport
 import Testing
 
 /// The projection is a function of the log: incremental application, rebuild, replay and the

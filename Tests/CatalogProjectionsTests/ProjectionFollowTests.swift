@@ -3,6 +3,8 @@ import CatalogModel
 @testable import CatalogProjections
 import Foundation
 import GRDB
+import LedgerStorageTesting
+import TestSupport
 import Testing
 
 /// What following the tail does to the projection file: its WAL stays bounded under a steady

@@ -3,6 +3,7 @@ import CatalogModel
 @testable import CatalogProjections
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 /// A projection and a log that no longer agree: the log lost events the projection applied (a crash

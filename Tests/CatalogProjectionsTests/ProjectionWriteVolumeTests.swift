@@ -3,6 +3,7 @@ import CatalogModel
 @testable import CatalogProjections
 import Foundation
 import GRDB
+import TestSupport
 import Testing
 
 /// What a follower's commit writes: an edit must not rewrite index pages whose keys it keeps, since

@@ -13,7 +13,7 @@ struct ActiveIndexPublishTests {
     /// One call per record, so each call is one batch and the indexed batches are the same in every
     /// directory; a segment large enough to stay active; an entry about every five batches.
     static func options(publishInterval: Duration) -> LogWriterOptions {
-        var options = TestSupport.smallOptions(segmentBytes: 1 << 20)
+        var options = StorageTestSupport.smallOptions(segmentBytes: 1 << 20)
         options.activeIndexPublishInterval = publishInterval
         return options
     }
@@ -21,7 +21,7 @@ struct ActiveIndexPublishTests {
     static let recordCount = 60
 
     static func appendOneByOne(_ writer: LogWriter) async throws {
-        for index in 0..<recordCount { _ = try await writer.append(TestSupport.records(index..<(index + 1))) }
+        for index in 0..<recordCount { _ = try await writer.append(StorageTestSupport.records(index..<(index + 1))) }
     }
 
     /// The index of the first segment as a reader in another process finds it on disk.
@@ -34,8 +34,8 @@ struct ActiveIndexPublishTests {
 
     /// The index a writer that publishes every gained entry leaves after the same appends.
     static func fullIndex() async throws -> SparseIndex {
-        let directory = TestSupport.temporaryDirectory("index-every-entry")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("index-every-entry")
+        defer { StorageTestSupport.removeDirectory(directory) }
         let writer = try LogWriter.open(directory: directory, options: options(publishInterval: .zero))
         try await appendOneByOne(writer)
         let published = try #require(publishedIndex(directory))
@@ -47,8 +47,8 @@ struct ActiveIndexPublishTests {
     @Test("within the interval only the first entry is published; close publishes the rest; readers find every record meanwhile")
     func rateLimitedUntilClose() async throws {
         let full = try await Self.fullIndex()
-        let directory = TestSupport.temporaryDirectory("index-rate-limited")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("index-rate-limited")
+        defer { StorageTestSupport.removeDirectory(directory) }
         let writer = try LogWriter.open(directory: directory, options: Self.options(publishInterval: .seconds(3600)))
         try await Self.appendOneByOne(writer)
         let stale = try #require(Self.publishedIndex(directory))
@@ -59,7 +59,7 @@ struct ActiveIndexPublishTests {
         for start in [UInt64(0), 7, 31, UInt64(Self.recordCount - 1)] {
             let records = try reader.readAll(from: start)
             #expect(records.map(\.sequence) == Array(start..<UInt64(Self.recordCount)))
-            #expect(records.first?.payload == TestSupport.payload(Int(start)))
+            #expect(records.first?.payload == StorageTestSupport.payload(Int(start)))
         }
         let byTime = try reader.records(fromLedgerTime: 45_000)
         var cursor = byTime
@@ -72,8 +72,8 @@ struct ActiveIndexPublishTests {
     @Test("an idle writer publishes what the interval held back, without another append")
     func idleWriterPublishesOnceTheIntervalIsOver() async throws {
         let full = try await Self.fullIndex()
-        let directory = TestSupport.temporaryDirectory("index-idle")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("index-idle")
+        defer { StorageTestSupport.removeDirectory(directory) }
         let interval = Duration.milliseconds(1500)
         let writer = try LogWriter.open(directory: directory, options: Self.options(publishInterval: interval))
         let start = ContinuousClock.now
@@ -99,8 +99,8 @@ struct ActiveIndexPublishTests {
     @Test("a publish that fails is retried with the next group, not by the idle writer in a loop")
     func failingPublishIsRetriedWithTheNextGroup() async throws {
         let full = try await Self.fullIndex()
-        let directory = TestSupport.temporaryDirectory("index-failing")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("index-failing")
+        defer { StorageTestSupport.removeDirectory(directory) }
         let fileSystem = IndexRefusingFileSystem()
         let writer = try LogWriter.open(directory: directory, options: Self.options(publishInterval: .zero), fileSystem: fileSystem)
         fileSystem.refusing = true
@@ -116,7 +116,7 @@ struct ActiveIndexPublishTests {
         fileSystem.refusing = false
         var next = Self.recordCount
         while Self.publishedIndex(directory) == nil && next < Self.recordCount + 40 {
-            _ = try await writer.append(TestSupport.records(next..<(next + 1)))
+            _ = try await writer.append(StorageTestSupport.records(next..<(next + 1)))
             next += 1
         }
         let published = try #require(Self.publishedIndex(directory), "no entry gained after the refusals published the index")

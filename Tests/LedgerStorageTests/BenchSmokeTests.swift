@@ -1,22 +1,16 @@
 import Foundation
-import TestHelpers
+import TestSupport
 import Testing
 
 @Suite("ledger-bench storage smoke test")
 struct BenchSmokeTests {
     @Test("`ledger-bench storage --quick --json` runs and reports positive figures")
     func quickRunReportsFigures() throws {
-        let process = Process()
-        process.executableURL = try ChildProcess.benchExecutable()
-        let directory = NSTemporaryDirectory() + "ledger-bench-smoke-\(UUID().uuidString)"
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        process.arguments = ["storage", "--quick", "--json", "--work-dir", directory]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let directory = Scratch.path("bench-storage-smoke")
+        defer { Scratch.remove(directory) }
+        let finished = try ChildProcess.run("ledger-bench", ["storage", "--quick", "--json", "--work-dir", directory])
+        let data = finished.standardOutputData
+        #expect(finished.status == 0, "\(finished.standardError)")
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(String(decoding: data, as: UTF8.self))")
         let figures = [
             "append_events_per_s_1", "append_events_per_s_8", "append_events_per_s_64", "append_mb_per_s_64",

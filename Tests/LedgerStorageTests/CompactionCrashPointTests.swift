@@ -46,14 +46,14 @@ final class CrashAtStepFileSystem: ForwardingFileSystem, @unchecked Sendable {
 
 @Suite struct CompactionCrashPointTests {
     @Test func powerLossAtEveryStepOfACompaction() async throws {
-        let options = TestSupport.smallOptions(segmentBytes: 2048, durability: .always)
+        let options = StorageTestSupport.smallOptions(segmentBytes: 2048, durability: .always)
         var step = 1
         var sawOldView = 0, sawNewView = 0
         while true {
             let inner = FaultInjectingFileSystem()
             let fileSystem = CrashAtStepFileSystem(inner: inner)
             let writer = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
-            _ = try await writer.append(TestSupport.records(0..<200))
+            _ = try await writer.append(StorageTestSupport.records(0..<200))
             let reader = LogReader(directory: "/log", fileSystem: inner)
             let before = try reader.readAll()
             let sealed = try await writer.sealedSegments()

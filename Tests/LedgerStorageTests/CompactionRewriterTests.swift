@@ -15,7 +15,7 @@ import Testing
         var time: Int64 = 1_700_000_000_000_000_000
         return (0..<count).map { offset in
             time += Int64.random(in: 0...5_000, using: &generator)
-            let payload = TestSupport.payload(Int.random(in: 0..<40, using: &generator), seed: seed)
+            let payload = StorageTestSupport.payload(Int.random(in: 0..<40, using: &generator), seed: seed)
             return StoredRecord(sequence: base + UInt64(offset), ledgerTime: time, payload: payload)
         }
     }
@@ -25,7 +25,7 @@ import Testing
     }
 
     @Test func randomKeepPredicatesRoundTripWithOriginalSequences() throws {
-        let seed = TestSupport.seed("compaction-rewrite", default: 7_001)
+        let seed = StorageTestSupport.seed("compaction-rewrite", default: 7_001)
         var generator = SeededGenerator(seed: seed)
         for round in 0..<40 {
             let base = UInt64.random(in: 0...1_000_000, using: &generator)
@@ -108,7 +108,7 @@ import Testing
         #expect(throws: LedgerStorageError.self) {
             try CompactedSegmentDecoder.decode(segment.bytes, base: 1, chainInHash: Self.chainIn, displayName: "x")
         }
-        let seed = TestSupport.seed("compaction-damage", default: 7_002)
+        let seed = StorageTestSupport.seed("compaction-damage", default: 7_002)
         var generator = SeededGenerator(seed: seed)
         for _ in 0..<50 {
             var damaged = segment.bytes

@@ -17,10 +17,10 @@ import Testing
     }
 
     @Test func compactingARunWhileAppendingKeepsEveryAcknowledgedRecord() async throws {
-        let path = TestSupport.temporaryDirectory("compaction-run")
-        defer { TestSupport.removeDirectory(path) }
-        let writer = try LogWriter.open(directory: path, options: TestSupport.smallOptions(segmentBytes: 2048))
-        for start in stride(from: 0, to: 400, by: 20) { _ = try await writer.append(TestSupport.records(start..<(start + 20))) }
+        let path = StorageTestSupport.temporaryDirectory("compaction-run")
+        defer { StorageTestSupport.removeDirectory(path) }
+        let writer = try LogWriter.open(directory: path, options: StorageTestSupport.smallOptions(segmentBytes: 2048))
+        for start in stride(from: 0, to: 400, by: 20) { _ = try await writer.append(StorageTestSupport.records(start..<(start + 20))) }
         let reader = LogReader(directory: path)
         let before = try reader.readAll()
         let sealed = try await writer.sealedSegments()
@@ -33,7 +33,7 @@ import Testing
 
         async let appended: [AppendedRecord] = {
             var all: [AppendedRecord] = []
-            for start in stride(from: 400, to: 500, by: 10) { all += try await writer.append(TestSupport.records(start..<(start + 10))) }
+            for start in stride(from: 400, to: 500, by: 10) { all += try await writer.append(StorageTestSupport.records(start..<(start + 10))) }
             return all
         }()
         let report = try await writer.compact(firstBase: 0, segmentCount: 3, options: CompactionRewriteOptions(highCompression: true),
@@ -60,57 +60,57 @@ import Testing
 
         // Reopening recovers cleanly and a second run merges the compacted segment with the next two.
         try writer.close()
-        let reopened = try LogWriter.open(directory: path, options: TestSupport.smallOptions(segmentBytes: 2048))
+        let reopened = try LogWriter.open(directory: path, options: StorageTestSupport.smallOptions(segmentBytes: 2048))
         #expect(reopened.recoveryReport.isClean, "\(reopened.recoveryReport)")
         #expect(try reader.readAll() == after)
         let second = try await reopened.compact(firstBase: 0, segmentCount: 3) { _ in true }
         try reopened.finishCompaction()
         #expect(second.droppedSequences == report.droppedSequences)
         #expect(try reader.readAll() == after)
-        _ = try await reopened.append(TestSupport.records(0..<5))
+        _ = try await reopened.append(StorageTestSupport.records(0..<5))
         #expect(LogVerifier.verify(directory: path).isClean)
         try reopened.close()
     }
 
     @Test func aDryRunChangesNothing() async throws {
-        let path = TestSupport.temporaryDirectory("compaction-dry")
-        defer { TestSupport.removeDirectory(path) }
-        let writer = try LogWriter.open(directory: path, options: TestSupport.smallOptions(segmentBytes: 2048))
-        _ = try await writer.append(TestSupport.records(0..<200))
-        let before = try TestSupport.segmentNames(path, fileSystem: PosixFileSystem())
+        let path = StorageTestSupport.temporaryDirectory("compaction-dry")
+        defer { StorageTestSupport.removeDirectory(path) }
+        let writer = try LogWriter.open(directory: path, options: StorageTestSupport.smallOptions(segmentBytes: 2048))
+        _ = try await writer.append(StorageTestSupport.records(0..<200))
+        let before = try StorageTestSupport.segmentNames(path, fileSystem: PosixFileSystem())
         let records = try LogReader(directory: path).readAll()
         let report = try await writer.compact(firstBase: 0, segmentCount: 2, dryRun: true, keep: Self.keep)
         #expect(report.dryRun && report.droppedRecordCount > 0)
-        #expect(try TestSupport.segmentNames(path, fileSystem: PosixFileSystem()) == before)
+        #expect(try StorageTestSupport.segmentNames(path, fileSystem: PosixFileSystem()) == before)
         #expect(try LogReader(directory: path).readAll() == records)
         try writer.close()
     }
 
     @Test func leftoversOfARunInterruptedBeforeItsJournalAreRemovedOnOpen() async throws {
-        let path = TestSupport.temporaryDirectory("compaction-leftover")
-        defer { TestSupport.removeDirectory(path) }
-        let writer = try LogWriter.open(directory: path, options: TestSupport.smallOptions(segmentBytes: 4096))
-        _ = try await writer.append(TestSupport.records(0..<200))
+        let path = StorageTestSupport.temporaryDirectory("compaction-leftover")
+        defer { StorageTestSupport.removeDirectory(path) }
+        let writer = try LogWriter.open(directory: path, options: StorageTestSupport.smallOptions(segmentBytes: 4096))
+        _ = try await writer.append(StorageTestSupport.records(0..<200))
         try writer.close()
         let leftover = path.appending("segments").appending(SegmentFileName.segment(base: 0) + LogFormat.compactingSuffix)
         let file = try PosixFileSystem().open(leftover, mode: .createReadWrite)
         try file.write([1, 2, 3], at: 0)
         try file.close()
-        let reopened = try LogWriter.open(directory: path, options: TestSupport.smallOptions(segmentBytes: 4096))
+        let reopened = try LogWriter.open(directory: path, options: StorageTestSupport.smallOptions(segmentBytes: 4096))
         #expect(!PosixFileSystem().exists(leftover))
         #expect(try LogReader(directory: path).readAll().count == 200)
         try reopened.close()
     }
 
     @Test func powerLossAtRandomMomentsOfACompactionLeavesTheOldOrTheNewView() async throws {
-        let seed = TestSupport.seed("compaction-power-loss", default: 7_100)
+        let seed = StorageTestSupport.seed("compaction-power-loss", default: 7_100)
         var generator = SeededGenerator(seed: seed)
         var finished = 0, interrupted = 0, compactedAfterInterruption = 0
         for round in 0..<30 {
             let fileSystem = FaultInjectingFileSystem()
-            let options = TestSupport.smallOptions(segmentBytes: 4096, durability: .always)
+            let options = StorageTestSupport.smallOptions(segmentBytes: 4096, durability: .always)
             let writer = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
-            _ = try await writer.append(TestSupport.records(0..<300, seed: UInt64(round)))
+            _ = try await writer.append(StorageTestSupport.records(0..<300, seed: UInt64(round)))
             let reader = LogReader(directory: "/log", fileSystem: fileSystem)
             let before = try reader.readAll()
             let sealed = try await writer.sealedSegments()
@@ -120,7 +120,7 @@ import Testing
             let appends = Task {
                 var acknowledged: [AppendedRecord] = []
                 for start in stride(from: 300, to: 340, by: 4) {
-                    guard let done = try? await writer.append(TestSupport.records(start..<(start + 4), seed: UInt64(round))) else { break }
+                    guard let done = try? await writer.append(StorageTestSupport.records(start..<(start + 4), seed: UInt64(round))) else { break }
                     acknowledged += done
                 }
                 return acknowledged
@@ -158,10 +158,10 @@ import Testing
     }
 
     @Test func droppingDuplicateRunsShrinksTheRun() async throws {
-        let path = TestSupport.temporaryDirectory("compaction-size")
-        defer { TestSupport.removeDirectory(path) }
-        let writer = try LogWriter.open(directory: path, options: TestSupport.smallOptions(segmentBytes: 2048))
-        for start in stride(from: 0, to: 400, by: 20) { _ = try await writer.append(TestSupport.records(start..<(start + 20))) }
+        let path = StorageTestSupport.temporaryDirectory("compaction-size")
+        defer { StorageTestSupport.removeDirectory(path) }
+        let writer = try LogWriter.open(directory: path, options: StorageTestSupport.smallOptions(segmentBytes: 2048))
+        for start in stride(from: 0, to: 400, by: 20) { _ = try await writer.append(StorageTestSupport.records(start..<(start + 20))) }
         // Keep one record in eight, as a sync that re-observes unchanged objects in long runs would.
         let report = try await writer.compact(firstBase: 0, segmentCount: 4, options: CompactionRewriteOptions(highCompression: true)) {
             ($0.sequence / 8) % 4 == 0

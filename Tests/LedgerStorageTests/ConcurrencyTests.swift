@@ -1,15 +1,15 @@
 import Foundation
 import LedgerStorage
 import SystemPackage
-import TestHelpers
+import TestSupport
 import Testing
 
 @Suite("Group commit, concurrency and the writer lock")
 struct ConcurrencyTests {
     @Test("64 concurrent appenders: one total order, no loss, no duplicate, each call contiguous; a reader runs meanwhile")
     func concurrentAppenders() async throws {
-        let directory = TestSupport.temporaryDirectory("concurrent")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("concurrent")
+        defer { StorageTestSupport.removeDirectory(directory) }
         var options = LogWriterOptions()
         options.segmentBytesMax = 256 << 10
         let writer = try LogWriter.open(directory: directory, options: options)
@@ -66,8 +66,8 @@ struct ConcurrencyTests {
 
     @Test("a second writer in the same process is refused with the holder named; the lock frees on close")
     func secondWriterRefused() throws {
-        let directory = TestSupport.temporaryDirectory("lock")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("lock")
+        defer { StorageTestSupport.removeDirectory(directory) }
         let first = try LogWriter.open(directory: directory)
         let error = #expect(throws: LedgerStorageError.self) { try LogWriter.open(directory: directory) }
         guard case .lockHeld(let holder)? = error?.code else {
@@ -85,8 +85,8 @@ struct ConcurrencyTests {
 
     @Test("a writer in another process is refused with its pid")
     func otherProcessWriterRefused() async throws {
-        let directory = TestSupport.temporaryDirectory("lock-process")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("lock-process")
+        defer { StorageTestSupport.removeDirectory(directory) }
         let child = try ChildProcess.launchKillChild(directory: directory, seed: 1)
         defer { child.kill() }
         try child.waitUntilReady()

@@ -6,20 +6,20 @@ import Testing
 @Suite("Injected faults: nothing un-durable is acknowledged")
 struct FaultInjectionTests {
     static func openLog(_ fileSystem: FaultInjectingFileSystem, segmentBytes: Int = 1 << 20) throws -> LogWriter {
-        try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always), fileSystem: fileSystem)
+        try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always), fileSystem: fileSystem)
     }
 
     @Test("ENOSPC fails the append; the writer recovers its file and the log reopens cleanly")
     func noSpace() async throws {
         let fileSystem = FaultInjectingFileSystem()
         let writer = try Self.openLog(fileSystem)
-        _ = try await writer.append(TestSupport.records(0..<10))
+        _ = try await writer.append(StorageTestSupport.records(0..<10))
         fileSystem.limitSpace(toMoreBytes: 40)
-        let error = await #expect(throws: LedgerStorageError.self) { try await writer.append(TestSupport.records(10..<20)) }
+        let error = await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(10..<20)) }
         #expect(error?.code == .noSpace)
         fileSystem.limitSpace(toMoreBytes: nil)
         // The partial bytes were cut again, so the same writer continues with the next sequence.
-        let next = try await writer.append(TestSupport.records(10..<12))
+        let next = try await writer.append(StorageTestSupport.records(10..<12))
         #expect(next.first?.sequence == 10)
         try writer.close()
         fileSystem.crash(seed: 7)
@@ -33,7 +33,7 @@ struct FaultInjectionTests {
 
     @Test("ENOSPC after a whole batch of the group was written: readers may have seen it, so its sequences are never reused")
     func noSpaceAfterACompleteBatch() async throws {
-        var options = TestSupport.smallOptions(segmentBytes: 1 << 20, durability: .always)
+        var options = StorageTestSupport.smallOptions(segmentBytes: 1 << 20, durability: .always)
         options.batchRecordsMax = 2
         // The byte budget below counts every write; preallocation's zeros would spend it on another
         // thread (ENOSPC while preallocating has its own test in PreallocationTests).
@@ -41,37 +41,37 @@ struct FaultInjectionTests {
         // The size of the batch records 10 and 11 make, from a log of their own.
         let probe = FaultInjectingFileSystem()
         let probeWriter = try LogWriter.open(directory: "/log", options: options, fileSystem: probe)
-        let probeSegment = FilePath("/log/segments").appending(try TestSupport.segmentNames("/log", fileSystem: probe)[0])
+        let probeSegment = FilePath("/log/segments").appending(try StorageTestSupport.segmentNames("/log", fileSystem: probe)[0])
         let emptySize = try probe.open(probeSegment, mode: .readOnly).size()
-        _ = try await probeWriter.append(TestSupport.records(10..<12))
+        _ = try await probeWriter.append(StorageTestSupport.records(10..<12))
         let batchBytes = try probe.open(probeSegment, mode: .readOnly).size() - emptySize
         try probeWriter.close()
 
         let fileSystem = FaultInjectingFileSystem()
         let writer = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
-        _ = try await writer.append(TestSupport.records(0..<10))
+        _ = try await writer.append(StorageTestSupport.records(0..<10))
         // One call of four records is one group of two batches, written at once: the space runs
         // out inside the second.
         fileSystem.limitSpace(toMoreBytes: Int(batchBytes) + 20)
-        let error = await #expect(throws: LedgerStorageError.self) { try await writer.append(TestSupport.records(10..<14)) }
+        let error = await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(10..<14)) }
         #expect(error?.code == .noSpace)
         fileSystem.limitSpace(toMoreBytes: nil)
         // A reader sees the first batch of the failed group; cutting it and giving 10 and 11 to the
         // next append would show two different records under one sequence.
         let seen = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
         #expect(seen.map(\.sequence) == Array(0..<12))
-        let refused = await #expect(throws: LedgerStorageError.self) { try await writer.append(TestSupport.records(20..<21)) }
+        let refused = await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(20..<21)) }
         #expect(refused?.code == .writerFailed)
         try? writer.close()
 
         let reopened = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
         #expect(reopened.recoveryReport.bytesDropped == 20, "the torn start of the second batch is cut")
         #expect(reopened.nextSequence == 12)
-        let next = try await reopened.append(TestSupport.records(12..<13))
+        let next = try await reopened.append(StorageTestSupport.records(12..<13))
         #expect(next.map(\.sequence) == [12])
         try reopened.close()
         let records = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
-        #expect(records.map(\.payload) == TestSupport.records(0..<13).map(\.payload))
+        #expect(records.map(\.payload) == StorageTestSupport.records(0..<13).map(\.payload))
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
 
@@ -79,10 +79,10 @@ struct FaultInjectionTests {
     func syncFailure() async throws {
         let fileSystem = FaultInjectingFileSystem()
         let writer = try Self.openLog(fileSystem)
-        let acknowledged = try await writer.append(TestSupport.records(0..<10))
+        let acknowledged = try await writer.append(StorageTestSupport.records(0..<10))
         fileSystem.failNextSyncs(1)
-        await #expect(throws: LedgerStorageError.self) { try await writer.append(TestSupport.records(10..<20)) }
-        let refused = await #expect(throws: LedgerStorageError.self) { try await writer.append(TestSupport.records(10..<11)) }
+        await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(10..<20)) }
+        let refused = await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(10..<11)) }
         #expect(refused?.code == .writerFailed)
         try? writer.close()
         fileSystem.crash(seed: 11)
@@ -90,7 +90,7 @@ struct FaultInjectionTests {
         #expect(reopened.nextSequence >= UInt64(acknowledged.count))
         try reopened.close()
         let records = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
-        #expect(Array(records.prefix(10)).map(\.payload) == TestSupport.records(0..<10).map(\.payload))
+        #expect(Array(records.prefix(10)).map(\.payload) == StorageTestSupport.records(0..<10).map(\.payload))
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
 
@@ -98,10 +98,10 @@ struct FaultInjectionTests {
     func shortWrite() async throws {
         let fileSystem = FaultInjectingFileSystem()
         let writer = try Self.openLog(fileSystem)
-        _ = try await writer.append(TestSupport.records(0..<3))
+        _ = try await writer.append(StorageTestSupport.records(0..<3))
         fileSystem.shortenNextWrites(1)
-        await #expect(throws: LedgerStorageError.self) { try await writer.append(TestSupport.records(3..<9)) }
-        let after = try await writer.append(TestSupport.records(3..<5))
+        await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(3..<9)) }
+        let after = try await writer.append(StorageTestSupport.records(3..<5))
         #expect(after.map(\.sequence) == [3, 4])
         try writer.close()
         #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().count == 5)
@@ -109,7 +109,7 @@ struct FaultInjectionTests {
 
     @Test("crashes at seeded moments keep every acknowledged record, across segment rolls")
     func crashKeepsAcknowledged() async throws {
-        let seed = TestSupport.seed("crashKeepsAcknowledged", default: 99)
+        let seed = StorageTestSupport.seed("crashKeepsAcknowledged", default: 99)
         var generator = SeededGenerator(seed: seed)
         let fileSystem = FaultInjectingFileSystem()
         var acknowledged: [UInt64: [UInt8]] = [:]
@@ -120,13 +120,13 @@ struct FaultInjectionTests {
             next = Int(writer.nextSequence)
             for _ in 0..<Int.random(in: 1...6, using: &generator) {
                 let count = Int.random(in: 1...8, using: &generator)
-                let records = TestSupport.records(next..<(next + count), seed: seed)
-                for item in try await writer.append(records) { acknowledged[item.sequence] = TestSupport.payload(Int(item.sequence), seed: seed) }
+                let records = StorageTestSupport.records(next..<(next + count), seed: seed)
+                for item in try await writer.append(records) { acknowledged[item.sequence] = StorageTestSupport.payload(Int(item.sequence), seed: seed) }
                 next += count
             }
             // Unacknowledged bytes of a write in flight: a record written but never synced.
             fileSystem.failNextSyncs(1)
-            _ = try? await writer.append(TestSupport.records(next..<(next + 2), seed: seed))
+            _ = try? await writer.append(StorageTestSupport.records(next..<(next + 2), seed: seed))
             fileSystem.crash(seed: UInt64.random(in: 0...UInt64.max, using: &generator))
             try? writer.close()
         }
@@ -150,7 +150,7 @@ struct FaultInjectionTests {
             var failure: LedgerStorageError?
             for index in 0..<40 {
                 do {
-                    _ = try await writer.append(TestSupport.records(index..<(index + 1)))
+                    _ = try await writer.append(StorageTestSupport.records(index..<(index + 1)))
                     acknowledged += 1
                 } catch let error as LedgerStorageError {
                     failure = error
@@ -166,7 +166,7 @@ struct FaultInjectionTests {
             if failure.location.file?.contains("MANIFEST") == true {
                 manifestFailures += 1
                 await #expect(throws: LedgerStorageError.self, "budget \(budget): the writer took an append after \(failure)") {
-                    _ = try await writer.append(TestSupport.records(100..<101))
+                    _ = try await writer.append(StorageTestSupport.records(100..<101))
                 }
             }
             try? writer.close()
@@ -174,7 +174,7 @@ struct FaultInjectionTests {
             writer = try Self.openLog(fileSystem, segmentBytes: 2048)
             let next = Int(writer.nextSequence)
             #expect(next >= acknowledged, "budget \(budget): acknowledged records lost")
-            for index in next..<(next + 40) { _ = try await writer.append(TestSupport.records(index..<(index + 1))) }
+            for index in next..<(next + 40) { _ = try await writer.append(StorageTestSupport.records(index..<(index + 1))) }
             let sealed = try await writer.sealedSegments()
             try writer.close()
             #expect(Set(sealed.map(\.segmentName)).count == sealed.count, "budget \(budget): a segment listed twice")
@@ -194,9 +194,9 @@ struct FaultInjectionTests {
     @Test("policy interval acknowledges before the sync and syncs in the background within the interval")
     func intervalPolicySyncsInBackground() async throws {
         let fileSystem = FaultInjectingFileSystem()
-        let writer = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(durability: .interval(milliseconds: 20)), fileSystem: fileSystem)
-        _ = try await writer.append(TestSupport.records(0..<5))
-        _ = try await writer.append(TestSupport.records(5..<10))
+        let writer = try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(durability: .interval(milliseconds: 20)), fileSystem: fileSystem)
+        _ = try await writer.append(StorageTestSupport.records(0..<5))
+        _ = try await writer.append(StorageTestSupport.records(5..<10))
         // The background timer syncs without another append; a loaded machine may wake it late.
         let deadline = ContinuousClock.now + .seconds(20)
         func unsynced() -> Int { fileSystem.unsyncedByteCount(inFilesEndingWith: ".seg") }

@@ -2,10 +2,10 @@
 // acknowledged sequence until it is killed.
 
 import SystemPackage
-import TestHelpers
+import TestSupport
 
 extension ChildProcess {
     static func launchKillChild(directory: FilePath, seed: UInt64, extraArguments: [String] = []) throws -> ChildProcess {
-        try launch(arguments: ["kill-child", "--dir", directory.string, "--seed", String(seed)] + extraArguments)
+        try launch("ledger-bench", ["kill-child", "--dir", directory.string, "--seed", String(seed)] + extraArguments)
     }
 }

@@ -2,26 +2,26 @@ import Foundation
 import LedgerStorage
 import LedgerStorageTesting
 import SystemPackage
-import TestHelpers
+import TestSupport
 import Testing
 
 @Suite("Crash by SIGKILL")
 struct KillTests {
     @Test("SIGKILL at random moments, 200 times: every acknowledged record is readable and the log verifies")
     func killAtRandomMoments() async throws {
-        let seed = TestSupport.seed("killAtRandomMoments", default: 424_242)
+        let seed = StorageTestSupport.seed("killAtRandomMoments", default: 424_242)
         var generator = SeededGenerator(seed: seed)
         let started = Date()
         let rounds = 200
-        var directory = TestSupport.temporaryDirectory("kill")
+        var directory = StorageTestSupport.temporaryDirectory("kill")
         var directories = [directory]
-        defer { directories.forEach(TestSupport.removeDirectory) }
+        defer { directories.forEach(StorageTestSupport.removeDirectory) }
         var acknowledged: [UInt64: String] = [:]
         var totalAcknowledged = 0
         for round in 0..<rounds {
             if round % 25 == 0 && round > 0 {
                 // A fresh directory now and then keeps each check's full read short.
-                directory = TestSupport.temporaryDirectory("kill")
+                directory = StorageTestSupport.temporaryDirectory("kill")
                 directories.append(directory)
                 acknowledged.removeAll()
             }

@@ -101,7 +101,7 @@ struct PipelinedCommitTests {
     /// Without preallocation: these tests gate and count every fdatasync of the file system, and the
     /// preallocator's own syncs (tested in PreallocationTests) would be among them.
     static func openLog(_ fileSystem: any FileSystem, segmentBytes: Int = 1 << 20) throws -> LogWriter {
-        var options = TestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always)
+        var options = StorageTestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always)
         options.preallocationBytes = 0
         return try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
     }
@@ -128,10 +128,10 @@ struct PipelinedCommitTests {
         let second = AppendOutcome()
 
         fileSystem.holdNextSegmentSync()
-        let firstTask = first.start(writer, TestSupport.records(0..<3))
+        let firstTask = first.start(writer, StorageTestSupport.records(0..<3))
         try await Self.waitUntil("the first group's sync is in progress") { fileSystem.heldSyncs == 1 }
         let writesBefore = fileSystem.segmentWriteCount
-        let secondTask = second.start(writer, TestSupport.records(3..<5))
+        let secondTask = second.start(writer, StorageTestSupport.records(3..<5))
         // The commit thread writes the second group while the first group's sync is still held.
         try await Self.waitUntil("the second group is written") { fileSystem.segmentWriteCount > writesBefore }
         try await Task.sleep(for: .milliseconds(30))
@@ -158,19 +158,19 @@ struct PipelinedCommitTests {
 
     @Test("fdatasync fails while a second group is already written: neither is acknowledged, the writer is poisoned, reopen recovers")
     func syncFailureFailsEveryUncoveredGroup() async throws {
-        let seed = TestSupport.seed("syncFailureFailsEveryUncoveredGroup", default: 2_611)
+        let seed = StorageTestSupport.seed("syncFailureFailsEveryUncoveredGroup", default: 2_611)
         let inner = FaultInjectingFileSystem()
         let fileSystem = GatedFileSystem(inner)
         let writer = try Self.openLog(fileSystem)
-        let acknowledged = try await writer.append(TestSupport.records(0..<4, seed: seed))
+        let acknowledged = try await writer.append(StorageTestSupport.records(0..<4, seed: seed))
         let first = AppendOutcome()
         let second = AppendOutcome()
 
         fileSystem.holdNextSegmentSync()
-        let firstTask = first.start(writer, TestSupport.records(4..<7, seed: seed))
+        let firstTask = first.start(writer, StorageTestSupport.records(4..<7, seed: seed))
         try await Self.waitUntil("the first group's sync is in progress") { fileSystem.heldSyncs == 1 }
         let writesBefore = fileSystem.segmentWriteCount
-        let secondTask = second.start(writer, TestSupport.records(7..<9, seed: seed))
+        let secondTask = second.start(writer, StorageTestSupport.records(7..<9, seed: seed))
         try await Self.waitUntil("the second group is written") { fileSystem.segmentWriteCount > writesBefore }
         inner.failNextSyncs(1)
         fileSystem.releaseHeldSync()
@@ -184,7 +184,7 @@ struct PipelinedCommitTests {
             }
             #expect(error is LedgerStorageError, "\(name): \(error)")
         }
-        let refused = await #expect(throws: LedgerStorageError.self) { try await writer.append(TestSupport.records(9..<10, seed: seed)) }
+        let refused = await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(9..<10, seed: seed)) }
         #expect(refused?.code == .writerFailed)
         #expect(writer.nextSequence == 4, "only acknowledged records count as committed")
         try? writer.close()
@@ -195,11 +195,11 @@ struct PipelinedCommitTests {
         #expect(reopened.nextSequence >= UInt64(acknowledged.count))
         // The reopened writer continues the log after whatever survived.
         let next = Int(reopened.nextSequence)
-        let appended = try await reopened.append(TestSupport.records(next..<(next + 2), seed: seed))
+        let appended = try await reopened.append(StorageTestSupport.records(next..<(next + 2), seed: seed))
         #expect(appended.map(\.sequence) == [UInt64(next), UInt64(next + 1)])
         try reopened.close()
         let records = try LogReader(directory: "/log", fileSystem: inner).readAll()
-        #expect(Array(records.prefix(4)).map(\.payload) == TestSupport.records(0..<4, seed: seed).map(\.payload))
+        #expect(Array(records.prefix(4)).map(\.payload) == StorageTestSupport.records(0..<4, seed: seed).map(\.payload))
         #expect(LogVerifier.verify(directory: "/log", fileSystem: inner).isClean)
     }
 
@@ -212,14 +212,14 @@ struct PipelinedCommitTests {
         fileSystem.delaySegmentSyncs(microseconds: 400_000)
         // Sixteen appenders at once: the syncs that cover them cover many calls each.
         try await withThrowingTaskGroup(of: Void.self) { group in
-            for task in 0..<16 { group.addTask { _ = try await writer.append(TestSupport.records(task..<(task + 1))) } }
+            for task in 0..<16 { group.addTask { _ = try await writer.append(StorageTestSupport.records(task..<(task + 1))) } }
             try await group.waitForAll()
         }
         let before = writer.commitStatistics
         // Now one call alone: the stage may wait for more (at most 1 ms), then must sync it. The
         // wait is measured on the sync thread (not a pool thread), so a busy test pool does not
         // inflate it; 100 ms leaves room for a slow wake-up on a loaded machine.
-        let appended = try await writer.append(TestSupport.records(16..<17))
+        let appended = try await writer.append(StorageTestSupport.records(16..<17))
         #expect(appended.map(\.sequence) == [16])
         let delta = writer.commitStatistics.since(before)
         #expect(delta.syncs == 1 && delta.appendCalls == 1)
@@ -239,7 +239,7 @@ struct PipelinedCommitTests {
             for task in 0..<8 {
                 group.addTask {
                     var mine: [AppendedRecord] = []
-                    for call in 0..<12 { mine += try await writer.append(TestSupport.records((task * 100 + call)..<(task * 100 + call + 1))) }
+                    for call in 0..<12 { mine += try await writer.append(StorageTestSupport.records((task * 100 + call)..<(task * 100 + call + 1))) }
                     return mine
                 }
             }
@@ -248,7 +248,7 @@ struct PipelinedCommitTests {
         #expect(expected.sorted() == Array(0..<96))
         let statistics = writer.commitStatistics
         try writer.close()
-        #expect(try TestSupport.segmentNames("/log", fileSystem: inner).count > 5)
+        #expect(try StorageTestSupport.segmentNames("/log", fileSystem: inner).count > 5)
         #expect(statistics.appendCalls == 96 && statistics.records == 96)
         #expect(statistics.syncs >= 1 && statistics.syncs <= statistics.groups)
         inner.crash(seed: 1)

@@ -14,7 +14,7 @@ struct PreallocationTests {
     static let segment = FilePath("/log/segments/00000000000000000000.seg")
 
     static func options(chunk: Int = 16 << 10, segmentBytes: Int = 1 << 20) -> LogWriterOptions {
-        var options = TestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always)
+        var options = StorageTestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always)
         options.preallocationBytes = chunk
         return options
     }
@@ -22,7 +22,7 @@ struct PreallocationTests {
     /// Appends `range` one record per call, closes, and returns where the last batch ends.
     static func writeLog(_ fileSystem: FaultInjectingFileSystem, _ range: Range<Int>, options: LogWriterOptions = options()) async throws -> UInt64 {
         let writer = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
-        for record in TestSupport.records(range) { _ = try await writer.append([record]) }
+        for record in StorageTestSupport.records(range) { _ = try await writer.append([record]) }
         try writer.close()
         return try dataEnd(fileSystem)
     }
@@ -57,7 +57,7 @@ struct PreallocationTests {
         #expect(header.isPreallocated)
         #expect(UInt64(bytes.count) > end, "no space was preallocated")
         #expect(bytes[Int(end)...].allSatisfy { $0 == 0 })
-        #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().map(\.payload) == TestSupport.records(0..<40).map(\.payload))
+        #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().map(\.payload) == StorageTestSupport.records(0..<40).map(\.payload))
         #expect(try LogReader(directory: "/log", fileSystem: fileSystem).lastSequence() == 39)
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
 
@@ -65,9 +65,9 @@ struct PreallocationTests {
         #expect(reopened.recoveryReport.isClean && reopened.recoveryReport.bytesDropped == 0)
         #expect(reopened.nextSequence == 40)
         #expect(UInt64(try #require(fileSystem.contents(of: Self.segment)).count) > end, "recovery dropped clean preallocated space")
-        for record in TestSupport.records(40..<50) { _ = try await reopened.append([record]) }
+        for record in StorageTestSupport.records(40..<50) { _ = try await reopened.append([record]) }
         try reopened.close()
-        #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().map(\.payload) == TestSupport.records(0..<50).map(\.payload))
+        #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().map(\.payload) == StorageTestSupport.records(0..<50).map(\.payload))
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
 
@@ -75,7 +75,7 @@ struct PreallocationTests {
     func sealCutsZeros() async throws {
         let fileSystem = FaultInjectingFileSystem()
         _ = try await Self.writeLog(fileSystem, 0..<200, options: Self.options(chunk: 2048, segmentBytes: 4096))
-        let names = try TestSupport.segmentNames("/log", fileSystem: fileSystem)
+        let names = try StorageTestSupport.segmentNames("/log", fileSystem: fileSystem)
         #expect(names.count > 2)
         let manifest = try #require(fileSystem.contents(of: "/log/MANIFEST"))
         for name in names.dropLast() {
@@ -109,9 +109,9 @@ struct PreallocationTests {
             #expect(writer.recoveryReport.truncatedAtOffset == end, "length \(length)")
             #expect(writer.recoveryReport.bytesDropped == UInt64(nonZero), "length \(length)")
             #expect(writer.nextSequence == 10)
-            _ = try await writer.append(TestSupport.records(10..<11))
+            _ = try await writer.append(StorageTestSupport.records(10..<11))
             try writer.close()
-            #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().map(\.payload) == TestSupport.records(0..<11).map(\.payload))
+            #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().map(\.payload) == StorageTestSupport.records(0..<11).map(\.payload))
             #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
         }
     }
@@ -152,18 +152,18 @@ struct PreallocationTests {
         let fileSystem = FaultInjectingFileSystem()
         let writer = try LogWriter.open(directory: "/log", options: Self.options(chunk: 64 << 10), fileSystem: fileSystem)
         // Room for the first batch and 1,000 more bytes: the extension after it fails part way.
-        let firstBatch = 80 + 12 + TestSupport.payload(0).count
+        let firstBatch = 80 + 12 + StorageTestSupport.payload(0).count
         fileSystem.limitSpace(toMoreBytes: firstBatch + 1000)
-        _ = try await writer.append(TestSupport.records(0..<1))
+        _ = try await writer.append(StorageTestSupport.records(0..<1))
         let started = ContinuousClock.now
         while try #require(fileSystem.contents(of: Self.segment)).count < LogFormat.segmentHeaderBytes + firstBatch + 1000 {
             #expect(ContinuousClock.now - started < .seconds(30), "the extension never ran")
             try await Task.sleep(for: .milliseconds(5))
         }
         fileSystem.limitSpace(toMoreBytes: nil)
-        for record in TestSupport.records(1..<30) { _ = try await writer.append([record]) }
+        for record in StorageTestSupport.records(1..<30) { _ = try await writer.append([record]) }
         try writer.close()
-        #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().map(\.payload) == TestSupport.records(0..<30).map(\.payload))
+        #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().map(\.payload) == StorageTestSupport.records(0..<30).map(\.payload))
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
         let reopened = try LogWriter.open(directory: "/log", options: Self.options(), fileSystem: fileSystem)
         #expect(reopened.nextSequence == 30 && reopened.recoveryReport.bytesDropped == 0)
@@ -172,7 +172,7 @@ struct PreallocationTests {
 
     @Test("crashes while appending over zeros: every acknowledged record survives and the log verifies")
     func crashesOverZeros() async throws {
-        let seed = TestSupport.seed("crashesOverZeros", default: 20_261_124)
+        let seed = StorageTestSupport.seed("crashesOverZeros", default: 20_261_124)
         var generator = SeededGenerator(seed: seed)
         let fileSystem = FaultInjectingFileSystem()
         var acknowledged = 0
@@ -181,20 +181,20 @@ struct PreallocationTests {
             #expect(writer.nextSequence >= UInt64(acknowledged), "round \(round): acknowledged records lost")
             var next = Int(writer.nextSequence)
             for _ in 0..<Int.random(in: 1...12, using: &generator) {
-                _ = try await writer.append(TestSupport.records(next..<(next + 1)))
+                _ = try await writer.append(StorageTestSupport.records(next..<(next + 1)))
                 next += 1
                 acknowledged = next
             }
             // Written, not synced: what a crash may tear.
             fileSystem.failNextSyncs(1)
-            _ = try? await writer.append(TestSupport.records(next..<(next + 2)))
+            _ = try? await writer.append(StorageTestSupport.records(next..<(next + 2)))
             fileSystem.crash(seed: UInt64.random(in: 0...UInt64.max, using: &generator))
             try? writer.close()
         }
         let reader = LogReader(directory: "/log", fileSystem: fileSystem)
         let records = try reader.readAll()
         #expect(records.count >= acknowledged)
-        #expect(Array(records.prefix(acknowledged).map(\.payload)) == TestSupport.records(0..<acknowledged).map(\.payload))
+        #expect(Array(records.prefix(acknowledged).map(\.payload)) == StorageTestSupport.records(0..<acknowledged).map(\.payload))
         let writer = try LogWriter.open(directory: "/log", options: Self.options(), fileSystem: fileSystem)
         try writer.close()
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)

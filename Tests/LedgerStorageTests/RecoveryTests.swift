@@ -10,11 +10,11 @@ struct RecoveryTests {
     @Test("a torn tail at every byte offset of the last batch is truncated and reported; earlier records survive")
     func tornTailAtEveryOffset() async throws {
         let fileSystem = FaultInjectingFileSystem()
-        let writer = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: fileSystem)
-        _ = try await writer.append(TestSupport.records(0..<5))
-        _ = try await writer.append(TestSupport.records(5..<9))
+        let writer = try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: fileSystem)
+        _ = try await writer.append(StorageTestSupport.records(0..<5))
+        _ = try await writer.append(StorageTestSupport.records(5..<9))
         let sizeBefore = try #require(fileSystem.contents(of: Self.segmentZero)).count
-        _ = try await writer.append(TestSupport.records(9..<12))
+        _ = try await writer.append(StorageTestSupport.records(9..<12))
         try writer.close()
         let complete = try #require(fileSystem.contents(of: Self.segmentZero))
         let lastBatchBytes = complete.count - sizeBefore
@@ -22,7 +22,7 @@ struct RecoveryTests {
 
         for kept in 0..<lastBatchBytes {
             fileSystem.setContents(of: Self.segmentZero, to: Array(complete[0..<(sizeBefore + kept)]))
-            let reopened = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: fileSystem)
+            let reopened = try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: fileSystem)
             let report = reopened.recoveryReport
             try reopened.close()
             #expect(report.bytesDropped == UInt64(kept), "kept \(kept)")
@@ -34,7 +34,7 @@ struct RecoveryTests {
             }
             let records = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
             #expect(records.map(\.sequence) == Array(0..<9).map(UInt64.init), "kept \(kept)")
-            #expect(records.allSatisfy { $0.payload == TestSupport.payload(Int($0.sequence)) })
+            #expect(records.allSatisfy { $0.payload == StorageTestSupport.payload(Int($0.sequence)) })
         }
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
@@ -42,12 +42,12 @@ struct RecoveryTests {
     /// A log of several sealed segments with the bytes of a chosen sealed segment.
     static func sealedLog(compression: CompressionKind = .lz4) async throws -> (FaultInjectingFileSystem, FilePath, [UInt8]) {
         let fileSystem = FaultInjectingFileSystem()
-        var options = TestSupport.smallOptions(segmentBytes: 1200)
+        var options = StorageTestSupport.smallOptions(segmentBytes: 1200)
         options.compression = compression
         let writer = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
-        for chunk in stride(from: 0, to: 200, by: 10) { _ = try await writer.append(TestSupport.records(chunk..<(chunk + 10))) }
+        for chunk in stride(from: 0, to: 200, by: 10) { _ = try await writer.append(StorageTestSupport.records(chunk..<(chunk + 10))) }
         try writer.close()
-        let names = try TestSupport.segmentNames("/log", fileSystem: fileSystem)
+        let names = try StorageTestSupport.segmentNames("/log", fileSystem: fileSystem)
         #expect(names.count >= 4)
         let path = FilePath("/log/segments").appending(names[1])
         return (fileSystem, path, try #require(fileSystem.contents(of: path)))
@@ -55,7 +55,7 @@ struct RecoveryTests {
 
     @Test("a flipped bit anywhere in a sealed segment is detected and located, never skipped")
     func bitFlipsInSealedSegment() async throws {
-        let seed = TestSupport.seed("bitFlipsInSealedSegment", default: 20_240_601)
+        let seed = StorageTestSupport.seed("bitFlipsInSealedSegment", default: 20_240_601)
         var generator = SeededGenerator(seed: seed)
         let (fileSystem, path, original) = try await Self.sealedLog()
         let name = "segments/" + path.lastComponent!.string
@@ -108,13 +108,13 @@ struct RecoveryTests {
         #expect(repaired.applied)
         #expect(repaired.truncatedSegment == nil, "the cut is at the segment's first batch")
         #expect(repaired.removedSegments.first == name)
-        let writer = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 1200), fileSystem: fileSystem)
+        let writer = try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: 1200), fileSystem: fileSystem)
         #expect(writer.nextSequence == firstLost)
         try writer.close()
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
         let survivors = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
         #expect(survivors.count == Int(firstLost))
-        #expect(survivors.allSatisfy { $0.payload == TestSupport.payload(Int($0.sequence)) })
+        #expect(survivors.allSatisfy { $0.payload == StorageTestSupport.payload(Int($0.sequence)) })
     }
 
     @Test("opening the writer over a sealed segment that lost its footer fails, naming the segment")
@@ -122,7 +122,7 @@ struct RecoveryTests {
         let (fileSystem, path, original) = try await Self.sealedLog()
         fileSystem.setContents(of: path, to: Array(original.dropLast(64)))
         let error = #expect(throws: LedgerStorageError.self) {
-            try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 1200), fileSystem: fileSystem)
+            try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: 1200), fileSystem: fileSystem)
         }
         #expect(error?.code == .corruptFooter)
         #expect(error?.location.file == "segments/" + path.lastComponent!.string)
@@ -132,12 +132,12 @@ struct RecoveryTests {
     @Test("damage in the middle of the active segment is not mistaken for a torn tail")
     func midActiveDamageRefused() async throws {
         let fileSystem = FaultInjectingFileSystem()
-        let writer = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: fileSystem)
-        for chunk in stride(from: 0, to: 40, by: 10) { _ = try await writer.append(TestSupport.records(chunk..<(chunk + 10))) }
+        let writer = try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: fileSystem)
+        for chunk in stride(from: 0, to: 40, by: 10) { _ = try await writer.append(StorageTestSupport.records(chunk..<(chunk + 10))) }
         try writer.close()
         fileSystem.flipBit(Self.segmentZero, byteOffset: 32 + 90, bit: 2)
         let error = #expect(throws: LedgerStorageError.self) {
-            try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: fileSystem)
+            try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: fileSystem)
         }
         #expect(error?.code == .corruptBatch)
         #expect(error?.location.byteOffset == 32)

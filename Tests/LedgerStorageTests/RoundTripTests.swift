@@ -2,39 +2,40 @@ import Foundation
 import LedgerStorage
 import LedgerStorageTesting
 import SystemPackage
+import TestSupport
 import Testing
 
 @Suite("Round trip, lookup and tail following")
 struct RoundTripTests {
     @Test("records survive many segments and a reopen, on the real file system")
     func roundTripAcrossSegmentsAndReopen() async throws {
-        let directory = TestSupport.temporaryDirectory("roundtrip")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("roundtrip")
+        defer { StorageTestSupport.removeDirectory(directory) }
         let fileSystem = PosixFileSystem()
-        let writer = try LogWriter.open(directory: directory, options: TestSupport.smallOptions(segmentBytes: 1024), fileSystem: fileSystem)
+        let writer = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(segmentBytes: 1024), fileSystem: fileSystem)
         #expect(writer.recoveryReport.createdSegment != nil)
         var appended: [AppendedRecord] = []
         for chunk in stride(from: 0, to: 600, by: 25) {
-            appended += try await writer.append(TestSupport.records(chunk..<(chunk + 25)))
+            appended += try await writer.append(StorageTestSupport.records(chunk..<(chunk + 25)))
         }
         #expect(appended.map(\.sequence) == Array(0..<600).map(UInt64.init))
         #expect(writer.nextSequence == 600)
         try writer.close()
-        let segments = try TestSupport.segmentNames(directory, fileSystem: fileSystem)
+        let segments = try StorageTestSupport.segmentNames(directory, fileSystem: fileSystem)
         #expect(segments.count > 10, "segments: \(segments.count)")
         #expect(segments.first == "00000000000000000000.seg")
 
-        let reopened = try LogWriter.open(directory: directory, options: TestSupport.smallOptions(segmentBytes: 1024), fileSystem: fileSystem)
+        let reopened = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(segmentBytes: 1024), fileSystem: fileSystem)
         #expect(reopened.recoveryReport.isClean, "\(reopened.recoveryReport)")
         #expect(reopened.nextSequence == 600)
-        let more = try await reopened.append(TestSupport.records(600..<650))
+        let more = try await reopened.append(StorageTestSupport.records(600..<650))
         #expect(more.first?.sequence == 600)
         try reopened.close()
 
         let all = try LogReader(directory: directory, fileSystem: fileSystem).readAll()
         #expect(all.count == 650)
         for record in all {
-            #expect(record.payload == TestSupport.payload(Int(record.sequence)))
+            #expect(record.payload == StorageTestSupport.payload(Int(record.sequence)))
             #expect(record.ledgerTime == Int64(record.sequence) * 1_000)
         }
         let report = LogVerifier.verify(directory: directory, fileSystem: fileSystem)
@@ -44,7 +45,7 @@ struct RoundTripTests {
 
     @Test("a faster LZ4 acceleration writes the same block format: readable, verified, larger")
     func lz4AccelerationRoundTrip() async throws {
-        let records = TestSupport.records(0..<400)
+        let records = StorageTestSupport.records(0..<400)
         let zeroHash = [UInt8](repeating: 0, count: LogFormat.hashBytes)
         let defaultBatch = BatchCodec.encode(records: records[...], baseSequence: 0, previousHash: zeroHash, compression: .lz4)
         let fastBatch = BatchCodec.encode(records: records[...], baseSequence: 0, previousHash: zeroHash, compression: .lz4,
@@ -56,7 +57,7 @@ struct RoundTripTests {
 
         let fileSystem = FaultInjectingFileSystem()
         let directory = FilePath("/ledger")
-        var options = TestSupport.smallOptions(segmentBytes: 8192)
+        var options = StorageTestSupport.smallOptions(segmentBytes: 8192)
         options.lz4Acceleration = 8
         let writer = try LogWriter.open(directory: directory, options: options, fileSystem: fileSystem)
         _ = try await writer.append(records)
@@ -71,9 +72,9 @@ struct RoundTripTests {
     func lookups() async throws {
         let fileSystem = FaultInjectingFileSystem()
         let directory = FilePath("/ledger")
-        let writer = try LogWriter.open(directory: directory, options: TestSupport.smallOptions(), fileSystem: fileSystem)
+        let writer = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(), fileSystem: fileSystem)
         // Ledger time advances by 10 µs per record, with runs of equal times every 7 records.
-        _ = try await writer.append(TestSupport.records(0..<500, time: { Int64($0 / 7) * 10_000 }))
+        _ = try await writer.append(StorageTestSupport.records(0..<500, time: { Int64($0 / 7) * 10_000 }))
         try writer.close()
         let reader = LogReader(directory: directory, fileSystem: fileSystem)
         #expect(try reader.lastSequence() == 499)
@@ -81,7 +82,7 @@ struct RoundTripTests {
             var cursor = try reader.records(from: UInt64(start))
             let first = try cursor.next()
             #expect(first?.sequence == UInt64(start))
-            #expect(first?.payload == TestSupport.payload(start))
+            #expect(first?.payload == StorageTestSupport.payload(start))
             var count = 1
             while try cursor.next() != nil { count += 1 }
             #expect(count == 500 - start)
@@ -101,16 +102,16 @@ struct RoundTripTests {
         let fileSystem = FaultInjectingFileSystem()
         let directory = FilePath("/aged")
         let clock = ManualClock()
-        var options = TestSupport.smallOptions(segmentBytes: 1 << 20)
+        var options = StorageTestSupport.smallOptions(segmentBytes: 1 << 20)
         options.segmentAgeMax = .seconds(60)
         options.clock = { clock.now }
         let writer = try LogWriter.open(directory: directory, options: options, fileSystem: fileSystem)
         for round in 0..<4 {
-            _ = try await writer.append(TestSupport.records((round * 3)..<(round * 3 + 3)))
+            _ = try await writer.append(StorageTestSupport.records((round * 3)..<(round * 3 + 3)))
             clock.advance(seconds: 61)
         }
         try writer.close()
-        #expect(try TestSupport.segmentNames(directory, fileSystem: fileSystem).count == 4)
+        #expect(try StorageTestSupport.segmentNames(directory, fileSystem: fileSystem).count == 4)
         #expect(try LogReader(directory: directory, fileSystem: fileSystem).readAll().count == 12)
     }
 
@@ -118,12 +119,12 @@ struct RoundTripTests {
     func indexesRebuilt() async throws {
         let fileSystem = FaultInjectingFileSystem()
         let directory = FilePath("/indexed")
-        let writer = try LogWriter.open(directory: directory, options: TestSupport.smallOptions(), fileSystem: fileSystem)
-        _ = try await writer.append(TestSupport.records(0..<300))
+        let writer = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(), fileSystem: fileSystem)
+        _ = try await writer.append(StorageTestSupport.records(0..<300))
         try writer.close()
         let segments = directory.appending("segments")
         try fileSystem.remove(segments.appending("00000000000000000000.sidx"))
-        let victim = segments.appending(try TestSupport.segmentNames(directory, fileSystem: fileSystem)[1].replacingOccurrences(of: ".seg", with: ".tidx"))
+        let victim = segments.appending(try StorageTestSupport.segmentNames(directory, fileSystem: fileSystem)[1].replacingOccurrences(of: ".seg", with: ".tidx"))
         var garbled = try #require(fileSystem.contents(of: victim))
         garbled[garbled.count - 3] ^= 0x55
         fileSystem.setContents(of: victim, to: garbled)
@@ -134,7 +135,7 @@ struct RoundTripTests {
         var cursor = try LogReader(directory: directory, fileSystem: fileSystem).records(from: 3)
         #expect(try cursor.next()?.sequence == 3)
 
-        let reopened = try LogWriter.open(directory: directory, options: TestSupport.smallOptions(), fileSystem: fileSystem)
+        let reopened = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(), fileSystem: fileSystem)
         #expect(reopened.recoveryReport.rebuiltIndexes.count == 2)
         try reopened.close()
         #expect(LogVerifier.verify(directory: directory, fileSystem: fileSystem).isClean)
@@ -143,7 +144,7 @@ struct RoundTripTests {
     @Test("ledger time is clamped up so it never decreases in sequence order")
     func timeClamped() async throws {
         let fileSystem = FaultInjectingFileSystem()
-        let writer = try LogWriter.open(directory: "/clamp", options: TestSupport.smallOptions(), fileSystem: fileSystem)
+        let writer = try LogWriter.open(directory: "/clamp", options: StorageTestSupport.smallOptions(), fileSystem: fileSystem)
         let appended = try await writer.append([
             LogRecord(ledgerTime: 100, payload: [1]), LogRecord(ledgerTime: 50, payload: [2]), LogRecord(ledgerTime: 200, payload: [3]),
         ])
@@ -156,22 +157,22 @@ struct RoundTripTests {
 
     @Test("a follower sees existing records, then live appends as they commit")
     func followsTail() async throws {
-        let directory = TestSupport.temporaryDirectory("follow")
-        defer { TestSupport.removeDirectory(directory) }
-        let writer = try LogWriter.open(directory: directory, options: TestSupport.smallOptions(durability: .always))
-        _ = try await writer.append(TestSupport.records(0..<10))
+        let directory = StorageTestSupport.temporaryDirectory("follow")
+        defer { StorageTestSupport.removeDirectory(directory) }
+        let writer = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(durability: .always))
+        _ = try await writer.append(StorageTestSupport.records(0..<10))
         let reader = LogReader(directory: directory)
         let follower = Task { () -> [UInt64] in
             var seen: [UInt64] = []
             for try await record in reader.follow(from: 5, pollInterval: .seconds(5)) {
-                #expect(record.payload == TestSupport.payload(Int(record.sequence)))
+                #expect(record.payload == StorageTestSupport.payload(Int(record.sequence)))
                 seen.append(record.sequence)
                 if seen.count == 105 { break }
             }
             return seen
         }
         for chunk in stride(from: 10, to: 110, by: 10) {
-            _ = try await writer.append(TestSupport.records(chunk..<(chunk + 10)))
+            _ = try await writer.append(StorageTestSupport.records(chunk..<(chunk + 10)))
             try await Task.sleep(for: .milliseconds(2))
         }
         let seen = try await follower.value

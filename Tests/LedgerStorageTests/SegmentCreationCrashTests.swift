@@ -10,8 +10,8 @@ import Testing
 struct SegmentCreationCrashTests {
     @Test("a newest segment shorter than its header reads as empty, verifies as a torn tail, and recovers", arguments: [0, 1, 17])
     func tornSegmentHeader(headerBytesWritten: Int) async throws {
-        let directory = TestSupport.temporaryDirectory("torn-header")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("torn-header")
+        defer { StorageTestSupport.removeDirectory(directory) }
         // Append one record at a time until an append rolls to a new segment: that segment then holds
         // only the last append. Cutting it below its header size is what a crash leaves when it strikes
         // after the previous segment was sealed and the new file created, before its header was durable
@@ -20,13 +20,13 @@ struct SegmentCreationCrashTests {
         func newestSegment() throws -> String {
             try FileManager.default.contentsOfDirectory(atPath: segments.string).filter { $0.hasSuffix(".seg") }.sorted().last!
         }
-        let writer = try LogWriter.open(directory: directory, options: TestSupport.smallOptions(segmentBytes: 2048))
+        let writer = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(segmentBytes: 2048))
         var appended: [AppendedRecord] = []
         var index = 0
         var rolled = false
         while !rolled {
             let before = try newestSegment()
-            let last = try await writer.append(TestSupport.records(index..<index + 1))
+            let last = try await writer.append(StorageTestSupport.records(index..<index + 1))
             index += 1
             rolled = try newestSegment() != before && appended.count >= 8
             if !rolled { appended += last }
@@ -44,8 +44,8 @@ struct SegmentCreationCrashTests {
         let report = LogVerifier.verify(directory: directory)
         #expect(report.problems.contains { $0.code == .tornTail })
 
-        let reopened = try LogWriter.open(directory: directory, options: TestSupport.smallOptions(segmentBytes: 2048))
-        let more = try await reopened.append(TestSupport.records(100..<101))
+        let reopened = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(segmentBytes: 2048))
+        let more = try await reopened.append(StorageTestSupport.records(100..<101))
         #expect(more.first?.sequence == nextBase)
         try reopened.close()
         #expect(LogVerifier.verify(directory: directory).isClean)

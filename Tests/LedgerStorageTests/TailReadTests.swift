@@ -8,16 +8,16 @@ import Testing
 
 @Suite struct TailReadTests {
     @Test func aCursorThatMetAHalfWrittenBatchReadsItOnceTheBatchIsComplete() async throws {
-        let directory = TestSupport.temporaryDirectory("tail-read")
-        defer { TestSupport.removeDirectory(directory) }
+        let directory = StorageTestSupport.temporaryDirectory("tail-read")
+        defer { StorageTestSupport.removeDirectory(directory) }
         let fileSystem = PosixFileSystem()
-        let writer = try LogWriter.open(directory: directory, options: TestSupport.smallOptions(segmentBytes: 1 << 20),
+        let writer = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(segmentBytes: 1 << 20),
                                         fileSystem: fileSystem)
-        _ = try await writer.append(TestSupport.records(0..<1))
-        let segmentName = try #require(try TestSupport.segmentNames(directory, fileSystem: fileSystem).last)
+        _ = try await writer.append(StorageTestSupport.records(0..<1))
+        let segmentName = try #require(try StorageTestSupport.segmentNames(directory, fileSystem: fileSystem).last)
         let segmentPath = directory.appending("segments").appending(segmentName).string
         let secondBatchOffset = try #require(try FileManager.default.attributesOfItem(atPath: segmentPath)[.size] as? Int)
-        _ = try await writer.append(TestSupport.records(1..<2))
+        _ = try await writer.append(StorageTestSupport.records(1..<2))
         try writer.close()
         let whole = try Data(contentsOf: URL(fileURLWithPath: segmentPath))
         #expect(whole.count > secondBatchOffset + 8, "the second batch follows the first")
@@ -33,7 +33,7 @@ import Testing
         try whole.write(to: URL(fileURLWithPath: segmentPath))
         let record = try cursor.next()
         #expect(record?.sequence == 1)
-        #expect(record?.payload == TestSupport.payload(1))
+        #expect(record?.payload == StorageTestSupport.payload(1))
         #expect(try cursor.next() == nil)
     }
 
@@ -42,8 +42,8 @@ import Testing
     /// projection simulation's release long run, seed 40262175).
     @Test func aFileThatShrankAfterItsSizeWasReadIsTheEndNotDamage() async throws {
         let base = FaultInjectingFileSystem()
-        let writer = try LogWriter.open(directory: "/log", options: TestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: base)
-        _ = try await writer.append(TestSupport.records(0..<3))
+        let writer = try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: 1 << 20), fileSystem: base)
+        _ = try await writer.append(StorageTestSupport.records(0..<3))
         try writer.close()
         for extra: UInt64 in [1, 3, 4, 40, 200] {
             let fileSystem = StaleSizeFileSystem(baseFileSystem: base, extraBytes: extra)

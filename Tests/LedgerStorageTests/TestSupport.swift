@@ -4,24 +4,21 @@ import Foundation
 import LedgerStorage
 import LedgerStorageTesting
 import SystemPackage
+import TestSupport
 import Testing
 
-enum TestSupport {
-    /// A fresh directory under the system temporary directory; removed by `removeDirectory`.
+enum StorageTestSupport {
+    /// A fresh directory under `Scratch`; removed by `removeDirectory`.
     static func temporaryDirectory(_ label: String) -> FilePath {
-        let path = NSTemporaryDirectory() + "ledger-storage-tests-\(label)-\(UUID().uuidString)"
-        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return FilePath(path)
+        FilePath(try! Scratch.directory("storage-\(label)"))
     }
 
-    static func removeDirectory(_ path: FilePath) {
-        try? FileManager.default.removeItem(atPath: path.string)
-    }
+    static func removeDirectory(_ path: FilePath) { Scratch.remove(path.string) }
 
-    /// A seed from the environment (LEDGER_TEST_SEED) or a fixed default, printed so failures reproduce.
+    /// `SeededGenerator.seed(default:)`, printed so failures reproduce.
     static func seed(_ testName: String, default value: UInt64) -> UInt64 {
-        let seed = ProcessInfo.processInfo.environment["LEDGER_TEST_SEED"].flatMap(UInt64.init) ?? value
-        print("\(testName): seed \(seed) (set LEDGER_TEST_SEED to change)")
+        let seed = SeededGenerator.seed(default: value)
+        print("\(testName): seed \(seed) (set CATLEDGER_TEST_SEED to change)")
         return seed
     }
 

@@ -15,6 +15,7 @@ import CatalogProjections
 import Foundation
 import LedgerStorage
 import SystemPackage
+import TestSupport
 import Testing
 
 @Suite("Concurrency stress")
@@ -36,7 +37,7 @@ struct ConcurrencyStressTests {
 
     /// One seeded run over a fresh temporary directory; throws `StressFailure` naming the seed.
     static func run(seed: UInt64, shape: StressShape) async throws -> String {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("catledger-stress-\(UUID().uuidString)")
+        let root = URL(fileURLWithPath: Scratch.path("stress"))
         defer { try? FileManager.default.removeItem(at: root) }
         let layout = LedgerLayout(root: FilePath(root.path))
         func fail(_ message: String) -> StressFailure { StressFailure(seed: seed, message: message) }

@@ -31,25 +31,10 @@ import GRDB
 import LedgerStorage
 import LedgerStorageTesting
 import Logging
+import TestSupport
 
 struct ProjectionFaultSimulation {
     static let logger = Logger(label: "ReliabilityTests.projection-simulation") { _ in SwiftLogNoOpLogHandler() }
-    /// Where the SQLite files go: a memory file system when there is one with 1 GiB free (`/dev/shm`), since the
-    /// projection's crashes are simulated and real fsyncs would only slow the run down;
-    /// `RELIABILITY_SCRATCH_DIRECTORY` overrides it.
-    static let scratchParent: String = {
-        if let chosen = ProcessInfo.processInfo.environment["RELIABILITY_SCRATCH_DIRECTORY"] { return chosen }
-        var isDirectory: ObjCBool = false
-        // Only when it has room: a container's /dev/shm may be as small as 64 MiB.
-        var space = statvfs()
-        if FileManager.default.fileExists(atPath: "/dev/shm", isDirectory: &isDirectory), isDirectory.boolValue,
-           FileManager.default.isWritableFile(atPath: "/dev/shm"), statvfs("/dev/shm", &space) == 0,
-           UInt64(space.f_bavail) * UInt64(space.f_frsize) >= 1 << 30 {
-            return "/dev/shm"
-        }
-        return FileManager.default.temporaryDirectory.path
-    }()
-
     let seed: UInt64
     var random: SeededGenerator
     var catalog: SimulatedCatalog
@@ -86,7 +71,8 @@ struct ProjectionFaultSimulation {
         self.seed = seed
         self.random = SeededGenerator(seed: seed)
         self.catalog = SimulatedCatalog(seed: seed)
-        root = (Self.scratchParent as NSString).appendingPathComponent("catledger-projsim-\(seed)-\(UUID().uuidString)")
+        // A memory file system when there is room: the crashes are simulated, real fsyncs only slow the run.
+        root = Scratch.path("projsim-\(seed)", in: Scratch.memoryBackedParent)
         layout = LedgerLayout(root: root)
     }
 
@@ -354,22 +340,5 @@ struct ProjectionFaultSimulation {
             trace.append("\(label): projection image from \(image.through.map(String.init) ?? "-") restored")
         }
         try openProjector()
-    }
-}
-
-/// Thrown through `ProjectorOptions.beforeBatch` to abandon a catch-up between two batch
-/// transactions, as a crash there would.
-struct InjectedProjectionCrash: Error, CustomStringConvertible {
-    var afterBatches: Int
-    var description: String { "projection crash injected after \(afterBatches) batches" }
-}
-
-extension ProjectorOptions {
-    /// Catch-up throws `InjectedProjectionCrash` before its next batch once the projector has
-    /// committed `batches` batches.
-    mutating func failAfterBatches(_ batches: Int) {
-        beforeBatch = { committed in
-            if committed >= batches { throw InjectedProjectionCrash(afterBatches: batches) }
-        }
     }
 }

@@ -8,6 +8,7 @@ import LedgerServer
 import Logging
 import SquareAPI
 import SquareWire
+import TestSupport
 
 enum ServerAbuseKit {
     static let merchant = "MABUSE00001"
@@ -53,7 +54,7 @@ enum ServerAbuseKit {
     static func start(merchants: [String] = [merchant], webhookBodyBytesMax: Int = 64 << 10,
                       requestReadTimeout: Duration = .seconds(15), idleTimeout: Duration? = .seconds(60),
                       projections: Bool = false) async throws -> Server {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("catledger-abuse-\(UUID().uuidString)")
+        let root = URL(fileURLWithPath: Scratch.path("abuse"))
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let configuration = LedgerServerConfiguration(
             host: "127.0.0.1", port: 0, dataRoot: root.path, merchantIDs: merchants, signatureKeys: [signatureKey],

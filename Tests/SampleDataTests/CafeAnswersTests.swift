@@ -4,6 +4,7 @@ import CatalogModel
 import Crypto
 import Foundation
 import SquareWire
+import TestSupport
 import Testing
 
 /// The committed cafe recording, imported into a fresh ledger, answers what the simulator (Square's
@@ -27,7 +28,7 @@ struct CafeAnswersTests {
         .appendingPathComponent("../../data-samples/cafe").standardized.path
 
     static func importedLedger() async throws -> (Ledger, String) {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("cafe-\(UUID().uuidString)").path
+        let root = Scratch.path("cafe")
         var options = LedgerOptions()
         options.storage.durability = .none
         let ledger = try Ledger.open(layout: LedgerLayout(root: root), options: options)

@@ -2,6 +2,7 @@ import Foundation
 import SquareAPI
 import SquareSimulator
 import SquareWire
+import TestSupport
 import Testing
 
 /// The HTTP simulator driven by Square's official Python SDK, and the Swift client over
@@ -40,10 +41,9 @@ import Testing
                 "event_id": (try? SquareJSON.decode(CatalogVersionUpdatedEvent.self, from: delivery.body).event_id) ?? "",
             ]
         }
-        let webhooksPath = FileManager.default.temporaryDirectory
-            .appendingPathComponent("square-conformance-webhooks-\(server.port).json").path
+        let webhooksPath = Scratch.path("conformance-webhooks") + ".json"
         try Data(JSONEncoder().encode(webhooks)).write(to: URL(fileURLWithPath: webhooksPath))
-        defer { try? FileManager.default.removeItem(atPath: webhooksPath) }
+        defer { Scratch.remove(webhooksPath) }
 
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("conformance/square_sdk_conformance.py").path

@@ -2,6 +2,7 @@ import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerQueries
 import SquareAPI
 import SquareSimulator
 import SquareWire
@@ -13,6 +14,20 @@ import Testing
 
     static func editor(_ ledger: Ledger, _ simulator: SquareSimulator) -> SafeEditor {
         SafeEditor(ledger: ledger, client: Kit.client(simulator), merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
+    }
+
+    /// A ledger that synced the seeded catalog, having seen the double espresso at `seen`, after which
+    /// the POS repriced it to 390; `learned`: an incremental sync then taught the ledger the new version.
+    static func stalePrice(in directory: URL, learned: Bool) async throws
+        -> (simulator: SquareSimulator, ledger: Ledger, variation: String, seen: Int64) {
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let variation = try #require(ids["#Espresso_Double"])
+        try await Kit.syncer(ledger, simulator).syncFull()
+        let seen = try #require(try ledger.reader.state(asOf: .latest).state[CatalogObjectID(variation)]?.header.version)
+        await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 390), by: .pointOfSale)
+        if learned { try await Kit.syncer(ledger, simulator).syncIncremental() }
+        return (simulator, ledger, variation, seen)
     }
 
     @Test func aPriceEditSendsTheWholeItemWithEveryVersionAndIsRecorded() async throws {
@@ -56,14 +71,8 @@ import Testing
     @Test func anEditOnAStaleBaseVersionIsRefusedRecordedAndDiagnosed() async throws {
         let directory = try Kit.temporaryDirectory()
         defer { Kit.cleanUp(directory) }
-        let (simulator, ids) = await Kit.seededSimulator()
-        let ledger = try Kit.ledger(in: directory)
-        let variation = try #require(ids["#Espresso_Double"])
-        try await Kit.syncer(ledger, simulator).syncFull()
-        let seen = try #require(try ledger.reader.state(asOf: .latest).state[CatalogObjectID(variation)]?.header.version)
         // The POS moves the variation on; the ledger learns it through a sync.
-        await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 390), by: .pointOfSale)
-        try await Kit.syncer(ledger, simulator).syncIncremental()
+        let (simulator, ledger, variation, seen) = try await Self.stalePrice(in: directory, learned: true)
 
         let result = try await Self.editor(ledger, simulator).edit(EditRequest(
             objectID: variation, price: .init(amount: 410), actor: "ana", device: "ipad-2", baseVersion: seen))
@@ -83,6 +92,34 @@ import Testing
         // Square still has the POS price.
         let state = try ledger.reader.state(asOf: .latest).state
         #expect(state.object(CatalogObjectID(variation))?.priceMoney?.amount == 390)
+        try await ledger.close()
+    }
+
+    /// `edit` and `conflicts` diagnose one incident the same way (`DiagnosisIndex` over the whole
+    /// durable log): at the rejection, and again after the ledger learned more, when a retry of the
+    /// edit is answered from the ledger.
+    @Test func anEditAndTheConflictsListGiveOneDiagnosisForOneIncident() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ledger, variation, seen) = try await Self.stalePrice(in: directory, learned: true)
+        let request = EditRequest(objectID: variation, price: .init(amount: 410), actor: "ana", device: "ipad-2",
+                                  baseVersion: seen, idempotencyKey: "stale-agree")
+        let editor = Self.editor(ledger, simulator)
+        let edited = try await editor.edit(request)
+        let editDiagnosis = try #require(edited.diagnosis)
+        let queries = LedgerQueries(reader: ledger.reader, historyIndex: false)
+        let listed = try #require(try queries.conflicts().first { $0.sequence == edited.outcomeSequence })
+        #expect(listed.diagnosis == editDiagnosis)
+        #expect(try queries.conflict(named: "stale-agree")?.diagnosis == editDiagnosis)
+
+        // The ledger learns more (the POS moves the variation on again); a retry answered from the
+        // ledger and the conflicts list still agree.
+        await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 395), by: .pointOfSale)
+        try await Kit.syncer(ledger, simulator).syncIncremental()
+        let retried = try await editor.edit(request)
+        #expect(retried.replayed)
+        let relisted = try #require(try LedgerQueries(reader: ledger.reader, historyIndex: false).conflict(named: "stale-agree"))
+        #expect(retried.diagnosis == relisted.diagnosis)
         try await ledger.close()
     }
 
@@ -192,12 +229,7 @@ import Testing
     @Test func aRetriedRefusalGetsTheSameRefusalAndNoSecondConflict() async throws {
         let directory = try Kit.temporaryDirectory()
         defer { Kit.cleanUp(directory) }
-        let (simulator, ids) = await Kit.seededSimulator()
-        let ledger = try Kit.ledger(in: directory)
-        let variation = try #require(ids["#Espresso_Double"])
-        try await Kit.syncer(ledger, simulator).syncFull()
-        let seen = try #require(try ledger.reader.state(asOf: .latest).state[CatalogObjectID(variation)]?.header.version)
-        await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 390), by: .pointOfSale)
+        let (simulator, ledger, variation, seen) = try await Self.stalePrice(in: directory, learned: false)
         let request = EditRequest(objectID: variation, price: .init(amount: 410), actor: "ana", device: "ipad-2",
                                   baseVersion: seen, idempotencyKey: "stale-1")
         let editor = Self.editor(ledger, simulator)

@@ -6,6 +6,7 @@ import Logging
 import SquareAPI
 import SquareSimulator
 import SquareWire
+import TestSupport
 
 /// Ledgers in temporary directories, simulators and clients for the ingest, server and end-to-end tests.
 enum IngestKit {
@@ -15,13 +16,9 @@ enum IngestKit {
     static let logger = Logger(label: "ingest-tests", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// A fresh directory, removed by `cleanUp`.
-    static func temporaryDirectory() throws -> URL {
-        let url = FileManager.default.temporaryDirectory.appendingPathComponent("catledger-ingest-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-        return url
-    }
+    static func temporaryDirectory() throws -> URL { URL(fileURLWithPath: try Scratch.directory("ingest")) }
 
-    static func cleanUp(_ url: URL) { try? FileManager.default.removeItem(at: url) }
+    static func cleanUp(_ url: URL) { Scratch.remove(url.path) }
 
     static func ledger(in directory: URL) throws -> Ledger {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

@@ -9,6 +9,7 @@ import Hummingbird
 import HummingbirdTesting
 import LedgerServer
 import SquareWire
+import TestSupport
 import Testing
 
 /// A clock for the scheduler: `sleep` parks until the test calls `release()`, which moves `now`
@@ -134,7 +135,7 @@ final class CompactionGateForTest: @unchecked Sendable {
 
     @Test("at the scheduled local time the server compacts every ledger, logs and counts the outcome, then waits a day")
     func scheduledRun() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nightly-\(UUID().uuidString)")
+        let root = URL(fileURLWithPath: Scratch.path("nightly"))
         defer { try? FileManager.default.removeItem(at: root) }
         let service = try await Self.serviceWithHistory(root: root)
         let ledger = try #require(service.merchant(Kit.merchant)).ledger
@@ -162,7 +163,7 @@ final class CompactionGateForTest: @unchecked Sendable {
 
     @Test("the nightly run checks the sealed segments; a damaged one shows in its result, /healthz and /metrics")
     func nightlyVerification() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nightly-\(UUID().uuidString)")
+        let root = URL(fileURLWithPath: Scratch.path("nightly"))
         defer { try? FileManager.default.removeItem(at: root) }
         let service = try await Self.serviceWithHistory(root: root)
         let ledger = try #require(service.merchant(Kit.merchant)).ledger
@@ -205,7 +206,7 @@ final class CompactionGateForTest: @unchecked Sendable {
 
     @Test("with --compact-retain the nightly run also applies retention, keeps price history and counts the rule")
     func nightlyRetention() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nightly-retain-\(UUID().uuidString)")
+        let root = URL(fileURLWithPath: Scratch.path("nightly-retain"))
         defer { try? FileManager.default.removeItem(at: root) }
         var configuration = ServerKit.configuration(root: root)
         configuration.projections = false
@@ -243,7 +244,7 @@ final class CompactionGateForTest: @unchecked Sendable {
 
     @Test("a trigger while a run is in progress is skipped and counted, never a second concurrent run")
     func noOverlap() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("nightly-\(UUID().uuidString)")
+        let root = URL(fileURLWithPath: Scratch.path("nightly"))
         defer { try? FileManager.default.removeItem(at: root) }
         let service = try await Self.serviceWithHistory(root: root)
         let gate = CompactionGateForTest()

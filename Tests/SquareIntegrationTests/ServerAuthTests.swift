@@ -9,6 +9,7 @@ import HTTPTypes
 import NIOCore
 import SquareAPI
 import SquareSimulator
+import LedgerStorageTesting
 import Testing
 
 /// Who may call what (issue 20): every route × {no token, bad token, revoked token, other merchant,
@@ -480,16 +481,4 @@ struct LazySequenceCollection<S: Sequence>: Collection where S.Element == UInt8 
     subscript(position: Int) -> UInt8 { fatalError("read through the iterator only") }
     var count: Int { knownCount }
     func makeIterator() -> S.Iterator { base.makeIterator() }
-}
-
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

@@ -20,7 +20,7 @@ struct CompactCommand: AsyncParsableCommand {
         object's base fact at that horizon stands for. It never drops tombstones, conflict records or the history of \
         any object a rejected edit named, and it keeps price history as retained price-history records unless \
         --drop-price-history is given. As-of answers, diagnoses and price history at or after the horizon stay \
-        identical (docs/FORMAT.md, "Retention").
+        identical (docs/DESIGN.md, "Compaction and retention").
         """
     )
 

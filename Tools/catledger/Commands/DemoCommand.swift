@@ -3,11 +3,13 @@ import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerQueries
 import SquareWire
 
 /// The guided tour: imports the bundled cafe history into a fresh ledger and shows what the ledger
 /// answers (price history with a chart, the catalog replayed to a past moment, a VERSION_MISMATCH
-/// incident diagnosed, a search with a typo), then the commands to try next.
+/// incident diagnosed, a search with a typo), then the commands to try next. Every answer comes from
+/// `LedgerQueries`, as for the commands the tour names.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
@@ -41,20 +43,18 @@ struct DemoCommand: AsyncParsableCommand {
             print("Imported \(report.exchanges) exchanges in \(String(format: "%.1f", Date().timeIntervalSince(started))) s: " +
                   "\(report.eventsAppended) events appended, \(report.duplicates) re-observations deduplicated.")
 
-            let reader = try LedgerAccess(options: global).reader()
-            let events = try reader.allEvents()
-            let history = CatalogHistory(events: events)
-            let now = history.state(asOf: .latest)
-            var kinds: [String: Int] = [:]
-            for event in events { kinds["\(event.kind)", default: 0] += 1 }
-            print("The ledger in \(root) now holds \(events.count) events (" +
-                  kinds.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ").")
-            print("Today's catalog: \(now.liveObjects.count) live objects, \(now.objects.count - now.liveObjects.count) deleted.")
+            let queries = try LedgerAccess(options: global).queries()
+            let stats = try queries.stats()
+            let now = try queries.reader.state(asOf: .latest).state
+            print("The ledger in \(root) now holds \(stats.events) events (" +
+                  stats.eventsByKind.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" }.joined(separator: ", ") + ").")
+            print("Today's catalog: \(stats.liveObjectsByType.values.reduce(0, +)) live objects, " +
+                  "\(stats.deletedObjectsByType.values.reduce(0, +)) deleted.")
 
             section("2. Price history", "Every price a variation ever had, per location, with Square time and ledger time.")
-            let variation = mostRepriced(history: history, state: now)
+            let variation = try mostRepriced(queries: queries, state: now)
             if let variation {
-                let changes = history.priceHistory(of: variation).filter { $0.scope.kind != .pricingType }
+                let changes = try queries.priceHistory(of: variation).filter { $0.scope.kind != .pricingType }
                 let object = now.object(variation)
                 let itemName = object?.declaredParentID.flatMap { now.object($0)?.name } ?? "?"
                 print("The most repriced variation: \(itemName), \(object?.name ?? "?") (SKU \(object?.sku ?? "-")).\n")
@@ -64,10 +64,10 @@ struct DemoCommand: AsyncParsableCommand {
             }
 
             section("3. Time travel", "The catalog as it was three weeks ago, compared with today.")
-            if let last = events.last?.recordedAt {
+            if let last = stats.lastRecordedAt {
                 let past = last - 21 * 86_400 * 1_000_000_000
-                let before = history.state(asOf: AsOf(squareTimeMax: past))
-                let diff = CatalogHistory.diff(before, now, from: AsOf(squareTimeMax: past), to: .latest)
+                let before = try queries.reader.state(asOf: AsOf(squareTimeMax: past)).state
+                let diff = try queries.diff(from: AsOf(squareTimeMax: past), to: .latest)
                 print("$ catledger diff --from \(RFC3339.format(nanoseconds: past).prefix(19))Z\n")
                 print("Then: \(before.liveObjects.count) live objects. Since then: \(diff.created.count) created, " +
                       "\(diff.changed.count) changed, \(diff.deleted.count) deleted. A few of the changes:")
@@ -119,25 +119,20 @@ struct DemoCommand: AsyncParsableCommand {
             }
 
             section("4. A VERSION_MISMATCH incident", "Square never says which object was stale; the ledger does.")
-            let diagnoser = VersionMismatchDiagnoser(history: history)
-            let rejections = events.filter { if case .upsertRejected = $0.body { true } else { false } }
-            var shown = false
-            for rejection in rejections {
-                let diagnosis = try diagnoser.diagnose(rejectionSequence: rejection.sequence)
-                guard diagnosis.primaryClassification == .staleMovedOnByOtherWriter else { continue }
-                print("$ catledger diagnose \(rejection.sequence)\n")
-                print(diagnosis.renderedText)
-                shown = true
-                break
+            let conflicts = try queries.conflicts()
+            if let incident = conflicts.first(where: { $0.diagnosis.primaryClassification == .staleMovedOnByOtherWriter }) {
+                print("$ catledger diagnose \(incident.sequence)\n")
+                print(incident.diagnosis.renderedText)
+            } else {
+                print("(no rejected upserts in this recording)")
             }
-            if !shown { print("(no rejected upserts in this recording)") }
-            print("\(rejections.count) rejected upserts in all: `catledger conflicts` lists them with their class.")
+            print("\(conflicts.count) rejected upserts in all: `catledger conflicts` lists them with their class.")
 
             section("5. Search with a typo", "Fuzzy, ranked search over names, SKUs, barcodes and categories.")
-            let queries = try LedgerAccess(options: global).projection(db: nil, progressLabel: "building projections")
+            let search = try LedgerAccess(options: global).projection(db: nil, progressLabel: "building projections")
             for text in ["cofee latte", "crossant"] {
                 print("$ catledger search \"\(text)\"\n")
-                print(SearchRendering.table(try queries.search(text, limit: 5)) + "\n")
+                print(SearchRendering.table(try search.search(text, limit: 5)) + "\n")
             }
 
             section("Next", "Commands to try on this ledger (add --json for programs):")
@@ -167,11 +162,11 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     /// The live variation whose prices changed most often, for the price-history tour stop.
-    private func mostRepriced(history: CatalogHistory, state: CatalogState) -> CatalogObjectID? {
+    private func mostRepriced(queries: LedgerQueries, state: CatalogState) throws -> CatalogObjectID? {
         var best: (id: CatalogObjectID, changes: Int)?
         for fact in state.liveObjects where fact.header.objectType == .itemVariation {
             let id = fact.header.objectID
-            let changes = history.priceHistory(of: id).count
+            let changes = try queries.priceHistory(of: id).count
             if best == nil || changes > best!.changes || (changes == best!.changes && id < best!.id) { best = (id, changes) }
         }
         return best?.id

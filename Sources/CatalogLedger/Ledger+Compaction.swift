@@ -276,3 +276,17 @@ struct SyncRunLookahead {
         index.note(try EventCursor.decode(record))
     }
 }
+
+extension Ledger {
+    /// Seals the active segment (`LogWriter.sealActiveSegment`) so that compaction can take the
+    /// events it holds; a small ledger otherwise waits for 64 MiB or a day. Returns the name of the
+    /// segment sealed, or nil when the active segment was empty.
+    public func sealActiveSegment() async throws -> String? {
+        try await writer.sealActiveSegment()?.segmentName
+    }
+
+    /// How many segments are sealed (compacted ones included).
+    public func sealedSegmentCount() async throws -> Int {
+        try await writer.sealedSegments().count
+    }
+}

@@ -42,6 +42,22 @@ extension LogWriter {
         try await runOnIOThread { self.manifest.sealed }
     }
 
+    /// Seals the active segment now, as a roll would (footer, index, manifest; then a new active
+    /// segment), so that compaction, which rewrites sealed segments only, can take what it holds.
+    /// Returns the new manifest entry, or nil when the active segment holds no batch (nothing to
+    /// seal). It runs between two groups on the commit thread, after every written group is synced.
+    public func sealActiveSegment() async throws -> ManifestEntry? {
+        try await runOnIOThread {
+            if let failure = self.currentFailure {
+                throw LedgerStorageError(.writerFailed, "writer failed earlier: \(failure)", location: failure.location)
+            }
+            guard self.active.batchCount > 0 else { return nil }
+            try self.drainSyncStage()
+            self.active = try self.seal(self.active, chain: self.chain)
+            return self.manifest.sealed.last
+        }
+    }
+
     /// Compacts the consecutive sealed segments starting at `firstBase` (`segmentCount` of them)
     /// into one compacted segment keeping the records `keep` accepts. With `dryRun` nothing is
     /// written. With `leaveUnchanged`, a run from which `keep` drops nothing is neither recompressed

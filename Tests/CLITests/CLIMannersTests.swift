@@ -48,4 +48,22 @@ struct CLIMannersTests {
         #expect(result.status == 64)
         #expect(result.standardError.contains("has no unit") && result.standardError.contains("90d"), "\(result.standardError)")
     }
+
+    @Test func sealLetsCompactionRunOnASmallLedger() throws {
+        let path = try CLIErrorTests.ledgerCopy()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let before = try CatLedgerProcess.run(["compact", "--dry-run", "--data-dir", path])
+        #expect(before.status == 0 && before.standardOutput.contains("catledger seal"), "\(before.standardOutput)")
+        let seal = try CatLedgerProcess.run(["seal", "--data-dir", path, "--json"])
+        #expect(seal.status == 0, "\(seal.standardError)")
+        #expect(seal.standardOutput.contains(#""sealed" : "00000000000000000000.seg""#), "\(seal.standardOutput)")
+        let again = try CatLedgerProcess.run(["seal", "--data-dir", path])
+        #expect(again.status == 0 && again.standardOutput.contains("nothing to seal"), "\(again.standardOutput)")
+        let compact = try CatLedgerProcess.run(["compact", "--data-dir", path])
+        #expect(compact.status == 0 && compact.standardOutput.contains("Compacted 1 run(s)"), "\(compact.standardOutput)")
+        let verify = try CatLedgerProcess.run(["verify", "--data-dir", path])
+        #expect(verify.status == 0, "\(verify.standardOutput)")
+        let missing = try CatLedgerProcess.run(["seal", "--data-dir", Scratch.path("no-ledger")])
+        #expect(missing.status == 4)
+    }
 }

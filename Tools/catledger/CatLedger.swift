@@ -20,7 +20,7 @@ struct CatLedger: AsyncParsableCommand {
         subcommands: [
             InitCommand.self, ImportCommand.self, StatsCommand.self, ShowCommand.self, HistoryCommand.self,
             PricesCommand.self, DiffCommand.self, SearchCommand.self, ReplayCommand.self, ConflictsCommand.self,
-            DiagnoseCommand.self, RebuildCommand.self, CompactCommand.self, VerifyCommand.self, RepairCommand.self, SyncCommand.self,
+            DiagnoseCommand.self, RebuildCommand.self, SealCommand.self, CompactCommand.self, VerifyCommand.self, RepairCommand.self, SyncCommand.self,
             EditCommand.self, ServeCommand.self, TokenCommand.self, SimulatorCommand.self, DemoCommand.self, CheckReplayCommand.self,
         ]
     )

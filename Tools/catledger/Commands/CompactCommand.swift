@@ -92,7 +92,7 @@ struct CompactCommand: AsyncParsableCommand {
                 return
             }
             if result.bytesExamined == 0 {
-                print("No sealed segment yet: compaction and retention work on sealed segments only (the active segment rolls at \(LogWriterOptions().segmentBytesMax >> 20) MiB), so nothing \(dryRun ? "would change" : "changed").")
+                print("No sealed segment yet: compaction and retention work on sealed segments only (the active segment rolls at \(LogWriterOptions().segmentBytesMax >> 20) MiB or after a day), so nothing \(dryRun ? "would change" : "changed"). `catledger seal` seals it now.")
             }
             let verb = dryRun ? "Would compact" : "Compacted"
             print("\(verb) \(report.runs) run(s): \(report.bytesBefore) -> \(report.bytesAfter) bytes in \(String(format: "%.2f", report.durationSeconds)) s.")

@@ -135,6 +135,28 @@ struct DemoCommand: AsyncParsableCommand {
                 print(SearchRendering.table(try search.search(text, limit: 5)) + "\n")
             }
 
+            section("6. Nightly compaction", "Duplicates and superseded sync bookkeeping leave sealed segments, audibly; answers stay the same.")
+            let pricesBefore = try variation.map { try queries.priceHistory(of: $0) } ?? []
+            let writer = try LedgerAccess(options: global).existingWriter()
+            let compaction: LedgerCompactionReport
+            do {
+                print("$ catledger seal && catledger compact\n")
+                let sealed = try await writer.sealActiveSegment()
+                compaction = try await writer.compact(options: LedgerCompactionOptions())
+                try await writer.close()
+                print("Sealed \(sealed ?? "nothing (the active segment was empty)"); compacted \(compaction.runs.count) run(s): " +
+                      "\(compaction.bytesBefore) -> \(compaction.bytesAfter) bytes, \(compaction.eventsDropped) event(s) dropped (" +
+                      compaction.droppedByReason.sorted { $0.key.rawValue < $1.key.rawValue }
+                          .map { "\($0.value) \($0.key.rawValue)" }.joined(separator: ", ") + "), " +
+                      "recorded at sequence(s) \(compaction.markerSequences.map(String.init).joined(separator: ", ")).")
+            } catch {
+                try? await writer.close()
+                throw error
+            }
+            let pricesAfter = try variation.map { try LedgerAccess(options: global).queries().priceHistory(of: $0) } ?? []
+            print("The price history shown above is \(pricesAfter == pricesBefore ? "unchanged" : "CHANGED (report this)") " +
+                  "after compaction; `catledger verify` checks the rewritten segments.")
+
             section("Next", "Commands to try on this ledger (add --json for programs):")
             let id = variation?.rawValue ?? "ID"
             print("""

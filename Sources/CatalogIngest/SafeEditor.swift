@@ -20,16 +20,13 @@ public struct SafeEditor: Sendable {
     public let client: SquareCatalogClient?
     public let merchantID: MerchantID
     let logger: Logger
-    let afterAppend: (@Sendable () async -> Void)?
 
     /// `client` may be nil for a ledger that only takes app reports.
-    public init(ledger: Ledger, client: SquareCatalogClient?, merchantID: MerchantID, logger: Logger,
-                afterAppend: (@Sendable () async -> Void)? = nil) {
+    public init(ledger: Ledger, client: SquareCatalogClient?, merchantID: MerchantID, logger: Logger) {
         self.ledger = ledger
         self.client = client
         self.merchantID = merchantID
         self.logger = logger
-        self.afterAppend = afterAppend
     }
 
     /// Performs `request` at Square and records it. A refusal by Square is a result (`.rejected`,
@@ -234,9 +231,7 @@ public struct SafeEditor: Sendable {
         } catch let error as IngestError {
             throw EditError(.invalidRequest, error.description, location: location)
         }
-        let outcomes = try await ledger.append(events)
-        await afterAppend?()
-        return outcomes
+        return try await ledger.append(events)
     }
 
     /// Batch-retrieves `ids` and, when `record` is set, records what came back as observations.

@@ -127,12 +127,19 @@ public final class LedgerService: Sendable {
         if let firstError { throw firstError }
     }
 
-    /// Metrics in the Prometheus text format, with each ledger's event count and whether it failed
-    /// its last verification (1) or not (0: passed, or never verified).
+    /// Metrics in the Prometheus text format, with each ledger's event count, the events its
+    /// projection follower has applied, and whether it failed its last verification (1) or not
+    /// (0: passed, or never verified).
     public func renderMetrics() -> [UInt8] {
         for (id, merchant) in merchants {
             metrics.registry.makeGauge(descriptor: .named("catledger_ledger_events", help: "Events in the merchant's ledger"),
                                        labels: [("merchant", id.rawValue)]).set(Int64(merchant.ledger.nextSequence))
+            if let applied = merchant.projection?.applied {
+                metrics.registry.makeGauge(
+                    descriptor: .named("catledger_projection_applied_events",
+                                       help: "Events the merchant's projection follower has applied (the ledger's events minus this is its lag)"),
+                    labels: [("merchant", id.rawValue)]).set(Int64(applied + 1))
+            }
             let record = VerificationRecord.load(layout: merchant.ledger.layout)
             metrics.registry.makeGauge(
                 descriptor: MetricNameDescriptor(namespace: "catledger", metricName: "ledger_verification", unitName: "failed",

@@ -79,7 +79,10 @@ import Testing
             #expect(try await Self.variation(http, token: token, "VAR1").record?.priceAmount == 999)
             let conflicts = try follower.projector.queries.conflicts()
             #expect(conflicts.count == 1)
-            #expect(try follower.projector.checkpoint() == service.merchant(Kit.merchant)!.ledger.nextSequence - 1)
+            let events = service.merchant(Kit.merchant)!.ledger.nextSequence
+            #expect(try follower.projector.checkpoint() == events - 1)
+            let metrics = String(decoding: service.renderMetrics(), as: UTF8.self)
+            #expect(metrics.contains(#"catledger_projection_applied_events{merchant="\#(Kit.merchant)"} \#(events)"#))
         } catch {
             try await server.stop()
             throw error

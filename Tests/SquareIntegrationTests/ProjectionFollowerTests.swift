@@ -91,6 +91,23 @@ import Testing
         #expect(!follower.isFollowing)
     }
 
+    @Test("the nightly schedule and each follower are services of the server's group; stopping the group stops them")
+    func servicesOfTheGroup() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        var configuration = ServerKit.configuration(root: root, merchants: [Kit.merchant, "MSECOND"])
+        configuration.compactionSchedule = CompactionSchedule(hour: 3, minute: 0, timeZone: TimeZone(identifier: "UTC")!)
+        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        #expect(service.lifecycleServices.count == 3, "the schedule and one follower per merchant")
+        let followers = service.merchants.values.compactMap(\.projection)
+        #expect(followers.count == 2 && followers.allSatisfy { !$0.isFollowing }, "nothing follows before the group runs")
+        let server = try await LedgerServer.start(service: service, logger: Kit.logger)
+        #expect(await ServerKit.eventually { followers.allSatisfy(\.isFollowing) })
+        // The schedule sleeps until 03:00; stopping the group cancels that sleep, so this returns.
+        try await server.stop()
+        #expect(followers.allSatisfy { !$0.isFollowing })
+    }
+
     @Test("events appended by any path are projected, not only those of the syncer and the editor")
     func appendsOutsideTheIngestPathsAreProjected() async throws {
         let root = try Kit.temporaryDirectory()

@@ -118,6 +118,11 @@ struct ServeLagBench: ParsableCommand {
             }
             let cpuCores = (processCPUMicros() - cpuStart) / 1e6 / seconds(ContinuousClock.now - start)
             let webhookSamples = try await Self.webhooks(client: client, simulator: simulator, cafe: cafe, count: webhookCount)
+            // The sync goes on appending its bookkeeping after the price it brought: let the follower
+            // finish before its checkpoint is reported.
+            if let projection = merchant.projection, merchant.ledger.nextSequence > 0 {
+                _ = await projection.waitUntilApplied(through: merchant.ledger.nextSequence - 1, timeout: .seconds(30))
+            }
             let figures = Figures(
                 clients: clients, changes: samples.count, twins: samples.filter { $0.kind == .twin }.count,
                 rejections: samples.filter { $0.kind == .rejected }.count,

@@ -30,16 +30,22 @@ import Testing
                          responseBody: #"{"catalog_object":\#(object),"id_mappings":[]}"#)
     }
 
+    /// The bound of one request: generous, since the whole suite runs in parallel on a small machine
+    /// (a request normally takes milliseconds).
+    static let requestTimeout: Duration = .seconds(60)
+
     /// Sends `report` over HTTP and returns the status.
     static func post(_ http: HTTPClientTransport, token: String, _ report: AppReport) async throws -> Int {
         try await http.send(SquareHTTPRequest(
             method: .post, path: "/merchants/\(Kit.merchant)/reports",
             headers: ["content-type": "application/json", "authorization": ServerKit.bearer(token)],
-            body: Array(try JSONEncoder().encode(report))), timeout: .seconds(10)).status
+            body: Array(try JSONEncoder().encode(report))), timeout: requestTimeout).status
     }
 
     static func variation(_ http: HTTPClientTransport, token: String, _ id: String) async throws -> (status: Int, record: VariationRecord?) {
-        let response = try await EndToEndTests.get(http, token: token, "/merchants/\(Kit.merchant)/variations/\(id)")
+        let response = try await http.send(SquareHTTPRequest(
+            method: .get, path: "/merchants/\(Kit.merchant)/variations/\(id)",
+            headers: ["authorization": ServerKit.bearer(token)]), timeout: requestTimeout)
         return (response.status, response.status == 200 ? try JSONDecoder().decode(VariationRecord.self, from: Data(response.body)) : nil)
     }
 
@@ -102,7 +108,7 @@ import Testing
         let followers = service.merchants.values.compactMap(\.projection)
         #expect(followers.count == 2 && followers.allSatisfy { !$0.isFollowing }, "nothing follows before the group runs")
         let server = try await LedgerServer.start(service: service, logger: Kit.logger)
-        #expect(await ServerKit.eventually { followers.allSatisfy(\.isFollowing) })
+        #expect(await ServerKit.eventually(timeout: .seconds(60)) { followers.allSatisfy(\.isFollowing) })
         // The schedule sleeps until 03:00; stopping the group cancels that sleep, so this returns.
         try await server.stop()
         #expect(followers.allSatisfy { !$0.isFollowing })

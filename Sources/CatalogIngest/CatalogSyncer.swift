@@ -53,7 +53,7 @@ public actor CatalogSyncer {
     /// Objects per search page (Square allows up to 1000).
     public let pageLimit: Int
     let logger: Logger
-    /// Called after each durable append of a run (projections catch up here).
+    /// Called after each durable append of a run (the CLI's progress bar advances here).
     let afterAppend: (@Sendable () async -> Void)?
     private var cachedWatermark: String??
 

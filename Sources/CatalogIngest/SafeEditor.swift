@@ -21,16 +21,13 @@ public struct SafeEditor: Sendable {
     public let client: SquareCatalogClient?
     public let merchantID: MerchantID
     let logger: Logger
-    let afterAppend: (@Sendable () async -> Void)?
 
     /// `client` may be nil for a ledger that only takes app reports.
-    public init(ledger: Ledger, client: SquareCatalogClient?, merchantID: MerchantID, logger: Logger,
-                afterAppend: (@Sendable () async -> Void)? = nil) {
+    public init(ledger: Ledger, client: SquareCatalogClient?, merchantID: MerchantID, logger: Logger) {
         self.ledger = ledger
         self.client = client
         self.merchantID = merchantID
         self.logger = logger
-        self.afterAppend = afterAppend
     }
 
     /// Performs `request` at Square and records it. A refusal by Square is a result (`.rejected`,
@@ -193,7 +190,6 @@ public struct SafeEditor: Sendable {
             throw EditError(.invalidRequest, "the report produced no outcome event", location: key)
         }
         let outcomes = try await ledger.append(proposed + answered)
-        await afterAppend?()
         let result = try editResult(editSequence: outcomes[0].sequence, outcomeSequence: outcomes[1].sequence, key: key)
         logger.info("app report recorded", metadata: [
             "key": "\(key)", "status": "\(result.status.rawValue)", "codes": "\(result.errorCodes)",
@@ -248,7 +244,6 @@ public struct SafeEditor: Sendable {
                         followUp: SquareCatalogResponse? = nil, location: String) async throws -> [AppendOutcome] {
         let outcomes = try await ledger.append(
             try events(for: exchange, response: response, followUp: followUp, location: location))
-        await afterAppend?()
         return outcomes
     }
 

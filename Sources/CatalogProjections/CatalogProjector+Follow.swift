@@ -8,8 +8,14 @@ extension CatalogProjector {
     /// task is cancelled. A child task follows the log (woken by the writer's in-process append
     /// signal, polling only for writers in other processes) into a buffer; each wake-up applies
     /// everything buffered (up to `batchEventsMax`) in one transaction, so a burst is absorbed in
-    /// a few commits instead of one per event. `applied` is called after each commit with the new
-    /// checkpoint.
+    /// a few commits instead of one per event. `applied` is called with the checkpoint after the
+    /// catch-up (when anything is applied) and after each commit.
+    ///
+    /// The catch-up (which may read the whole log, or rebuild) is synchronous: it runs on
+    /// `catchUpExecutor` when one is given (a thread of its own, so that it holds no thread of the
+    /// cooperative pool), and stops between two of its batches when the task is cancelled.
+    /// Cancelling the task stops the follower after the batch it is committing: a commit in
+    /// progress is never interrupted.
     ///
     /// While following, WAL checkpoints (which copy pages into the database file and sync it) run
     /// on a connection of their own, off the commit path: done by the committing connection, as
@@ -17,8 +23,11 @@ extension CatalogProjector {
     /// every event queued behind it, for as long as the disk takes to sync. Only when the WAL has
     /// grown past `followWALFramesMax` does one short checkpoint run between two batches, so that
     /// the WAL starts over (see `WALCheckpointer`).
-    public func follow(applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
-        let checkpoint = try catchUp()
+    public func follow(catchUpExecutor: (any TaskExecutor)? = nil,
+                       applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
+        let checkpoint = try await withTaskExecutorPreference(catchUpExecutor) { try self.catchUp() }
+        if let checkpoint { applied?(checkpoint) }
+        try Task.checkCancellation()
         let batch = ProjectionBatch(writer: writer, reader: reader)
         let buffer = FollowBuffer()
         let (wakeUps, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -41,18 +50,23 @@ extension CatalogProjector {
             }
             if let checkpointer { group.addTask { await checkpointer.run() } }
             for await _ in wakeUps {
-                while case let (events, receivedAt) = buffer.drain(max: options.batchEventsMax), let last = events.last {
+                while !Task.isCancelled, case let (events, receivedAt) = buffer.drain(max: options.batchEventsMax),
+                      let last = events.last {
                     if buffer.takeWALRestartRequest() { await checkpointOnWriter(trace: trace) }
                     // The asynchronous write runs on the database's own writer queue and suspends
                     // this task meanwhile, so the (few) cooperative threads stay free for the
                     // appenders and the log follower instead of waiting on SQLite. (A thread of the
                     // follower's own, writing synchronously, was tried and measured worse under
-                    // CPU contention: see docs/PERFORMANCE.md.)
+                    // CPU contention: see docs/PERFORMANCE.md.) It runs in a task of its own, which
+                    // cancelling this one does not reach: GRDB would interrupt the statement.
                     let requestedAt = ContinuousClock.now
+                    let database = self.database
                     do {
-                        let timing = try await database.writeWithoutTransaction { db in
-                            try Self.commit(events, batch: batch, profiles: profiles, in: db)
-                        }
+                        let timing = try await Task {
+                            try await database.writeWithoutTransaction { db in
+                                try Self.commit(events, batch: batch, profiles: profiles, in: db)
+                            }
+                        }.value
                         trace?(.commit(FollowCommitTiming(
                             firstSequence: events[0].sequence, lastSequence: last.sequence, receivedAt: receivedAt,
                             requestedAt: requestedAt, beganAt: timing.beganAt, statementsDoneAt: timing.statementsDoneAt,

@@ -115,6 +115,7 @@ public final class CatalogProjector: @unchecked Sendable {
     public var rebuildsForcedByLog: Int { lock.withLock { forcedRebuilds } }
 
     /// Applies every durable event after the checkpoint, in batches. Returns the new checkpoint.
+    /// Called from a cancelled task, it stops between two batches (`CancellationError`).
     /// When the log no longer holds the event at the checkpoint (a crash lost appends the projection
     /// had applied, or the log was replaced), rebuilds the projection from the log instead.
     @discardableResult
@@ -129,10 +130,12 @@ public final class CatalogProjector: @unchecked Sendable {
         return try catchUpFromCheckpoint(progress: progress)
     }
 
-    /// Applies every durable event after the checkpoint, trusting the checkpoint.
+    /// Applies every durable event after the checkpoint, trusting the checkpoint. Called from a
+    /// task, stops with `CancellationError` between two batches once the task is cancelled.
     func catchUpFromCheckpoint(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
         try Self.catchUp(pool: database, reader: reader, options: options, writer: writer,
                          logger: logger, progress: progress) { [self] in
+            try Task.checkCancellation()
             if let beforeBatch = options.beforeBatch { try beforeBatch(lock.withLock { committedBatches }) }
         } afterBatch: { [self] in
             lock.withLock { committedBatches += 1 }

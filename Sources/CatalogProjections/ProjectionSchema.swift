@@ -1,3 +1,4 @@
+import CatalogLedger
 import CatalogSearch
 import GRDB
 
@@ -18,7 +19,32 @@ public enum ProjectionSchema {
         var migrator = DatabaseMigrator()
         migrator.registerMigration(catalogMigrationName) { db in try createCatalogTables(db) }
         migrator.registerMigration(SearchIndex.schemaMigrationName) { db in try SearchIndex.createSchema(db) }
+        migrator.registerMigration(logCheckpointMigrationName) { db in try addCheckpointAnchor(db) }
         return migrator
+    }
+
+    /// The migration that moved the checkpoint's anchor into `projection_checkpoint`, in the
+    /// columns the history index uses too (`LogCheckpoint`).
+    public static let logCheckpointMigrationName = "log-checkpoint"
+
+    /// Frozen: the DDL of migration "log-checkpoint". Before it, the anchor was a text in
+    /// `projection_info` under `checkpoint_anchor` ("sequence recordedAt dedupeKey"); it is carried
+    /// over when it names the checkpoint's event, and removed.
+    static func addCheckpointAnchor(_ db: Database) throws {
+        try db.execute(sql: """
+            ALTER TABLE projection_checkpoint ADD COLUMN anchor_recorded_at INTEGER;
+            ALTER TABLE projection_checkpoint ADD COLUMN anchor_key INTEGER;
+            """)
+        let legacyKey = "checkpoint_anchor"
+        guard let text = try String.fetchOne(db, sql: "SELECT value FROM projection_info WHERE key = ?", arguments: [legacyKey])
+        else { return }
+        let parts = text.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        if parts.count == 3, let sequence = Int64(parts[0]), let recordedAt = Int64(parts[1]) {
+            try db.execute(sql: """
+                UPDATE projection_checkpoint SET anchor_recorded_at = ?, anchor_key = ? WHERE name = ? AND sequence = ?
+                """, arguments: [recordedAt, LogCheckpoint.keyDigest(String(parts[2])), ProjectionWriter.checkpointName, sequence])
+        }
+        try db.execute(sql: "DELETE FROM projection_info WHERE key = ?", arguments: [legacyKey])
     }
 
     /// Columns every catalog table carries.

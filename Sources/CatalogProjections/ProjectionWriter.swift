@@ -244,20 +244,27 @@ struct ProjectionWriter: Sendable {
             ])
     }
 
-    /// Stores the checkpoint and its anchor (which event it was taken at, see `CheckpointAnchor`).
+    /// Stores the checkpoint with its anchor (which event it was taken at, see `LogCheckpoint`).
     func storeCheckpoint(_ event: LedgerEvent, in db: Database) throws {
+        let checkpoint = LogCheckpoint(event: event)
         try db.cachedStatement(sql: """
-            INSERT INTO projection_checkpoint (name, sequence) VALUES (?, ?)
-            ON CONFLICT (name) DO UPDATE SET sequence = excluded.sequence
-            """).execute(arguments: [Self.checkpointName, Int64(event.sequence)])
-        try db.cachedStatement(sql: """
-            INSERT INTO projection_info (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value
-            """).execute(arguments: [CheckpointAnchor.infoKey, CheckpointAnchor(event: event).text])
+            INSERT INTO projection_checkpoint (name, sequence, anchor_recorded_at, anchor_key) VALUES (?, ?, ?, ?)
+            ON CONFLICT (name) DO UPDATE SET sequence = excluded.sequence,
+                anchor_recorded_at = excluded.anchor_recorded_at, anchor_key = excluded.anchor_key
+            """).execute(arguments: [Self.checkpointName, Int64(checkpoint.sequence), checkpoint.anchor?.recordedAt,
+                                     checkpoint.anchor?.keyDigest])
     }
 
-    static func checkpointAnchor(in db: Database) throws -> CheckpointAnchor? {
-        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM projection_info WHERE key = ?"),
-                            arguments: [CheckpointAnchor.infoKey]).flatMap(CheckpointAnchor.init(text:))
+    static func logCheckpoint(in db: Database) throws -> LogCheckpoint? {
+        guard let row = try Row.fetchOne(db.cachedStatement(sql: """
+            SELECT sequence, anchor_recorded_at, anchor_key FROM projection_checkpoint WHERE name = ?
+            """), arguments: [checkpointName]) else { return nil }
+        let anchor: LogCheckpoint.Anchor? = if let recordedAt = row[1] as Int64?, let key = row[2] as Int64? {
+            LogCheckpoint.Anchor(recordedAt: recordedAt, keyDigest: key)
+        } else {
+            nil
+        }
+        return LogCheckpoint(sequence: UInt64(row[0] as Int64), anchor: anchor)
     }
 
     static func checkpoint(in db: Database) throws -> UInt64? {

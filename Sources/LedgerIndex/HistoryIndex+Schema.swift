@@ -54,14 +54,14 @@ extension HistoryIndex {
             case .priceHistoryRetained(let record):
                 // Read with the object's facts, so price history keeps what retention dropped.
                 let id = record.objectID.rawValue
-                try fact.execute(arguments: [id, Anchor.key(event.dedupeKey), Int64(bitPattern: event.sequence)])
+                try fact.execute(arguments: [id, LogCheckpoint.keyDigest(event.dedupeKey), Int64(bitPattern: event.sequence)])
                 for parent in record.parentIDs { try child.execute(arguments: [parent.rawValue, id]) }
                 for value in Set(record.changes.compactMap(\.sku)) { try sku.execute(arguments: [value, id]) }
                 continue
             default: continue
             }
             let id = header.objectID.rawValue
-            try fact.execute(arguments: [id, Anchor.key(event.dedupeKey), Int64(bitPattern: event.sequence)])
+            try fact.execute(arguments: [id, LogCheckpoint.keyDigest(event.dedupeKey), Int64(bitPattern: event.sequence)])
             if let parent = header.parentID { try child.execute(arguments: [parent.rawValue, id]) }
             // Price history by item and by SKU look into variation payloads, so the index does too.
             if header.objectType == .itemVariation, !payload.isEmpty {
@@ -90,52 +90,30 @@ extension HistoryIndex {
     }
 }
 
-/// Where the index stands: the next sequence to fold, and the last event folded (to recognise the log).
-struct Checkpoint {
-    var nextSequence: UInt64
-    var anchor: Anchor?
-
-    static func load(_ db: Database) throws -> Checkpoint {
-        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM index_checkpoint WHERE id = 1") else {
-            return Checkpoint(nextSequence: 0, anchor: nil)
-        }
+extension HistoryIndex {
+    /// Where the index stands: the last event folded (`next_sequence` is the one after it), or nil
+    /// when nothing is. A row without an anchor (not written by this version) is unanchored.
+    static func checkpoint(_ db: Database) throws -> LogCheckpoint? {
+        guard let row = try Row.fetchOne(db, sql: "SELECT * FROM index_checkpoint WHERE id = 1") else { return nil }
         let next = UInt64(bitPattern: row["next_sequence"] as Int64)
-        guard let sequence = row["anchor_sequence"] as Int64?, let recordedAt = row["anchor_recorded_at"] as Int64?,
-              let key = row["anchor_key"] as Int64? else { return Checkpoint(nextSequence: next, anchor: nil) }
-        return Checkpoint(nextSequence: next,
-                          anchor: Anchor(sequence: UInt64(bitPattern: sequence), recordedAt: recordedAt, key: key))
+        guard next > 0 else { return nil }
+        let anchor: LogCheckpoint.Anchor? = if let sequence = row["anchor_sequence"] as Int64?, UInt64(bitPattern: sequence) == next - 1,
+                                               let recordedAt = row["anchor_recorded_at"] as Int64?, let key = row["anchor_key"] as Int64? {
+            LogCheckpoint.Anchor(recordedAt: recordedAt, keyDigest: key)
+        } else {
+            nil
+        }
+        return LogCheckpoint(sequence: next - 1, anchor: anchor)
     }
 
-    func save(_ db: Database) throws {
+    static func save(_ checkpoint: LogCheckpoint, _ db: Database) throws {
         try db.execute(sql: """
             INSERT INTO index_checkpoint (id, next_sequence, anchor_sequence, anchor_recorded_at, anchor_key)
             VALUES (1, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET next_sequence = excluded.next_sequence,
                 anchor_sequence = excluded.anchor_sequence, anchor_recorded_at = excluded.anchor_recorded_at,
                 anchor_key = excluded.anchor_key
-            """, arguments: [Int64(bitPattern: nextSequence), anchor.map { Int64(bitPattern: $0.sequence) },
-                             anchor?.recordedAt, anchor?.key])
-    }
-}
-
-/// The identity of one event: its sequence, ledger time and dedupe key digest.
-struct Anchor: Hashable {
-    var sequence: UInt64
-    var recordedAt: Int64
-    var key: Int64
-
-    init(sequence: UInt64, recordedAt: Int64, key: Int64) {
-        self.sequence = sequence
-        self.recordedAt = recordedAt
-        self.key = key
-    }
-
-    init(event: LedgerEvent) {
-        self.init(sequence: event.sequence, recordedAt: event.recordedAt, key: Self.key(event.dedupeKey))
-    }
-
-    /// 64 bits of the SHA-256 of a dedupe key: distinct facts of one object never share it in practice.
-    static func key(_ dedupeKey: String) -> Int64 {
-        Int64(bitPattern: DedupeDigest(key: dedupeKey).high)
+            """, arguments: [Int64(bitPattern: checkpoint.nextSequence), Int64(bitPattern: checkpoint.sequence),
+                             checkpoint.anchor?.recordedAt, checkpoint.anchor?.keyDigest])
     }
 }

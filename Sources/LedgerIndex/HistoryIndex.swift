@@ -64,32 +64,33 @@ public final class HistoryIndex: Sendable {
     public func catchUp(progress: ((_ next: UInt64, _ last: UInt64?) -> Void)? = nil) throws -> CatchUp {
         let last = try reader.lastSequence()
         var rebuilt = false
-        var checkpoint = try database.read(Checkpoint.load)
-        if let anchor = checkpoint.anchor, !(try anchorStillHolds(anchor)) {
+        var checkpoint = try database.read(Self.checkpoint)
+        let agreement = try LogCheckpoint.agreement(of: checkpoint, with: reader)
+        if agreement.contradictsLog {
             logger.warning("the log no longer matches the history index; rebuilding it",
-                           metadata: ["anchor": "\(anchor.sequence)"])
+                           metadata: ["agreement": "\(agreement)"])
             try database.write(Self.clear)
-            checkpoint = Checkpoint(nextSequence: 0, anchor: nil)
+            checkpoint = nil
             rebuilt = true
         }
+        let start = checkpoint?.nextSequence ?? 0
         var eventsRead = 0
-        guard let last, checkpoint.nextSequence <= last else {
-            return CatchUp(eventsRead: 0, rebuilt: rebuilt, nextSequence: checkpoint.nextSequence)
+        guard let last, start <= last else {
+            return CatchUp(eventsRead: 0, rebuilt: rebuilt, nextSequence: start)
         }
-        var cursor = try reader.events(from: checkpoint.nextSequence)
+        var cursor = try reader.events(from: start)
         var batch: [LedgerEvent] = []
         batch.reserveCapacity(Self.batchEvents)
-        var next = checkpoint.nextSequence
+        var next = start
         func flush() throws {
             guard let lastEvent = batch.last else { return }
             try database.write { db in
                 // Another process may have indexed these already; inserts are idempotent, and the
                 // checkpoint only moves forward.
-                let current = try Checkpoint.load(db)
-                guard current.nextSequence <= lastEvent.sequence else { return }
-                try Self.insert(batch.filter { $0.sequence >= current.nextSequence }, into: db)
-                try Checkpoint(nextSequence: lastEvent.sequence + 1,
-                               anchor: Anchor(event: lastEvent)).save(db)
+                let current = try Self.checkpoint(db)?.nextSequence ?? 0
+                guard current <= lastEvent.sequence else { return }
+                try Self.insert(batch.filter { $0.sequence >= current }, into: db)
+                try Self.save(LogCheckpoint(event: lastEvent), db)
             }
             next = lastEvent.sequence + 1
             eventsRead += batch.count
@@ -103,15 +104,6 @@ public final class HistoryIndex: Sendable {
         }
         try flush()
         return CatchUp(eventsRead: eventsRead, rebuilt: rebuilt, nextSequence: next)
-    }
-
-    /// The event the checkpoint was taken at is still there, unchanged, or was removed by a
-    /// compaction (which keeps later sequences). Anything else means another log.
-    private func anchorStillHolds(_ anchor: Anchor) throws -> Bool {
-        var cursor = try reader.events(from: anchor.sequence)
-        guard let event = try cursor.next() else { return false }
-        if event.sequence > anchor.sequence { return true }
-        return Anchor(event: event) == anchor
     }
 
     // MARK: Lookups

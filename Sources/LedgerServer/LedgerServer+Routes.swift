@@ -107,19 +107,26 @@ extension LedgerServer {
                 try ReadAPI.conflict($0, incident: context.parameters.get("incident") ?? "")
             }
         }
+        let projectionWait = configuration.projectionReadWait
         router.get("merchants/:merchant/items/:object") { _, context in
             try await withMerchant(service, context) { merchant in
-                try ProjectionAPI.item(merchant, id: context.parameters.get("object") ?? "")
+                try await ProjectionAPI.current(merchant, within: projectionWait) {
+                    try ProjectionAPI.item($0, id: context.parameters.get("object") ?? "")
+                }
             }
         }
         router.get("merchants/:merchant/variations/:object") { _, context in
             try await withMerchant(service, context) { merchant in
-                try ProjectionAPI.variation(merchant, id: context.parameters.get("object") ?? "")
+                try await ProjectionAPI.current(merchant, within: projectionWait) {
+                    try ProjectionAPI.variation($0, id: context.parameters.get("object") ?? "")
+                }
             }
         }
         router.get("merchants/:merchant/search") { request, context in
             try await withMerchant(service, context) { merchant in
-                try ProjectionAPI.search(merchant, text: request.uri.queryParameters.get("q") ?? "")
+                try await ProjectionAPI.current(merchant, within: projectionWait) {
+                    try ProjectionAPI.search($0, text: request.uri.queryParameters.get("q") ?? "")
+                }
             }
         }
         return router

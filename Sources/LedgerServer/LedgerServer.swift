@@ -8,14 +8,17 @@ import ServiceLifecycle
 /// `/healthz` and `/metrics`, for several merchants in one process.
 public enum LedgerServer {
     /// Opens the merchants' ledgers and serves until SIGTERM or SIGINT, then shuts down gracefully:
-    /// stops accepting connections, lets requests in flight finish, lets sync runs finish, closes the
-    /// ledgers. `catledger serve` calls this.
+    /// stops accepting connections, lets requests in flight finish, stops the projection followers
+    /// (each after the batch it is committing) and the compaction schedule (a run in progress
+    /// finishes), lets sync runs finish, closes the ledgers. `catledger serve` calls this.
     public static func run(configuration: LedgerServerConfiguration, logger: Logger,
                            onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try checkBind(configuration: configuration, logger: logger)
         let service = try await LedgerService.open(configuration: configuration, logger: logger)
-        var services: [any Service] = [application(service: service, host: configuration.host, port: configuration.port,
-                                                   logger: logger, onListening: onListening)]
+        // Shut down in reverse order: the listeners first, then the followers and the schedule.
+        var services = service.lifecycleServices
+        services.append(application(service: service, host: configuration.host, port: configuration.port,
+                                    logger: logger, onListening: onListening))
         if let metrics = configuration.metricsListen {
             services.append(metricsApplication(service: service, host: metrics.host, port: metrics.port, logger: logger))
         }
@@ -30,14 +33,16 @@ public enum LedgerServer {
         try await service.close()
     }
 
-    /// Serves `service` in the background and returns once the socket is bound (port 0: ephemeral).
+    /// Serves `service` in the background, with the same services as `run` (projection followers,
+    /// compaction schedule), and returns once the socket is bound (port 0: ephemeral).
     public static func start(service: LedgerService, host: String = "127.0.0.1", port: Int = 0,
                              logger: Logger) async throws -> RunningLedgerServer {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let app = application(service: service, host: host, port: port, logger: logger) { boundPort in
             continuation.yield(boundPort)
         }
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
+        let group = ServiceGroup(configuration: .init(services: service.lifecycleServices + [app],
+                                                      gracefulShutdownSignals: [], logger: logger))
         let task = Task {
             defer { continuation.finish() }
             try await group.run()
@@ -147,7 +152,8 @@ public struct RunningLedgerServer: Sendable {
 
     public var baseURL: String { "http://\(host):\(port)" }
 
-    /// Graceful shutdown: stop accepting, finish requests in flight, finish sync runs, close the ledgers.
+    /// Graceful shutdown: stop accepting, finish requests in flight, stop the followers and the
+    /// schedule, finish sync runs, close the ledgers.
     public func stop() async throws {
         await group.triggerGracefulShutdown()
         _ = try? await task.value

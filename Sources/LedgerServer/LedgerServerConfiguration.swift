@@ -39,6 +39,9 @@ public struct LedgerServerConfiguration: Sendable {
     public var ledgerOptions: LedgerOptions
     /// Keep each merchant's SQLite projection (`projections.sqlite` in its ledger) caught up.
     public var projections: Bool
+    /// How long a projection read (items, variations, search) waits for the projection to hold
+    /// every event durable when it arrived before answering 503 `projection_behind`.
+    public var projectionReadWait: Duration
     /// When to compact every merchant's ledger each night; nil: never (compaction then runs by hand
     /// with `catledger compact` while the server is stopped, or from cron).
     public var compactionSchedule: CompactionSchedule?
@@ -60,7 +63,7 @@ public struct LedgerServerConfiguration: Sendable {
                 idleTimeout: Duration? = .seconds(60), square: SquareClientConfiguration? = nil,
                 squareTransport: (any SquareTransport)? = nil, syncDebounce: Duration = .milliseconds(200),
                 syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions(), projections: Bool = true,
-                compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true),
+                projectionReadWait: Duration = .seconds(5), compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true),
                 insecureNoAuth: Bool = false, authFailuresMax: Int = 20, authFailureWindow: Duration = .seconds(60),
                 metricsListen: (host: String, port: Int)? = nil) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
@@ -81,6 +84,7 @@ public struct LedgerServerConfiguration: Sendable {
         self.syncPageLimit = syncPageLimit
         self.ledgerOptions = ledgerOptions
         self.projections = projections
+        self.projectionReadWait = projectionReadWait
         self.compactionSchedule = compactionSchedule
         self.compactionOptions = compactionOptions
         self.insecureNoAuth = insecureNoAuth

@@ -5,6 +5,7 @@ import CatalogProjections
 import Foundation
 import Logging
 import Prometheus
+import ServiceLifecycle
 import SquareAPI
 
 /// The server's state without its sockets: every configured merchant's ledger, opened under
@@ -21,8 +22,6 @@ public final class LedgerService: Sendable {
     public let tokens: APITokenStore
     /// Failed authentications per client address.
     public let authFailures: AuthFailureLimiter
-    /// The nightly schedule's loop; cancelled by `close`.
-    private let compactionTask: Task<Void, Never>?
     let logger: Logger
 
     /// Opens (creating when needed) one ledger per configured merchant. Throws when one cannot be
@@ -52,24 +51,13 @@ public final class LedgerService: Sendable {
                     scoped[metadataKey: "merchant"] = "\(id)"
                     return scoped
                 }()
-                // The projection catches up after each durable append of a sync or an edit, one run at a
-                // time; a burst of appends becomes one catch-up.
-                let projector = configuration.projections
-                    ? try CatalogProjector(layout: ledger.layout, logger: merchantLogger) : nil
-                let projectionRunner = projector.map { projector in
-                    CoalescingRunner {
-                        do { try projector.catchUp() } catch {
-                            merchantLogger.warning("projection catch-up failed", metadata: ["error": "\(error)"])
-                        }
-                    }
-                }
-                var afterAppend: (@Sendable () async -> Void)?
-                if let projectionRunner {
-                    afterAppend = { await projectionRunner.trigger() }
-                }
+                // The projection is kept current by its follower, a service of the server's group
+                // (`lifecycleServices`), whatever appends the events.
+                let projection = try configuration.projections ? ProjectionFollower(
+                    projector: CatalogProjector(layout: ledger.layout, logger: merchantLogger), logger: merchantLogger) : nil
                 let syncer = client.map {
                     CatalogSyncer(ledger: ledger, client: $0, merchantID: merchantID,
-                                  pageLimit: configuration.syncPageLimit, logger: merchantLogger, afterAppend: afterAppend)
+                                  pageLimit: configuration.syncPageLimit, logger: merchantLogger)
                 }
                 let runner = syncer.map { syncer in
                     CoalescingRunner(debounce: configuration.syncDebounce) { [metrics] in
@@ -85,12 +73,9 @@ public final class LedgerService: Sendable {
                         }
                     }
                 }
-                let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger,
-                                        afterAppend: afterAppend)
+                let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger)
                 merchants[merchantID] = MerchantLedger(merchantID: merchantID, ledger: ledger, syncer: syncer,
-                                                       syncRunner: runner, editor: editor, projector: projector,
-                                                       projectionRunner: projectionRunner)
-                await projectionRunner?.trigger()  // catch up with what the ledger already holds
+                                                       syncRunner: runner, editor: editor, projection: projection)
             }
         } catch {
             for merchant in merchants.values { try? await merchant.ledger.close() }
@@ -100,21 +85,16 @@ public final class LedgerService: Sendable {
         compactionLogger[metadataKey: "task"] = "compaction"
         let compaction = NightlyCompaction(merchants: Array(merchants.values), metrics: metrics, logger: compactionLogger,
                                            options: configuration.compactionOptions)
-        let compactionTask = configuration.compactionSchedule.map { schedule in
-            Task { await compaction.runScheduled(schedule) }
-        }
         return LedgerService(configuration: configuration, metrics: metrics, merchants: merchants, compaction: compaction,
-                             compactionTask: compactionTask, logger: logger)
+                             logger: logger)
     }
 
     private init(configuration: LedgerServerConfiguration, metrics: ServerMetrics,
-                 merchants: [MerchantID: MerchantLedger], compaction: NightlyCompaction,
-                 compactionTask: Task<Void, Never>?, logger: Logger) {
+                 merchants: [MerchantID: MerchantLedger], compaction: NightlyCompaction, logger: Logger) {
         self.configuration = configuration
         self.metrics = metrics
         self.merchants = merchants
         self.compaction = compaction
-        self.compactionTask = compactionTask
         self.logger = logger
         tokens = APITokenStore(dataRoot: configuration.dataRoot)
         authFailures = AuthFailureLimiter(failuresMax: configuration.authFailuresMax, window: configuration.authFailureWindow)
@@ -122,13 +102,24 @@ public final class LedgerService: Sendable {
 
     public func merchant(_ id: String) -> MerchantLedger? { merchants[MerchantID(id)] }
 
-    /// Stops the nightly schedule (a compaction in progress finishes), lets the sync runners finish
-    /// (a scheduled run still runs), then closes every ledger.
+    /// What runs beside the listeners in the server's service group: the nightly compaction's
+    /// schedule (when configured) and each merchant's projection follower, in that order (a group
+    /// shuts its services down in reverse order, after the listeners placed after these).
+    public var lifecycleServices: [any Service] {
+        var services: [any Service] = []
+        if let schedule = configuration.compactionSchedule {
+            services.append(ScheduledCompaction(compaction: compaction, schedule: schedule))
+        }
+        for id in merchants.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            if let projection = merchants[id]?.projection { services.append(projection) }
+        }
+        return services
+    }
+
+    /// Lets the sync runners finish (a scheduled run still runs), then closes every ledger. Called
+    /// after the service group has stopped (the followers and the compaction schedule with it).
     public func close() async throws {
-        compactionTask?.cancel()
-        await compactionTask?.value
         for merchant in merchants.values { await merchant.syncRunner?.shutdown() }
-        for merchant in merchants.values { await merchant.projectionRunner?.shutdown() }
         var firstError: (any Error)?
         for merchant in merchants.values {
             do { try await merchant.ledger.close() } catch { firstError = firstError ?? error }
@@ -136,12 +127,19 @@ public final class LedgerService: Sendable {
         if let firstError { throw firstError }
     }
 
-    /// Metrics in the Prometheus text format, with each ledger's event count and whether it failed
-    /// its last verification (1) or not (0: passed, or never verified).
+    /// Metrics in the Prometheus text format, with each ledger's event count, the events its
+    /// projection follower has applied, and whether it failed its last verification (1) or not
+    /// (0: passed, or never verified).
     public func renderMetrics() -> [UInt8] {
         for (id, merchant) in merchants {
             metrics.registry.makeGauge(descriptor: .named("catledger_ledger_events", help: "Events in the merchant's ledger"),
                                        labels: [("merchant", id.rawValue)]).set(Int64(merchant.ledger.nextSequence))
+            if let applied = merchant.projection?.applied {
+                metrics.registry.makeGauge(
+                    descriptor: .named("catledger_projection_applied_events",
+                                       help: "Events the merchant's projection follower has applied (the ledger's events minus this is its lag)"),
+                    labels: [("merchant", id.rawValue)]).set(Int64(applied + 1))
+            }
             let record = VerificationRecord.load(layout: merchant.ledger.layout)
             metrics.registry.makeGauge(
                 descriptor: MetricNameDescriptor(namespace: "catledger", metricName: "ledger_verification", unitName: "failed",

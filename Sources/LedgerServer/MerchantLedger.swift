@@ -7,7 +7,7 @@ import LedgerQueries
 import Logging
 
 /// One merchant's ledger with what works on it: the syncer and its coalescing runner (when Square is
-/// reachable), the editor, and a cache of decoded events for the read API.
+/// reachable), the editor, the projection's follower, and the answers of the read API.
 ///
 /// Thread-safety: immutable references to thread-safe parts.
 public final class MerchantLedger: Sendable {
@@ -17,24 +17,25 @@ public final class MerchantLedger: Sendable {
     /// Runs incremental syncs; webhooks trigger it. Nil without a Square connection.
     public let syncRunner: CoalescingRunner?
     public let editor: SafeEditor
-    /// The SQLite read model, kept caught up after syncs and edits; nil when projections are off.
-    public let projector: CatalogProjector?
-    /// Drives `projector.catchUp()` one run at a time, coalescing bursts of appends.
-    public let projectionRunner: CoalescingRunner?
+    /// Keeps the SQLite read model current while the server's service group runs; nil when
+    /// projections are off.
+    public let projection: ProjectionFollower?
     /// The answers (history, prices, as-of objects, diffs) over this ledger, shared with the CLI.
     public let queries: LedgerQueries
 
     init(merchantID: MerchantID, ledger: Ledger, syncer: CatalogSyncer?, syncRunner: CoalescingRunner?,
-         editor: SafeEditor, projector: CatalogProjector?, projectionRunner: CoalescingRunner?) {
+         editor: SafeEditor, projection: ProjectionFollower?) {
         self.merchantID = merchantID
         self.ledger = ledger
         self.syncer = syncer
         self.syncRunner = syncRunner
         self.editor = editor
-        self.projector = projector
-        self.projectionRunner = projectionRunner
+        self.projection = projection
         self.queries = LedgerQueries(reader: ledger.reader)
     }
+
+    /// The SQLite read model (current rows and search); nil when projections are off.
+    public var projector: CatalogProjector? { projection?.projector }
 
     /// The catalog history with every durable event, for the conflict endpoints (a diagnosis looks
     /// at everything around an incident).

@@ -9,6 +9,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import Logging
+import ServiceLifecycle
 import SquareWire
 
 /// What became of one trigger of the server's compaction.
@@ -135,5 +136,16 @@ public final class NightlyCompaction: @unchecked Sendable {
             guard !Task.isCancelled else { return }
             await runNow(trigger: "schedule")
         }
+    }
+}
+
+/// The nightly schedule as a service of the server's group: `runScheduled` until graceful shutdown
+/// or cancellation (a compaction in progress finishes first).
+struct ScheduledCompaction: Service {
+    let compaction: NightlyCompaction
+    let schedule: CompactionSchedule
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { [compaction, schedule] in await compaction.runScheduled(schedule) }
     }
 }

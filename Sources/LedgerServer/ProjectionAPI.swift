@@ -1,24 +1,40 @@
 import CatalogProjections
 
 /// The read API over a merchant's projection (current catalog rows and search), for reads that
-/// need no history. The projection may trail the ledger by the catch-up in progress.
+/// need no history.
+///
+/// Read-your-writes: a read answers once the projection holds every event that was durable when
+/// the read arrived (an edit, a report or a webhook's sync acknowledged before it), waiting for
+/// the merchant's follower up to `projectionReadWait`, then answers 503 `projection_behind`. When
+/// no follower runs (the service is driven without its service group), it answers from the
+/// projection as it is.
 enum ProjectionAPI {
-    static func item(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
-        guard let projector = merchant.projector else { return noProjection }
+    /// Waits until the projection is current, then answers `read`.
+    static func current(_ merchant: MerchantLedger, within bound: Duration,
+                        _ read: (CatalogProjector) throws -> JSONAnswer) async throws -> JSONAnswer {
+        guard let projection = merchant.projection else { return noProjection }
+        let next = merchant.ledger.nextSequence
+        if next > 0, await projection.waitUntilApplied(through: next - 1, timeout: bound) == .timedOut {
+            return .error(503, "projection_behind",
+                          "the projection has not applied event \(next - 1) yet (applied through \(projection.applied.map(String.init) ?? "nothing"))",
+                          hint: "retry shortly; the projection follows the ledger")
+        }
+        return try read(projection.projector)
+    }
+
+    static func item(_ projector: CatalogProjector, id: String) throws -> JSONAnswer {
         guard let item = try projector.queries.item(id: id) else { return .error(404, "not_found", "no item \(id)") }
         return .encoded(item)
     }
 
-    static func variation(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
-        guard let projector = merchant.projector else { return noProjection }
+    static func variation(_ projector: CatalogProjector, id: String) throws -> JSONAnswer {
         guard let variation = try projector.queries.variation(id: id) else {
             return .error(404, "not_found", "no variation \(id)")
         }
         return .encoded(variation)
     }
 
-    static func search(_ merchant: MerchantLedger, text: String) throws -> JSONAnswer {
-        guard let projector = merchant.projector else { return noProjection }
+    static func search(_ projector: CatalogProjector, text: String) throws -> JSONAnswer {
         guard !text.isEmpty else { return .error(400, "bad_query", "give the text to search for as ?q=") }
         return .encoded(try projector.queries.search(text))
     }

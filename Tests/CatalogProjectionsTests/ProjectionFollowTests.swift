@@ -61,6 +61,39 @@ struct ProjectionFollowTests {
         try await ledger.close()
     }
 
+    @Test("a follower cancelled during its catch-up stops between two batches; the next one goes on from there, without a rebuild")
+    func cancelledCatchUpStopsBetweenBatches() async throws {
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        var history = GeneratedHistory(seed: 25)
+        try await history.append(steps: 60, to: ledger)
+        let last = try #require(try ledger.reader.lastSequence())
+
+        var options = ProjectorOptions()
+        options.batchEventsMax = 5
+        // The task is cancelled just before the fourth batch: that batch still commits, no fifth starts.
+        options.beforeBatch = { committed in
+            if committed == 3 { withUnsafeCurrentTask { $0?.cancel() } }
+        }
+        let projector = try directory.projector(options: options)
+        let applied = AppliedSequence()
+        let following = Task { try await projector.follow { applied.set($0) } }
+        let outcome = await following.result
+        #expect(throws: CancellationError.self) { try outcome.get() }
+        let stopped = try #require(try projector.checkpoint())
+        #expect(stopped < last, "the catch-up stopped before the tail (\(stopped) of \(last))")
+        #expect(applied.value == nil, "nothing is announced for a catch-up that did not finish")
+
+        let resumed = try directory.projector()
+        #expect(try resumed.checkpointAgreement() == .matchesLog(checkpoint: stopped))
+        #expect(try resumed.catchUp() == last)
+        #expect(resumed.rebuildsForcedByLog == 0)
+        let report = try ProjectionConsistency.check(database: resumed.database, reader: ledger.reader)
+        #expect(report.isConsistent, "\(report.differences)")
+        try await ledger.close()
+    }
+
     @Test("a projection that lost its last commits (WAL frames never synced) re-applies from its older checkpoint to the same digests")
     func lostUnsyncedCommitsAreReapplied() async throws {
         let seed = SeededGenerator.seed()

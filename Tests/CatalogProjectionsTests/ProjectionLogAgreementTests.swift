@@ -99,6 +99,53 @@ struct ProjectionLogAgreementTests {
         try await ledger.close()
     }
 
+    /// Turns a projection file back into the shape written before migration "log-checkpoint": the
+    /// anchor as a text in `projection_info`, no anchor columns, the migration not recorded.
+    static func writeLegacyCheckpoint(path: String, sequence: UInt64, recordedAt: Int64, dedupeKey: String) throws {
+        let queue = try DatabaseQueue(path: path)
+        try queue.write { db in
+            try db.execute(sql: """
+                ALTER TABLE projection_checkpoint DROP COLUMN anchor_recorded_at;
+                ALTER TABLE projection_checkpoint DROP COLUMN anchor_key;
+                DELETE FROM grdb_migrations WHERE identifier = ?;
+                INSERT INTO projection_info (key, value) VALUES ('checkpoint_anchor', ?);
+                """, arguments: [ProjectionSchema.logCheckpointMigrationName,
+                                 "\(sequence) \(recordedAt) \(dedupeKey)"])
+        }
+        try queue.close()
+    }
+
+    @Test("a projection written before the checkpoint type was shared opens, keeps its anchor, and still tells another log")
+    func legacyAnchorIsMigrated() async throws {
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        try await Self.appendItems(0..<4, label: "first", to: ledger)
+        let checkpoint = try #require(try directory.projector().catchUp())
+        let event = try ledger.reader.event(at: checkpoint)
+        try Self.writeLegacyCheckpoint(path: directory.path("projections.sqlite"), sequence: event.sequence,
+                                       recordedAt: event.recordedAt, dedupeKey: event.dedupeKey)
+
+        let reopened = try directory.projector()
+        #expect(try reopened.checkpointAgreement() == .matchesLog(checkpoint: checkpoint))
+        let info = try await reopened.database.read { db in
+            try String.fetchAll(db, sql: "SELECT key FROM projection_info WHERE key = 'checkpoint_anchor'")
+        }
+        #expect(info.isEmpty, "the text anchor is carried over into the checkpoint row, then removed")
+        try await Self.appendItems(4..<6, label: "second", to: ledger)
+        #expect(try reopened.catchUp() == ledger.reader.lastSequence())
+        #expect(reopened.rebuildsForcedByLog == 0)
+
+        // A legacy anchor naming another event than the one the log holds there is still caught.
+        let other = try ledger.reader.event(at: checkpoint - 1)
+        let last = try #require(try reopened.checkpoint())
+        let tail = try ledger.reader.event(at: last)
+        try await ledger.close()
+        try Self.writeLegacyCheckpoint(path: directory.path("projections.sqlite"), sequence: last,
+                                       recordedAt: tail.recordedAt, dedupeKey: other.dedupeKey)
+        #expect(try directory.projector().checkpointAgreement() == .logChanged(checkpoint: last))
+    }
+
     @Test("a projection that is only behind the log catches up without a rebuild")
     func behindTheLogIsNoReason() async throws {
         let directory = TemporaryLedger()

@@ -110,8 +110,7 @@ import Testing
             #expect(sampledReport["sampled"]?.boolValue == true && sampledReport["compared"]?.int64Value == 3)
             #expect(try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/check-replay", query: [("at", "yesterday")]).status == 400)
 
-            // The projection caught up after the sync's appends.
-            await merchant.projectionRunner?.waitUntilIdle()
+            // The projection read waits for the follower to apply the sync's appends (read-your-writes).
             let projected = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/variations/\(variation)")
             #expect(projected.status == 200)
             let record = try JSONDecoder().decode(VariationRecord.self, from: Data(projected.body))

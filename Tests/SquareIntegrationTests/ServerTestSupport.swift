@@ -23,10 +23,12 @@ enum ServerKit {
             accessToken: SquareAccessToken(SimulatorTestSupport.accessToken),
             retryPolicy: SquareRetryPolicy(attemptsMax: 4, initialDelay: .milliseconds(1), delayMax: .milliseconds(5)))
             : nil
+        // Projection reads wait for the follower at most a minute (not 5 s): the suite runs in parallel
+        // on small machines, and a read that waits is a read that answers right.
         return LedgerServerConfiguration(
             host: "127.0.0.1", port: 0, dataRoot: root.path, merchantIDs: merchants, signatureKeys: keys,
             notificationURL: Kit.notificationURL, webhookBodyBytesMax: webhookBodyBytesMax, square: squareConfiguration,
-            squareTransport: square, syncDebounce: debounce)
+            squareTransport: square, syncDebounce: debounce, projectionReadWait: .seconds(60))
     }
 
     /// Makes an API token in the server's data root (before or while it serves) and returns its secret.

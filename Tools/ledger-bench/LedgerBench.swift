@@ -10,7 +10,8 @@ struct LedgerBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "ledger-bench",
         abstract: "Benchmarks of CatalogLedger, each measured against a baseline in the same run.",
-        subcommands: [StorageBench.self, SearchBench.self, TimeTravelBench.self, ProjectionsBench.self, WebhookBench.self, CompactionBench.self,
+        subcommands: [StorageBench.self, SearchBench.self, TimeTravelBench.self, ProjectionsBench.self, ServeLagBench.self, WebhookBench.self,
+                      CompactionBench.self,
                       DiagnosisBench.self,
                       KillChild.self, CompactionKillChild.self]
     )

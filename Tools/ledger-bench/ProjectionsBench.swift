@@ -62,13 +62,8 @@ struct ProjectionsBench: ParsableCommand {
     /// main.swift's top-level code is never called (the default synchronous `run()`, which prints
     /// the help, is), so the measurement runs in a task while this thread waits for it.
     func run() throws {
-        let outcome = BlockingOutcome()
         let command = self
-        Task.detached {
-            do { try await command.measure() } catch { outcome.fail(error) }
-            outcome.finish()
-        }
-        try outcome.wait()
+        try BlockingOutcome.wait { try await command.measure() }
     }
 
     func measure() async throws {
@@ -313,6 +308,16 @@ final class BlockingOutcome: @unchecked Sendable {
     func wait() throws {
         done.wait()
         if let error = lock.withLock({ error }) { throw error }
+    }
+
+    /// Runs `body` in a detached task and waits for it on this thread.
+    static func wait(for body: @escaping @Sendable () async throws -> Void) throws {
+        let outcome = BlockingOutcome()
+        Task.detached {
+            do { try await body() } catch { outcome.fail(error) }
+            outcome.finish()
+        }
+        try outcome.wait()
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
@@ -28,6 +29,11 @@ public enum LedgerServer {
             try await group.run()
         } catch {
             try? await service.close()
+            if let io = error as? IOError, io.errnoCode == EADDRINUSE {
+                var addresses = ["\(configuration.host):\(configuration.port)"]
+                if let metrics = configuration.metricsListen { addresses.append("\(metrics.host):\(metrics.port)") }
+                throw LedgerServerError.addressInUse(addresses)
+            }
             throw error
         }
         try await service.close()
@@ -130,6 +136,8 @@ public enum LedgerServerError: Error, CustomStringConvertible {
     /// A non-loopback address with no token and without `insecureNoAuth`.
     case unsafeBind(host: String)
     case tokensUnreadable(String)
+    /// Another program listens on an address the server was asked to listen on.
+    case addressInUse([String])
 
     public var description: String {
         switch self {
@@ -138,6 +146,8 @@ public enum LedgerServerError: Error, CustomStringConvertible {
             "refusing to serve \(host) without API tokens: create one with `catledger token create`, "
                 + "listen on 127.0.0.1 behind a proxy, or pass --insecure-no-auth (every route open to anyone)"
         case .tokensUnreadable(let detail): "cannot read the API tokens: \(detail)"
+        case .addressInUse(let addresses):
+            "another program already listens on \(addresses.joined(separator: " or "))"
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import TestSupport
 import Testing
 
@@ -65,5 +66,29 @@ struct CLIMannersTests {
         #expect(verify.status == 0, "\(verify.standardOutput)")
         let missing = try CatLedgerProcess.run(["seal", "--data-dir", Scratch.path("no-ledger")])
         #expect(missing.status == 4)
+    }
+
+    @Test func aBusyPortIsSaidInWords() throws {
+        // Hold a loopback port the way another program would.
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(socket >= 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, length) == 0 && getsockname(socket, $0, &length) == 0 }
+        }
+        #expect(bound && listen(socket, 1) == 0)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let result = try CatLedgerProcess.run([
+            "serve", "--data-dir", Scratch.path("busy"), "--merchant", "M1", "--signature-key", "k",
+            "--notification-url", "http://127.0.0.1/webhooks/square", "--offline", "--port", "\(port)",
+        ])
+        #expect(result.status == 1)
+        #expect(result.standardError.contains("another program already listens on 127.0.0.1:\(port)"), "\(result.standardError)")
+        #expect(!result.standardError.contains("bind("), "\(result.standardError)")
     }
 }

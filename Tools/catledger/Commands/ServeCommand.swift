@@ -143,6 +143,10 @@ struct ServeCommand: AsyncParsableCommand {
                 }
             } catch LedgerServerError.unsafeBind(let host) {
                 throw CLIError(.usage, "\(LedgerServerError.unsafeBind(host: host))", hint: "see docs/SECURITY.md")
+            } catch let error as LedgerServerError {
+                guard case .addressInUse = error else { throw error }
+                throw CLIError(.failure, "\(error)",
+                               hint: "stop that program (`ss -ltnp` names it) or pass another --port / --metrics-listen")
             }
         }
     }

@@ -9,7 +9,8 @@ import SquareWire
 /// - a date or a date with a time, read in the stated time zone: `2026-11-03`, `2026-11-03 14:03`,
 ///   `2026-11-03T14:03:05`
 /// - relative: `now`, `today`, `yesterday`, `today 09:30`, `yesterday 14:00`, `2h ago`, `90 min ago`,
-///   `3 days ago`, `1w ago`, `45s ago`
+///   `3 days ago`, `1w ago`, `45s ago`, `last week` (today's midnight minus 7 days), `last month`
+///   (today's midnight minus one calendar month)
 /// - raw clocks: `@1700000000000` (Unix milliseconds, as Square versions are) and `ns:1700000000000000000`.
 ///
 /// Parsing is pure: the caller supplies `now` and the time zone, so the result is reproducible.
@@ -32,7 +33,7 @@ package struct TimeExpressionError: Error, Equatable, CustomStringConvertible, S
 
     public var description: String {
         "cannot read the time \"\(text)\": \(reason). Use RFC 3339 (2026-11-03T14:03:00Z), a date " +
-            "(2026-11-03 or 2026-11-03 14:03), a relative time (2h ago, 3 days ago, yesterday 14:00, now), " +
+            "(2026-11-03 or 2026-11-03 14:03), a relative time (2h ago, 3 days ago, yesterday 14:00, last week, last month, now), " +
             "or @UNIX_MILLISECONDS"
     }
 }
@@ -62,6 +63,14 @@ extension TimeExpression {
         }
         if text.hasPrefix("today") || text.hasPrefix("yesterday") {
             return try dayRelative(text, now: now, timeZone: timeZone, fail: fail)
+        }
+        if text == "last week" || text == "last month" {
+            var calendar = Calendar(identifier: .gregorian)
+            calendar.timeZone = timeZone
+            let midnight = calendar.startOfDay(for: Date(timeIntervalSince1970: Double(now) / 1e9))
+            let back = text == "last week" ? DateComponents(day: -7) : DateComponents(month: -1)
+            guard let date = calendar.date(byAdding: back, to: midnight) else { throw fail("that day does not exist") }
+            return try nanoseconds(date, fail: fail)
         }
         if let dot = text.firstIndex(of: "."), text[text.index(after: dot)...].prefix(while: \.isNumber).count > 9 {
             throw fail("at most 9 fractional digits (nanoseconds)")

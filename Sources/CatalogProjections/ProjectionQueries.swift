@@ -111,13 +111,36 @@ public struct ProjectionQueries: Sendable {
             try Row.fetchAll(db, sql: """
                 SELECT * FROM price_history WHERE \(condition)
                 ORDER BY updated_at_nanos, version, object_id, sequence, scope
-                """, arguments: arguments).map { row in
-                PriceHistoryRecord(
-                    objectID: row["object_id"], objectType: row["object_type"], sku: row["sku"], scope: row["scope"],
-                    oldValue: row["old_value"], newValue: row["new_value"], oldAmount: row["old_amount"],
-                    newAmount: row["new_amount"], currency: row["currency"], version: row["version"],
-                    updatedAt: row["updated_at"], recordedAt: row["recorded_at"],
-                    sequence: UInt64(row["sequence"] as Int64), source: row["source"])
+                """, arguments: arguments).map(Self.priceHistoryRecord)
+        }
+    }
+
+    private static func priceHistoryRecord(_ row: Row) -> PriceHistoryRecord {
+        PriceHistoryRecord(
+            objectID: row["object_id"], objectType: row["object_type"], sku: row["sku"], scope: row["scope"],
+            oldValue: row["old_value"], newValue: row["new_value"], oldAmount: row["old_amount"],
+            newAmount: row["new_amount"], currency: row["currency"], version: row["version"],
+            updatedAt: row["updated_at"], recordedAt: row["recorded_at"],
+            sequence: UInt64(row["sequence"] as Int64), source: row["source"])
+    }
+
+    /// Every price change of the whole catalog whose Square time is within `since...until` (either
+    /// open), in Square time order, with the names the projection holds for the variation (or
+    /// modifier) and its item. The rows are `CatalogHistory.priceHistory`'s changes, kept by the
+    /// projection as it follows the log, so a window over the catalog is one indexed read.
+    public func catalogPriceChanges(sinceNanos: Int64?, untilNanos: Int64?) throws -> [CatalogPriceChange] {
+        try read("price changes of the catalog") { db in
+            try Row.fetchAll(db, sql: """
+                SELECT p.*, v.item_id AS item_id, COALESCE(v.name, m.name) AS object_name, i.name AS item_name
+                FROM price_history p
+                LEFT JOIN item_variations v ON v.id = p.object_id
+                LEFT JOIN modifiers m ON m.id = p.object_id
+                LEFT JOIN catalog_items i ON i.id = v.item_id
+                WHERE p.updated_at_nanos >= ? AND p.updated_at_nanos <= ?
+                ORDER BY p.updated_at_nanos, p.version, p.object_id, p.sequence, p.scope
+                """, arguments: [sinceNanos ?? .min, untilNanos ?? .max]).map { row in
+                CatalogPriceChange(change: Self.priceHistoryRecord(row), itemID: row["item_id"], itemName: row["item_name"],
+                                   objectName: row["object_name"])
             }
         }
     }

@@ -61,6 +61,15 @@ public struct PriceHistoryRecord: Sendable, Hashable, Codable {
     public var source: String
 }
 
+/// A price change of the catalog with the names of what changed (`ProjectionQueries.catalogPriceChanges`).
+public struct CatalogPriceChange: Sendable, Hashable, Codable {
+    public var change: PriceHistoryRecord
+    public var itemID: String?
+    public var itemName: String?
+    /// The variation's (or modifier's) name.
+    public var objectName: String?
+}
+
 public struct ConflictRecord: Sendable, Hashable, Codable {
     public var sequence: UInt64
     public var recordedAt: Int64

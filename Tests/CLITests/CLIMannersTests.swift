@@ -91,4 +91,18 @@ struct CLIMannersTests {
         #expect(result.standardError.contains("another program already listens on 127.0.0.1:\(port)"), "\(result.standardError)")
         #expect(!result.standardError.contains("bind("), "\(result.standardError)")
     }
+
+    @Test func everyPriceChangeOfTheCatalogInAWindowIsOneCommand() throws {
+        let table = try CatLedgerProcess.run(["prices", "--all", "--since", "2026-11-01", "--until", "2026-11-08",
+                                              "--data-dir", CLIGoldenTests.ledger])
+        #expect(table.status == 0, "\(table.standardError)")
+        #expect(table.standardOutput.hasPrefix("13 price change(s) in the catalog"), "\(table.standardOutput)")
+        #expect(table.standardOutput.contains("House Blend Beans") && table.standardOutput.contains("$14.00"))
+        let csv = try CatLedgerProcess.run(["prices", "--all", "--format", "csv", "--data-dir", CLIGoldenTests.ledger])
+        let lines = csv.standardOutput.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("square_time,ledger_time,item_id,item,object_id,variation,sku,scope") == true)
+        #expect(lines.count == 327, "every change of the sample and the header")
+        let refused = try CatLedgerProcess.run(["prices", "--all", "--chart", "--data-dir", CLIGoldenTests.ledger])
+        #expect(refused.status == 64)
+    }
 }

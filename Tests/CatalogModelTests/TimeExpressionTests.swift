@@ -38,6 +38,9 @@ struct TimeExpressionTests {
         #expect(try resolve("yesterday 14:00") == Self.now - 22 * 3_600_000_000_000)
         #expect(try resolve("2026-11-22") == Self.now - 12 * 3_600_000_000_000)
         #expect(try resolve("2026-11-22 12:00") == Self.now)
+        // Now is 2026-11-22 12:00 UTC: last week starts at 2026-11-15 00:00, last month at 2026-10-22 00:00.
+        #expect(try resolve("last week") == Self.now - (7 * 24 + 12) * 3_600_000_000_000)
+        #expect(try resolve("Last Month") == Self.now - (31 * 24 + 12) * 3_600_000_000_000)
         let berlin = TimeZone(identifier: "Europe/Berlin")!
         #expect(try resolve("2026-11-22 13:00", zone: berlin) == Self.now)
     }

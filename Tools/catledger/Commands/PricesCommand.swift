@@ -1,13 +1,20 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import LedgerQueries
 import Foundation
 
 struct PricesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prices",
-        abstract: "Price history of a variation, an item's variations, or a SKU: base and per-location prices and pricing type.")
+        abstract: "Price history of a variation, an item's variations, a SKU, or the whole catalog (--all): base and per-location prices and pricing type.",
+        discussion: """
+        Examples:
+          catledger prices CDACBVH7G3LMUXI6US6IH3I5 --chart
+          catledger prices --all --since "last week" --format csv > repriced.csv
+          catledger prices --all --since 2026-11-01 --until 2026-11-08
+        """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case table, json, csv }
 
@@ -21,6 +28,12 @@ struct PricesCommand: AsyncParsableCommand {
 
     @Option(help: "Every variation of this item.")
     var item: String?
+
+    @Flag(help: "Every price change of the whole catalog (with --since/--until: those in the window), with names.")
+    var all = false
+
+    @Option(help: "With --all: read this projection database (e.g. a replay) instead of the ledger's own.")
+    var db: String?
 
     @Option(help: "Only changes at or after this Square time.")
     var since: String?
@@ -38,12 +51,15 @@ struct PricesCommand: AsyncParsableCommand {
     var svg: String?
 
     func validate() throws {
-        let given = [id, sku, item].compactMap { $0 }.count
-        guard given == 1 else { throw ValidationError("name exactly one of ID, --sku or --item") }
+        let given = [id, sku, item].compactMap { $0 }.count + (all ? 1 : 0)
+        guard given == 1 else { throw ValidationError("name exactly one of ID, --sku, --item or --all") }
+        if all && (chart || svg != nil) { throw ValidationError("--chart and --svg draw one subject: name an ID, --sku or --item") }
+        if db != nil && !all { throw ValidationError("--db reads a projection: use it with --all") }
     }
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
+            if all { try catalogWide(); return }
             let history = try LedgerAccess(options: global).queries()
             var changes: [PriceChange]
             let subject: String
@@ -83,7 +99,62 @@ struct PricesCommand: AsyncParsableCommand {
     }
 }
 
+extension PricesCommand {
+    /// `--all`: the catalog's price changes in the window, from the projection's price_history.
+    func catalogWide() throws {
+        let access = LedgerAccess(options: global)
+        let since = try self.since.map(global.time)
+        let until = try self.until.map(global.time)
+        let changes = try access.projection(db: db).catalogPriceChanges(sinceNanos: since, untilNanos: until)
+        if db == nil { access.warnIfLastVerificationFailed() }
+        let zone = try global.timeZone()
+        switch format ?? (global.json ? .json : .table) {
+        case .json: try printJSON(changes)
+        case .csv: print(PriceRendering.csv(changes, zone: zone), terminator: "")
+        case .table:
+            print("\(changes.count) price change(s) in the catalog\n\n" + PriceRendering.table(changes, zone: zone))
+        }
+    }
+}
+
 enum PriceRendering {
+    static func money(_ amount: Int64?, _ currency: String?, _ text: String?) -> String? {
+        amount.map { Money(amount: $0, currency: currency ?? "").description } ?? text
+    }
+
+    static func table(_ changes: [CatalogPriceChange], zone: TimeZone) -> String {
+        var table = TextTable(["square time", "item", "variation", "scope", "before", "after", "source", "variation id"],
+                              alignments: [.left, .left, .left, .left, .right, .right, .left, .left])
+        for row in changes {
+            let change = row.change
+            table.append([change.updatedAt, row.itemName ?? "-", row.objectName ?? "-", change.scope,
+                          money(change.oldAmount, change.currency, change.oldValue) ?? "-",
+                          money(change.newAmount, change.currency, change.newValue) ?? "-", change.source, change.objectID])
+        }
+        return table.render()
+    }
+
+    static func csv(_ changes: [CatalogPriceChange], zone: TimeZone) -> String {
+        var lines = ["square_time,ledger_time,item_id,item,object_id,variation,sku,scope,before_amount,after_amount,currency,before,after,version,sequence,source"]
+        for row in changes {
+            let change = row.change
+            lines.append([change.updatedAt, formatTime(change.recordedAt, in: zone), row.itemID, row.itemName, change.objectID,
+                          row.objectName, change.sku, change.scope, change.oldAmount.map { "\($0)" },
+                          change.newAmount.map { "\($0)" }, change.currency,
+                          money(change.oldAmount, change.currency, change.oldValue),
+                          money(change.newAmount, change.currency, change.newValue),
+                          "\(change.version)", "\(change.sequence)", change.source]
+                .map(csvField).joined(separator: ","))
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    static func csvField(_ text: String?) -> String {
+        guard let text else { return "" }
+        return text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
+            ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
+    }
+
     static func table(_ changes: [PriceChange], zone: TimeZone) -> String {
         var table = TextTable(["square time", "ledger time", "object", "scope", "before", "after", "v", "source"],
                               alignments: [.left, .left, .left, .left, .right, .right, .right, .left])
@@ -96,11 +167,7 @@ enum PriceRendering {
     }
 
     static func csv(_ changes: [PriceChange], zone: TimeZone) -> String {
-        func field(_ text: String?) -> String {
-            guard let text else { return "" }
-            return text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
-                ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
-        }
+        let field = csvField
         var lines = ["square_time,ledger_time,object_id,sku,scope,before_amount,after_amount,currency,before,after,version,sequence,source"]
         for change in changes {
             let currency = change.afterMoney?.currency ?? change.beforeMoney?.currency

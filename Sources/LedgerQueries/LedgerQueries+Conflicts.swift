@@ -13,7 +13,40 @@ public struct ConflictAnswer: Sendable {
     }
 }
 
+/// Which incidents a list keeps: a window of ledger time (when the rejection was recorded), a
+/// class (any of the diagnosis's classifications), a device, an actor. Nil keeps everything.
+public struct ConflictFilter: Sendable {
+    public var since: Int64?
+    public var until: Int64?
+    public var classification: String?
+    public var device: String?
+    public var actor: String?
+
+    public init(since: Int64? = nil, until: Int64? = nil, classification: String? = nil, device: String? = nil,
+                actor: String? = nil) {
+        self.since = since
+        self.until = until
+        self.classification = classification
+        self.device = device
+        self.actor = actor
+    }
+
+    public func keeps(_ diagnosis: VersionMismatchDiagnosis) -> Bool {
+        if let since, diagnosis.rejectedAt < since { return false }
+        if let until, diagnosis.rejectedAt > until { return false }
+        if let classification, !diagnosis.classifications.contains(where: { $0.rawValue == classification }) { return false }
+        if let device, diagnosis.device != device { return false }
+        if let actor, diagnosis.actor != actor { return false }
+        return true
+    }
+}
+
 extension LedgerQueries {
+    /// The incidents `filter` keeps, oldest first.
+    public func conflicts(_ filter: ConflictFilter) throws -> [ConflictAnswer] {
+        try conflicts().filter { filter.keeps($0.diagnosis) }
+    }
+
     /// Every rejected upsert, oldest first, each diagnosed from the events of the objects it names
     /// (`DiagnosisIndex`, one diagnoser: `VersionMismatchDiagnoser`).
     public func conflicts() throws -> [ConflictAnswer] {

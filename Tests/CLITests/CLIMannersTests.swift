@@ -105,4 +105,20 @@ struct CLIMannersTests {
         let refused = try CatLedgerProcess.run(["prices", "--all", "--chart", "--data-dir", CLIGoldenTests.ledger])
         #expect(refused.status == 64)
     }
+
+    @Test func conflictsFilterByClassTimeAndDevice() throws {
+        func lines(_ arguments: [String]) throws -> [Substring] {
+            let result = try CatLedgerProcess.run(["conflicts"] + arguments + ["--data-dir", CLIGoldenTests.ledger])
+            #expect(result.status == 0, "\(result.standardError)")
+            return result.standardOutput.split(separator: "\n").filter { $0.first?.isWhitespace == true || $0.first?.isNumber == true }
+        }
+        let all = try lines([])
+        let stale = try lines(["--class", "staleMovedOnByOtherWriter"])
+        #expect(!stale.isEmpty && stale.count < all.count && stale.allSatisfy { $0.contains("staleMovedOnByOtherWriter") })
+        let november = try lines(["--since", "2026-11-01"])
+        #expect(!november.isEmpty && november.count < all.count && november.allSatisfy { $0.contains("2026-11-") })
+        #expect(try lines(["--device", "nobody"]).isEmpty)
+        let unknown = try CatLedgerProcess.run(["conflicts", "--class", "nope", "--data-dir", CLIGoldenTests.ledger])
+        #expect(unknown.status == 64 && unknown.standardError.contains("staleOwnEarlierWrite"))
+    }
 }

@@ -7,9 +7,29 @@ import LedgerQueries
 struct ConflictsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "conflicts",
-        abstract: "List rejected upserts (VERSION_MISMATCH and others) with their classification.")
+        abstract: "List rejected upserts (VERSION_MISMATCH and others) with their classification.",
+        discussion: """
+        Examples:
+          catledger conflicts --since "last month" --class staleMovedOnByOtherWriter
+          catledger conflicts --device "backroom iPad" --json
+        """)
 
     @OptionGroup var global: GlobalOptions
+
+    @Option(help: "Only incidents recorded at or after this time.")
+    var since: String?
+
+    @Option(help: "Only incidents recorded at or before this time.")
+    var until: String?
+
+    @Option(name: .customLong("class"), help: "Only incidents with this classification (e.g. staleMovedOnByOtherWriter).")
+    var classification: String?
+
+    @Option(help: "Only incidents from this device.")
+    var device: String?
+
+    @Option(help: "Only incidents of this actor.")
+    var actor: String?
 
     struct Row: Encodable {
         var incident: UInt64
@@ -25,7 +45,13 @@ struct ConflictsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let conflicts = try LedgerAccess(options: global).asOfQueries().conflicts()
+            if let classification, !VersionMismatchDiagnosis.Classification.allCases.contains(where: { $0.rawValue == classification }) {
+                throw CLIError(.usage, "unknown class \"\(classification)\"",
+                               hint: "one of " + VersionMismatchDiagnosis.Classification.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            let filter = ConflictFilter(since: try since.map(global.time), until: try until.map(global.time),
+                                        classification: classification, device: device, actor: actor)
+            let conflicts = try LedgerAccess(options: global).asOfQueries().conflicts(filter)
             let zone = try global.timeZone()
             let rows = conflicts.map { answer in
                 let diagnosis = answer.diagnosis
@@ -36,7 +62,11 @@ struct ConflictsCommand: AsyncParsableCommand {
                            staleObjects: answer.staleObjectIDs.map(\.rawValue))
             }
             if global.json { try printJSON(rows); return }
-            if rows.isEmpty { print("No rejected upserts in the ledger."); return }
+            if rows.isEmpty {
+                let filtered = since != nil || until != nil || classification != nil || device != nil || actor != nil
+                print(filtered ? "No rejected upsert matches." : "No rejected upserts in the ledger.")
+                return
+            }
             var table = TextTable(["incident", "rejected at", "device", "error", "class", "objects"],
                                   alignments: [.right, .left, .left, .left, .left, .left])
             for row in rows {

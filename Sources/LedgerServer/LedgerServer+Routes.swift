@@ -28,6 +28,12 @@ extension LedgerServer {
             return answer(.encoded(health))
         }
         router.get("metrics") { _, _ in metricsResponse(service) }
+        // Where the API is described: docs/openapi.json, compiled in.
+        router.get("/") { _, _ in answer(.encoded(Index())) }
+        router.get("openapi.json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
+        }
         router.post("webhooks/square") { request, context in
             let read = await request.collectBody(upTo: configuration.webhookBodyBytesMax,
                                                  within: configuration.requestReadTimeout)
@@ -123,6 +129,15 @@ extension LedgerServer {
             }
         }
         return router
+    }
+
+    /// What `GET /` answers.
+    struct Index: Encodable {
+        var name = "catledger"
+        var description = "The complete history of Square catalogs: webhooks, safe edits, app reports and the read API."
+        var openapi = "/openapi.json"
+        var health = "/healthz"
+        var documentation = "docs/openapi.json and README.md (API) in the CatalogLedger repository"
     }
 
     static func metricsResponse(_ service: LedgerService) -> Response {

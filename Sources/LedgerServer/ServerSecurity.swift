@@ -51,6 +51,9 @@ extension LedgerServer {
         switch (method, endpoint) {
         case (.get, "/healthz"), (.post, "/webhooks/square"): return .open
         case (.get, "/metrics"): return .scope(.metrics)
+        // The pointer to the API's description, for any caller with a token; the description itself is read.
+        case (.get, "/"): return .authenticated
+        case (.get, "/openapi.json"): return .scope(.read)
         case (.post, "/merchants/{merchant}/edits"): return .scope(.edit)
         case (.post, "/merchants/{merchant}/reports"): return .scope(.report)
         case (.post, "/merchants/{merchant}/sync"): return .scope(.sync)

@@ -130,7 +130,9 @@ struct ServeCommand: AsyncParsableCommand {
             do {
                 try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
                     if json {
+                        // Flushed: a script reading the port from a pipe must not wait for the server to stop.
                         print(#"{"listening":"http://\#(configuration.host):\#(boundPort)"}"#)
+                        fflush(nil)
                     } else {
                         print("Serving \(merchantIDs.count) merchant(s) on http://\(configuration.host):\(boundPort) " +
                               "(webhooks at /webhooks/square). Ctrl-C stops.")

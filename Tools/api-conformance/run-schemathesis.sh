@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Runs schemathesis against a live `catledger serve` holding the bundled cafe sample, checking every
+# answer against docs/openapi.json: no 500, every status documented, every body of its schema.
+# Part of `make test` (the Makefile's deps-test installs schemathesis with pip when missing).
+#
+#   Tools/api-conformance/run-schemathesis.sh [--max-examples N] [--seed S] [extra schemathesis options]
+#
+# Environment: CATLEDGER (default .build/debug/catledger), SCHEMATHESIS (default: the `schemathesis`
+# command, else the module of python3, as pip may put the command off PATH).
+# Exit status: schemathesis's (0 when every check passed).
+
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+CATLEDGER=${CATLEDGER:-.build/debug/catledger}
+SCHEMATHESIS=${SCHEMATHESIS:-}
+MERCHANT=ML8CAFE0SIM01
+MAX_EXAMPLES=25
+SEED=20261124
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --max-examples) MAX_EXAMPLES=$2; shift 2 ;;
+        --seed) SEED=$2; shift 2 ;;
+        *) break ;;
+    esac
+done
+
+if [ ! -x "$CATLEDGER" ]; then
+    echo "run-schemathesis: $CATLEDGER is missing (swift build first)" >&2
+    exit 2
+fi
+if [ -n "$SCHEMATHESIS" ]; then
+    schemathesis() { "$SCHEMATHESIS" "$@"; }
+elif ! command -v schemathesis >/dev/null; then
+    if ! python3 -c 'import schemathesis.cli' 2>/dev/null; then
+        echo "run-schemathesis: schemathesis is missing (make deps-test, or python3 -m pip install schemathesis)" >&2
+        exit 2
+    fi
+    schemathesis() { python3 -m schemathesis.cli "$@"; }
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/catledger-api.XXXXXX")
+server_pid=""
+cleanup() {
+    if [ -n "$server_pid" ]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# A private data dir: the cafe's 45 days of recorded traffic, one admin token.
+"$CATLEDGER" import data-samples/cafe/cafe-history.jsonl --data-dir "$work/data/$MERCHANT" >/dev/null
+token=$("$CATLEDGER" token create --data-dir "$work/data" --scope admin --name schemathesis | grep -o 'catl_[0-9a-f]*_[0-9a-f]*')
+
+# Offline (no Square): edits, syncs and replay checks answer their documented refusals.
+"$CATLEDGER" serve --data-dir "$work/data" --merchant "$MERCHANT" --host 127.0.0.1 --port 0 --offline --json \
+    --signature-key conformance-signature-key --notification-url http://127.0.0.1/webhooks/square \
+    >"$work/serve.out" 2>"$work/serve.log" &
+server_pid=$!
+url=""
+for _ in $(seq 1 200); do
+    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/serve.out" 2>/dev/null || true)
+    [ -n "$url" ] && break
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if [ -z "$url" ]; then
+    echo "run-schemathesis: the server did not start" >&2
+    cat "$work/serve.log" >&2
+    exit 2
+fi
+echo "run-schemathesis: $url, at most $MAX_EXAMPLES examples per operation, seed $SEED"
+
+status=0
+schemathesis --no-color --config-file Tools/api-conformance/schemathesis.toml run docs/openapi.json --url "$url" \
+    --header "Authorization: Bearer $token" \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+    --max-examples "$MAX_EXAMPLES" --seed "$SEED" --phases examples,coverage,fuzzing \
+    --workers 1 --generation-database none "$@" || status=$?
+if [ "$status" != 0 ]; then
+    echo "run-schemathesis: failed (exit $status); the server's log:" >&2
+    tail -n 40 "$work/serve.log" >&2
+fi
+exit "$status"

@@ -8,11 +8,12 @@ extension LedgerServer {
     /// Every route of the server over `service`. Tests may drive it with HummingbirdTesting.
     ///
     /// Every route (and every unknown path) goes through the same two middlewares, added before any
-    /// route: request ids and error mapping, then the token check (`access(method:endpoint:)` is the
-    /// one table of who may call what).
+    /// route: request ids and error mapping (a known path called with another method: 405 with
+    /// `Allow`), then the token check (`access(method:endpoint:)` is the one table of who may call what).
     public static func router(service: LedgerService, logger: Logger) -> Router<LedgerRequestContext> {
         let router = Router(context: LedgerRequestContext.self)
-        router.add(middleware: RequestIDMiddleware())
+        let routeMethods = RouteMethods()
+        router.add(middleware: RequestIDMiddleware(routes: routeMethods))
         router.add(middleware: AuthMiddleware(service: service))
         let webhooks = WebhookReceiver(service: service, logger: logger)
         let configuration = service.configuration
@@ -128,6 +129,7 @@ extension LedgerServer {
                 try ProjectionAPI.search(merchant, text: request.uri.queryParameters.get("q") ?? "")
             }
         }
+        routeMethods.record(router.routes.map { ("\($0.path)", $0.method.rawValue) })
         return router
     }
 

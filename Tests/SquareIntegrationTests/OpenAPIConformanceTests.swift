@@ -214,6 +214,30 @@ import Testing
         try await service.close()
     }
 
+    @Test("a known path called with another method is 405 with Allow (with a token; 401 without), an unknown one 404")
+    func wrongMethodIs405() async throws {
+        let document = try OpenAPISpec()
+        let error = JSONNode.object(["$ref": .string("#/components/schemas/Error")])
+        try await ServerAuthTests.withRouter { root, _, base in
+            let client = AuthorizedClient(base: base, token: try ServerKit.adminToken(root: root))
+            for (method, path, allowed) in [(HTTPRequest.Method.get, "\(Self.merchantPath)/edits", "POST"),
+                                            (.delete, "\(Self.merchantPath)/objects/V1", "GET"),
+                                            (.put, "/webhooks/square", "POST"), (.post, "/healthz", "GET"), (.head, "/", "GET")] {
+                let response = try await client.execute(uri: path, method: method)
+                #expect(response.status == .methodNotAllowed, "\(method) \(path)")
+                #expect(response.headers[.allow] == allowed, "\(method) \(path)")
+                if method != .head {
+                    let body = try JSONNode.parse(Array(buffer: response.body))
+                    #expect(document.violations(of: body, against: error).isEmpty, "\(body)")
+                    #expect(body["code"] == .string("method_not_allowed"))
+                }
+            }
+            #expect(try await base.execute(uri: "\(Self.merchantPath)/edits", method: .get).status == .unauthorized)
+            #expect(try await client.execute(uri: "\(Self.merchantPath)/objects/V1/history/more", method: .get).status == .notFound)
+            #expect(try await client.execute(uri: "/nowhere", method: .delete).status == .notFound)
+        }
+    }
+
     @Test("the validator finds what it must: a missing or undocumented property, a wrong type, a value off its enum")
     func validatorFindsViolations() throws {
         let document = try OpenAPISpec()

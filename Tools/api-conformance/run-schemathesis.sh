@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Runs schemathesis against a live `catledger serve` holding the bundled cafe sample, checking every
-# answer against docs/openapi.json: no 500, every status documented, every body of its schema.
+# Runs schemathesis against a live `catledger serve` holding the bundled cafe sample and connected to a
+# `catledger simulator` (a fake Square on loopback, so edits, syncs and replay checks reach "Square"),
+# checking every answer against docs/openapi.json: no 500, every status, content type, header and body
+# as documented, invalid input refused.
 # Part of `make test` (the Makefile's deps-test installs schemathesis with pip when missing).
 #
 #   Tools/api-conformance/run-schemathesis.sh [--max-examples N] [--seed S] [extra schemathesis options]
@@ -40,43 +42,59 @@ elif ! command -v schemathesis >/dev/null; then
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/catledger-api.XXXXXX")
-server_pid=""
+pids=()
 cleanup() {
-    if [ -n "$server_pid" ]; then
-        kill "$server_pid" 2>/dev/null || true
-        wait "$server_pid" 2>/dev/null || true
-    fi
+    for pid in "${pids[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
     rm -rf "$work"
 }
 trap cleanup EXIT
+
+# The first http://127.0.0.1:PORT that process $1 prints to file $2 (it prints once it listens).
+listening_url() {
+    local found=""
+    for _ in $(seq 1 300); do
+        found=$(grep -o 'http://127.0.0.1:[0-9]*' "$2" 2>/dev/null | head -n 1 || true)
+        [ -n "$found" ] && break
+        kill -0 "$1" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "$found"
+}
+
+# Square: the simulator's cafe catalog (seed 1: the ids in schemathesis.toml).
+"$CATLEDGER" simulator --host 127.0.0.1 --port 0 --seed 1 --merchant "$MERCHANT" >"$work/simulator.out" 2>"$work/simulator.log" &
+pids+=($!)
+square_url=$(listening_url "${pids[-1]}" "$work/simulator.out")
+if [ -z "$square_url" ]; then
+    echo "run-schemathesis: the simulator did not start" >&2
+    cat "$work/simulator.log" >&2
+    exit 2
+fi
 
 # A private data dir: the cafe's 45 days of recorded traffic, one admin token.
 "$CATLEDGER" import data-samples/cafe/cafe-history.jsonl --data-dir "$work/data/$MERCHANT" >/dev/null
 token=$("$CATLEDGER" token create --data-dir "$work/data" --scope admin --name schemathesis | grep -o 'catl_[0-9a-f]*_[0-9a-f]*')
 
-# Offline (no Square): edits, syncs and replay checks answer their documented refusals.
-"$CATLEDGER" serve --data-dir "$work/data" --merchant "$MERCHANT" --host 127.0.0.1 --port 0 --offline --json \
+SQUARE_ACCESS_TOKEN=simulator "$CATLEDGER" serve --data-dir "$work/data" --merchant "$MERCHANT" \
+    --host 127.0.0.1 --port 0 --json --square-base-url "$square_url" \
     --signature-key conformance-signature-key --notification-url http://127.0.0.1/webhooks/square \
     >"$work/serve.out" 2>"$work/serve.log" &
-server_pid=$!
-url=""
-for _ in $(seq 1 200); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/serve.out" 2>/dev/null || true)
-    [ -n "$url" ] && break
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-done
+pids+=($!)
+url=$(listening_url "${pids[-1]}" "$work/serve.out")
 if [ -z "$url" ]; then
     echo "run-schemathesis: the server did not start" >&2
     cat "$work/serve.log" >&2
     exit 2
 fi
-echo "run-schemathesis: $url, at most $MAX_EXAMPLES examples per operation, seed $SEED"
+echo "run-schemathesis: $url (Square: $square_url), at most $MAX_EXAMPLES examples per operation, seed $SEED"
 
 status=0
 schemathesis --no-color --config-file Tools/api-conformance/schemathesis.toml run docs/openapi.json --url "$url" \
     --header "Authorization: Bearer $token" \
-    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance \
+    --checks not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance,negative_data_rejection,missing_required_header,unsupported_method,allow_header_conformance \
     --max-examples "$MAX_EXAMPLES" --seed "$SEED" --phases examples,coverage,fuzzing \
     --workers 1 --generation-database none "$@" || status=$?
 if [ "$status" != 0 ]; then

@@ -52,43 +52,39 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The first http://127.0.0.1:PORT that process $1 prints to file $2 (it prints once it listens).
-listening_url() {
-    local found=""
+# Starts `catledger NAME ARGS...` in the background (its output in $work/NAME.out and .log) and prints
+# the first http://127.0.0.1:PORT it prints, once it listens; exits the script when it does not start.
+start() {
+    local name=$1 found=""
+    shift
+    "$CATLEDGER" "$name" "$@" >"$work/$name.out" 2>"$work/$name.log" &
+    pids+=($!)
     for _ in $(seq 1 300); do
-        found=$(grep -o 'http://127.0.0.1:[0-9]*' "$2" 2>/dev/null | head -n 1 || true)
+        found=$(grep -o 'http://127.0.0.1:[0-9]*' "$work/$name.out" 2>/dev/null | head -n 1 || true)
         [ -n "$found" ] && break
-        kill -0 "$1" 2>/dev/null || break
+        kill -0 "${pids[-1]}" 2>/dev/null || break
         sleep 0.1
     done
-    echo "$found"
+    if [ -z "$found" ]; then
+        echo "run-schemathesis: catledger $name did not start" >&2
+        cat "$work/$name.log" >&2
+        exit 2
+    fi
+    url=$found
 }
 
 # Square: the simulator's cafe catalog (seed 1: the ids in schemathesis.toml).
-"$CATLEDGER" simulator --host 127.0.0.1 --port 0 --seed 1 --merchant "$MERCHANT" >"$work/simulator.out" 2>"$work/simulator.log" &
-pids+=($!)
-square_url=$(listening_url "${pids[-1]}" "$work/simulator.out")
-if [ -z "$square_url" ]; then
-    echo "run-schemathesis: the simulator did not start" >&2
-    cat "$work/simulator.log" >&2
-    exit 2
-fi
+start simulator --host 127.0.0.1 --port 0 --seed 1 --merchant "$MERCHANT"
+square_url=$url
 
 # A private data dir: the cafe's 45 days of recorded traffic, one admin token.
 "$CATLEDGER" import data-samples/cafe/cafe-history.jsonl --data-dir "$work/data/$MERCHANT" >/dev/null
 token=$("$CATLEDGER" token create --data-dir "$work/data" --scope admin --name schemathesis | grep -o 'catl_[0-9a-f]*_[0-9a-f]*')
 
-SQUARE_ACCESS_TOKEN=simulator "$CATLEDGER" serve --data-dir "$work/data" --merchant "$MERCHANT" \
-    --host 127.0.0.1 --port 0 --json --square-base-url "$square_url" \
-    --signature-key conformance-signature-key --notification-url http://127.0.0.1/webhooks/square \
-    >"$work/serve.out" 2>"$work/serve.log" &
-pids+=($!)
-url=$(listening_url "${pids[-1]}" "$work/serve.out")
-if [ -z "$url" ]; then
-    echo "run-schemathesis: the server did not start" >&2
-    cat "$work/serve.log" >&2
-    exit 2
-fi
+export SQUARE_ACCESS_TOKEN=simulator
+start serve --data-dir "$work/data" --merchant "$MERCHANT" --host 127.0.0.1 --port 0 --json \
+    --square-base-url "$square_url" \
+    --signature-key conformance-signature-key --notification-url http://127.0.0.1/webhooks/square
 echo "run-schemathesis: $url (Square: $square_url), at most $MAX_EXAMPLES examples per operation, seed $SEED"
 
 status=0

@@ -175,6 +175,11 @@ import Testing
 
                 // Reports.
                 let reports = "/merchants/{merchant}/reports"
+                let report = AppReport(actor: "pos", device: "backoffice", endpoint: "upsert", idempotencyKey: "report-1",
+                                       requestBody: #"{"idempotency_key":"report-1","object":{"id":"\#(variation)","type":"ITEM_VARIATION","version":1}}"#,
+                                       status: 200, responseBody: "{}")
+                _ = try await call(.post, "\(m)/reports", reports, status: 200,
+                                   body: String(decoding: try JSONEncoder().encode(report), as: UTF8.self))
                 _ = try await call(.post, "\(m)/reports", reports, status: 400, body: "{}")
                 _ = try await call(.post, "\(m)/reports", reports, status: 400,
                                    body: #"{"endpoint":"delete","idempotency_key":"r1","request_body":"{}","status":200,"response_body":"{}"}"#)

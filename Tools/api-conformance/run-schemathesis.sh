@@ -81,10 +81,12 @@ square_url=$url
 "$CATLEDGER" import data-samples/cafe/cafe-history.jsonl --data-dir "$work/data/$MERCHANT" >/dev/null
 token=$("$CATLEDGER" token create --data-dir "$work/data" --scope admin --name schemathesis | grep -o 'catl_[0-9a-f]*_[0-9a-f]*')
 
-export SQUARE_ACCESS_TOKEN=simulator
+# hooks.py signs webhook deliveries with these.
+export SQUARE_ACCESS_TOKEN=simulator CONFORMANCE_SIGNATURE_KEY=conformance-signature-key
+export CONFORMANCE_NOTIFICATION_URL=http://127.0.0.1/webhooks/square
 start serve --data-dir "$work/data" --merchant "$MERCHANT" --host 127.0.0.1 --port 0 --json \
     --square-base-url "$square_url" \
-    --signature-key conformance-signature-key --notification-url http://127.0.0.1/webhooks/square
+    --signature-key "$CONFORMANCE_SIGNATURE_KEY" --notification-url "$CONFORMANCE_NOTIFICATION_URL"
 echo "run-schemathesis: $url (Square: $square_url), at most $MAX_EXAMPLES examples per operation, seed $SEED"
 
 status=0

@@ -70,7 +70,7 @@ import Testing
             return
         }
         let contentType = response.headers[.contentType] ?? ""
-        let mediaType = String(contentType.split(separator: ";")[0]).trimmingCharacters(in: .whitespaces)
+        let mediaType = String(contentType.split(separator: ";").first ?? "").trimmingCharacters(in: .whitespaces)
         guard let content = documented["content"]?[mediaType] else {
             Issue.record("\(name): content type \"\(contentType)\" is not documented", sourceLocation: sourceLocation)
             return

@@ -15,11 +15,16 @@ deps:
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq liblz4-dev pkg-config >/dev/null; \
 	fi
 
-# The official Square Python SDK: the conformance test drives the simulator with it.
+# The official Square Python SDK: the conformance test drives the simulator with it. schemathesis: the
+# live server against docs/openapi.json (Tools/api-conformance/run-schemathesis.sh).
 deps-test: deps
 	@if ! python3 -c 'import square' 2>/dev/null; then \
 		echo "installing the official Square Python SDK (pip install squareup)"; \
 		python3 -m pip install -q squareup; \
+	fi
+	@if ! python3 -c 'import schemathesis.cli' 2>/dev/null; then \
+		echo "installing schemathesis (pip install schemathesis): the API conformance run"; \
+		python3 -m pip install -q 'schemathesis>=4.1,<5'; \
 	fi
 
 build: deps
@@ -35,10 +40,13 @@ demo: deps
 # -suppress-warnings and leaves -warnings-as-errors off them, so their warnings never fail the build).
 STRICT_BUILD_FLAGS := --explicit-target-dependency-import-check error -Xswiftc -warnings-as-errors
 
-# The whole output goes to .build/test-output.log too; when a test fails, its issues are printed again
-# at the end, where a CI log that keeps only its tail still shows them.
+# First schemathesis fuzzes a live `catledger serve` against docs/openapi.json (bounded: well under a
+# minute), then every Swift test runs. The tests' whole output goes to .build/test-output.log too; when
+# a test fails, its issues are printed again at the end, where a CI log that keeps only its tail still
+# shows them.
 test: deps-test
 	$(SWIFT) build --build-tests $(STRICT_BUILD_FLAGS)
+	Tools/api-conformance/run-schemathesis.sh
 	@set -o pipefail; $(SWIFT) test --skip-build --parallel 2>&1 | tee .build/test-output.log || { \
 		status=$$?; \
 		echo; echo "== failed tests and their issues (whole output: .build/test-output.log) =="; \

@@ -194,8 +194,12 @@ let package = Package(
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            // docs/openapi.json compiled in (`OpenAPIDocument`), served at GET /openapi.json.
+            plugins: ["EmbedOpenAPIDocument"]
         ),
+        .executableTarget(name: "openapi-embed", path: "Tools/openapi-embed"),
+        .plugin(name: "EmbedOpenAPIDocument", capability: .buildTool(), dependencies: ["openapi-embed"]),
 
         // MARK: Executables: thin.
         .executableTarget(

@@ -76,15 +76,26 @@ public enum BoundedJSON {
         switch error {
         case let error as JSONNestingError:
             "\(error)"
+        // Foundation's own text names Swift types and offsets; these say the same without them.
+        case DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty:
+            // Foundation reports a number its field cannot hold this way too, without the field.
+            "not valid JSON (or a number too large for its field)"
         case DecodingError.dataCorrupted(let context):
-            "not valid JSON (\(context.debugDescription))"
-        case DecodingError.keyNotFound(let key, _):
-            "missing field \"\(key.stringValue)\""
+            "field \"\(path(context))\" holds a value it cannot take"
+        case DecodingError.keyNotFound(let key, let context):
+            "missing field \"\((context.codingPath.map(\.stringValue) + [key.stringValue]).joined(separator: "."))\""
+        case DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty,
+             DecodingError.valueNotFound(_, let context) where context.codingPath.isEmpty:
+            "the top-level value has the wrong type"
         case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            "field \"\(context.codingPath.map(\.stringValue).joined(separator: "."))\" has the wrong type"
+            "field \"\(path(context))\" has the wrong type"
         default:
-            "\(error)"
+            "it cannot be read"
         }
+    }
+
+    private static func path(_ context: DecodingError.Context) -> String {
+        context.codingPath.map(\.stringValue).joined(separator: ".")
     }
 }
 

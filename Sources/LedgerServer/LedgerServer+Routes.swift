@@ -8,11 +8,12 @@ extension LedgerServer {
     /// Every route of the server over `service`. Tests may drive it with HummingbirdTesting.
     ///
     /// Every route (and every unknown path) goes through the same two middlewares, added before any
-    /// route: request ids and error mapping, then the token check (`access(method:endpoint:)` is the
-    /// one table of who may call what).
+    /// route: request ids and error mapping (a known path called with another method: 405 with
+    /// `Allow`), then the token check (`access(method:endpoint:)` is the one table of who may call what).
     public static func router(service: LedgerService, logger: Logger) -> Router<LedgerRequestContext> {
         let router = Router(context: LedgerRequestContext.self)
-        router.add(middleware: RequestIDMiddleware())
+        let routeMethods = RouteMethods()
+        router.add(middleware: RequestIDMiddleware(routes: routeMethods))
         router.add(middleware: AuthMiddleware(service: service))
         let webhooks = WebhookReceiver(service: service, logger: logger)
         let configuration = service.configuration
@@ -28,6 +29,12 @@ extension LedgerServer {
             return answer(.encoded(health))
         }
         router.get("metrics") { _, _ in metricsResponse(service) }
+        // Where the API is described: docs/openapi.json, compiled in.
+        router.get("/") { _, _ in answer(.encoded(Index())) }
+        router.get("openapi.json") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/json"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(string: OpenAPIDocument.json)))
+        }
         router.post("webhooks/square") { request, context in
             let read = await request.collectBody(upTo: configuration.webhookBodyBytesMax,
                                                  within: configuration.requestReadTimeout)
@@ -129,7 +136,17 @@ extension LedgerServer {
                 }
             }
         }
+        routeMethods.record(router.routes.map { ("\($0.path)", $0.method.rawValue) })
         return router
+    }
+
+    /// What `GET /` answers.
+    struct Index: Encodable {
+        var name = "catledger"
+        var description = "The complete history of Square catalogs: webhooks, safe edits, app reports and the read API."
+        var openapi = "/openapi.json"
+        var health = "/healthz"
+        var documentation = "docs/openapi.json and README.md (API) in the CatalogLedger repository"
     }
 
     static func metricsResponse(_ service: LedgerService) -> Response {

@@ -64,7 +64,9 @@ public enum RequestAdmission {
                                                   correlationID: "webhook:\(notification.eventID)")
             return .success(Webhook(notification: notification, event: event))
         } catch {
-            return .failure(Refusal(status: 400, code: "malformed", message: "the body is not a Square notification: \(error)"))
+            // The reason in the project's words (which field), never a Swift error's text.
+            let reason = (error as? CatalogModelError).map { "\($0.message) (\($0.location))" } ?? BoundedJSON.describe(error)
+            return .failure(Refusal(status: 400, code: "malformed", message: "the body is not a Square notification: \(reason)"))
         }
     }
 
@@ -78,6 +80,8 @@ public enum RequestAdmission {
         }
         do {
             return .success(try BoundedJSON.decode(T.self, from: bytes))
+        } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
+            return .failure(Refusal(status: 400, code: "malformed", message: "the body must be a JSON object"))
         } catch {
             return .failure(Refusal(status: 400, code: "malformed", message: "the body is not a valid request: \(BoundedJSON.describe(error))"))
         }

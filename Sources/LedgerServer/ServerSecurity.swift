@@ -51,6 +51,9 @@ extension LedgerServer {
         switch (method, endpoint) {
         case (.get, "/healthz"), (.post, "/webhooks/square"): return .open
         case (.get, "/metrics"): return .scope(.metrics)
+        // The pointer to the API's description, for any caller with a token; the description itself is read.
+        case (.get, "/"): return .authenticated
+        case (.get, "/openapi.json"): return .scope(.read)
         case (.post, "/merchants/{merchant}/edits"): return .scope(.edit)
         case (.post, "/merchants/{merchant}/reports"): return .scope(.report)
         case (.post, "/merchants/{merchant}/sync"): return .scope(.sync)
@@ -77,9 +80,37 @@ extension LedgerServer {
     }
 }
 
+/// The methods of the router's routes by path template, for answering a known path called with another
+/// method 405 with `Allow` (Hummingbird answers 404). Filled once, when the router has every route.
+/// Thread-safety: guarded by `lock`.
+final class RouteMethods: @unchecked Sendable {
+    private let lock = NSLock()
+    private var routes: [(segments: [Substring], method: String)] = []
+
+    func record(_ routes: [(path: String, method: String)]) {
+        let split = routes.map { (segments: $0.path.split(separator: "/"), method: $0.method) }
+        lock.withLock { self.routes = split }
+    }
+
+    /// The methods of the routes whose template matches `path` (a `{capture}` or `:capture` matches any
+    /// one segment), sorted; empty when no route has this path.
+    func methods(matching path: String) -> [String] {
+        let segments = path.split(separator: "/")
+        let routes = lock.withLock { self.routes }
+        let methods = routes.filter { route in
+            route.segments.count == segments.count && zip(route.segments, segments).allSatisfy { template, segment in
+                template.hasPrefix("{") || template.hasPrefix(":") || template == segment
+            }
+        }.map(\.method)
+        return Set(methods).sorted()
+    }
+}
+
 /// Request ids and the last line of error handling; the outermost middleware.
 struct RequestIDMiddleware: RouterMiddleware {
     typealias Context = LedgerRequestContext
+    /// When given, a known path called with another method is answered 405 with `Allow`.
+    var routes: RouteMethods? = nil
 
     func handle(_ request: Request, context: LedgerRequestContext,
                 next: (Request, LedgerRequestContext) async throws -> Response) async throws -> Response {
@@ -92,6 +123,11 @@ struct RequestIDMiddleware: RouterMiddleware {
             do {
                 return try await next(request, context)
             } catch let error as HTTPError {
+                if error.status == .notFound, let allowed = routes?.methods(matching: request.uri.path), !allowed.isEmpty {
+                    return LedgerServer.errorResponse(
+                        405, "method_not_allowed", "\(request.method) is not a method of this route; it takes \(allowed.joined(separator: ", "))",
+                        headers: [.allow: allowed.joined(separator: ", ")])
+                }
                 return Self.answer(error, context: context)
             } catch {
                 context.logger.error("request failed", metadata: [

@@ -60,12 +60,14 @@ struct ErrorBody: Codable, Sendable {
         case 400, 422: "fix the request and send it again"
         case 401: "send a valid token: Authorization: Bearer <token> (`catledger token create`)"
         case 403: "use a token with the scope this route needs, for this merchant"
-        case 404: "check the path, merchant and object id"
+        case 404: "check the path, merchant and object id (the routes: GET /openapi.json)"
+        case 405: "see GET /openapi.json for the methods of each route"
         case 408, 413: "send a smaller body, faster"
         case 409: "read the current state and retry"
+        case 415: "send the body as application/json"
         case 429: "wait for Retry-After seconds before trying again"
         case 500..<600: "retry later; report the request_id to the operator if it persists"
-        default: ""
+        default: "see GET /openapi.json for what each route takes and answers"
         }
     }
 

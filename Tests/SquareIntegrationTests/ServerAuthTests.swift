@@ -34,6 +34,7 @@ import Testing
     static let merchantPath = "/merchants/\(Kit.merchant)"
     static let routes: [Route] = [
         Route(method: .get, path: "/metrics", scope: .metrics, merchantScoped: false),
+        Route(method: .get, path: "/openapi.json", scope: .read, merchantScoped: false),
         Route(method: .post, path: "\(merchantPath)/edits", scope: .edit, body: Array("{}".utf8)),
         Route(method: .post, path: "\(merchantPath)/reports", scope: .report, body: Array("{}".utf8)),
         Route(method: .post, path: "\(merchantPath)/sync", scope: .sync),
@@ -152,6 +153,7 @@ import Testing
         #expect(LedgerServer.access(method: .post, endpoint: "/merchants/{merchant}/objects/{object}") == .scope(.admin))
         #expect(LedgerServer.access(method: .get, endpoint: "/merchants/{merchant}/some-new-route") == .scope(.admin))
         #expect(LedgerServer.access(method: .get, endpoint: nil) == .authenticated)
+        #expect(LedgerServer.access(method: .get, endpoint: "/") == .authenticated, "GET / points to the API's description")
         for route in Self.routes {
             let template = route.path.split(separator: "?")[0]
                 .replacingOccurrences(of: Kit.merchant, with: "{merchant}")

@@ -130,7 +130,9 @@ struct ServeCommand: AsyncParsableCommand {
             do {
                 try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in
                     if json {
+                        // Flushed: a script reading the port from a pipe must not wait for the server to stop.
                         print(#"{"listening":"http://\#(configuration.host):\#(boundPort)"}"#)
+                        fflush(nil)
                     } else {
                         let shown = merchantIDs.prefix(5).joined(separator: ", ")
                             + (merchantIDs.count > 5 ? " and \(merchantIDs.count - 5) more" : "")

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `catledger serve --json` as a script drives it (Tools/api-conformance/run-schemathesis.sh): the
@@ -14,10 +15,10 @@ import Testing
 
     @Test("serve --json prints its listening line at once, not when it stops (stdout is a pipe)")
     func jsonListeningLineIsFlushed() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("catledger-serve-\(UUID().uuidString)").path
+        let root = Scratch.path("serve")
         defer { try? FileManager.default.removeItem(atPath: root) }
         let process = Process()
-        process.executableURL = try CatLedgerProcess.executable()
+        process.executableURL = try PackagePaths.executable("catledger")
         process.arguments = ["serve", "--json", "--host", "127.0.0.1", "--port", "0", "--merchant", "M1", "--offline",
                              "--signature-key", "k", "--notification-url", "http://127.0.0.1/webhooks/square", "--data-dir", root]
         let output = Output()

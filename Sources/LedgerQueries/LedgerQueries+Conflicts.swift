@@ -7,6 +7,11 @@ public struct ConflictAnswer: Sendable {
     public var sequence: UInt64
     public var diagnosis: VersionMismatchDiagnosis
 
+    public init(sequence: UInt64, diagnosis: VersionMismatchDiagnosis) {
+        self.sequence = sequence
+        self.diagnosis = diagnosis
+    }
+
     /// The objects the diagnosis found stale, missing a version or deleted (not the current and new ones).
     public var staleObjectIDs: [CatalogObjectID] {
         diagnosis.findings.filter { $0.classification != .current && $0.classification != .newObject }.map(\.objectID)

@@ -121,4 +121,16 @@ struct CLIMannersTests {
         let unknown = try CatLedgerProcess.run(["conflicts", "--class", "nope", "--data-dir", CLIGoldenTests.ledger])
         #expect(unknown.status == 64 && unknown.standardError.contains("staleOwnEarlierWrite"))
     }
+
+    @Test func conflictsReadAReplayFile() throws {
+        let out = Scratch.path("past") + ".sqlite"
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        let replay = try CatLedgerProcess.run(["replay", "--at", "2026-10-20", "--as-known-at", "2026-10-20", "--out", out, "--data-dir", CLIGoldenTests.ledger])
+        #expect(replay.status == 0, "\(replay.standardError)")
+        let fromFile = try CatLedgerProcess.run(["conflicts", "--db", out, "--json", "--data-dir", CLIGoldenTests.ledger])
+        let fromLedger = try CatLedgerProcess.run(["conflicts", "--until", "2026-10-20", "--json", "--data-dir", CLIGoldenTests.ledger])
+        #expect(fromFile.status == 0 && fromLedger.status == 0, "\(fromFile.standardError)")
+        #expect(fromFile.standardOutput == fromLedger.standardOutput, "the replay's incidents are the ledger's up to its moment")
+        #expect(fromFile.standardOutput.contains("staleMovedOnByOtherWriter"))
+    }
 }

@@ -96,7 +96,9 @@ import Testing
         let (simulator, ids) = await Kit.seededSimulator()
         let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root, square: simulator),
                                                    logger: Kit.logger)
-        let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+        // With the services `serve` runs (the projection followers), so the projection routes answer.
+        let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger),
+                              services: service.lifecycleServices, logger: Kit.logger)
         let variation = try #require(ids["#Latte_Large"])
         let item = try #require(ids["#Latte"])
         let m = Self.merchantPath

@@ -1,6 +1,8 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
+import Foundation
 import LedgerQueries
 
 /// Rejected upserts in the ledger, each with its diagnosis.
@@ -31,6 +33,9 @@ struct ConflictsCommand: AsyncParsableCommand {
     @Option(help: "Only incidents of this actor.")
     var actor: String?
 
+    @Option(help: "Read the incidents a projection database holds (e.g. a replay to a past moment) instead of the ledger.")
+    var db: String?
+
     struct Row: Encodable {
         var incident: UInt64
         var idempotencyKey: String
@@ -51,7 +56,8 @@ struct ConflictsCommand: AsyncParsableCommand {
             }
             let filter = ConflictFilter(since: try since.map(global.time), until: try until.map(global.time),
                                         classification: classification, device: device, actor: actor)
-            let conflicts = try LedgerAccess(options: global).asOfQueries().conflicts(filter)
+            let conflicts = try db.map { try Self.conflicts(inProjection: $0, filter, access: LedgerAccess(options: global)) }
+                ?? LedgerAccess(options: global).asOfQueries().conflicts(filter)
             let zone = try global.timeZone()
             let rows = conflicts.map { answer in
                 let diagnosis = answer.diagnosis
@@ -76,6 +82,23 @@ struct ConflictsCommand: AsyncParsableCommand {
             print(table.render())
             print("\nExplain one with `catledger diagnose INCIDENT`.")
         }
+    }
+}
+
+extension ConflictsCommand {
+    /// The incidents of a projection's `version_conflicts` table: each row keeps the diagnosis the
+    /// one diagnoser gave when the projection met the rejection (`DiagnosisIndex`).
+    static func conflicts(inProjection path: String, _ filter: ConflictFilter, access: LedgerAccess) throws -> [ConflictAnswer] {
+        let records = try access.projection(db: path).conflicts(limit: Int.max)
+        return try records.reversed().map { record in
+            do {
+                return ConflictAnswer(sequence: record.sequence, diagnosis: try JSONDecoder().decode(
+                    VersionMismatchDiagnosis.self, from: Data(record.diagnosisJSON.utf8)))
+            } catch {
+                throw CLIError(.corruptData, "the diagnosis of incident \(record.sequence) in \(path) cannot be read",
+                               hint: "rebuild the file with `catledger replay`")
+            }
+        }.filter { filter.keeps($0.diagnosis) }
     }
 }
 

@@ -57,6 +57,7 @@ extension LedgerServer {
         case (.post, "/merchants/{merchant}/edits"): return .scope(.edit)
         case (.post, "/merchants/{merchant}/reports"): return .scope(.report)
         case (.post, "/merchants/{merchant}/sync"): return .scope(.sync)
+        case (.post, "/merchants/{merchant}/seal"): return .scope(.sync)
         case (.get, "/merchants/{merchant}/objects/{object}"),
              (.get, "/merchants/{merchant}/objects/{object}/history"),
              (.get, "/merchants/{merchant}/objects/{object}/prices"),

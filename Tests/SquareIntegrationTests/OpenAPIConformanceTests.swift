@@ -127,10 +127,16 @@ import Testing
 
                 // A sync fills the ledger and the projection.
                 _ = try await call(.post, "\(m)/sync", "/merchants/{merchant}/sync", status: 202)
+                _ = try await call(.post, "\(m)/seal", "/merchants/{merchant}/seal", status: 403,
+                                   via: AuthorizedClient(base: base, token: metricsOnly))
                 let synced = await ServerKit.eventually {
                     (try? await client.execute(uri: "\(m)/items/\(item)", method: .get).status) == .ok
                 }
                 #expect(synced, "the sync reached the projection")
+                let sealed = try await call(.post, "\(m)/seal", "/merchants/{merchant}/seal", status: 200)
+                #expect(String(buffer: sealed.body).contains(#""sealed":"00000000000000000000.seg""#), "\(String(buffer: sealed.body))")
+                let again = try await call(.post, "\(m)/seal", "/merchants/{merchant}/seal", status: 200)
+                #expect(String(buffer: again.body).contains(#""sealed":null"#), "\(String(buffer: again.body))")
 
                 // Reads.
                 let object = "/merchants/{merchant}/objects/{object}"

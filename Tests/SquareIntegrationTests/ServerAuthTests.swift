@@ -38,6 +38,7 @@ import Testing
         Route(method: .post, path: "\(merchantPath)/edits", scope: .edit, body: Array("{}".utf8)),
         Route(method: .post, path: "\(merchantPath)/reports", scope: .report, body: Array("{}".utf8)),
         Route(method: .post, path: "\(merchantPath)/sync", scope: .sync),
+        Route(method: .post, path: "\(merchantPath)/seal", scope: .sync),
         Route(method: .get, path: "\(merchantPath)/objects/V1", scope: .read),
         Route(method: .get, path: "\(merchantPath)/objects/V1/history", scope: .read),
         Route(method: .get, path: "\(merchantPath)/objects/V1/prices", scope: .read),

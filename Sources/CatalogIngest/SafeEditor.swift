@@ -190,11 +190,7 @@ public struct SafeEditor: Sendable {
             throw EditError(.invalidRequest, "the report produced no outcome event", location: key)
         }
         let outcomes = try await ledger.append(proposed + answered)
-        let result = try editResult(editSequence: outcomes[0].sequence, outcomeSequence: outcomes[1].sequence, key: key)
-        logger.info("app report recorded", metadata: [
-            "key": "\(key)", "status": "\(result.status.rawValue)", "codes": "\(result.errorCodes)",
-        ])
-        return result
+        return try recorded("app report", editSequence: outcomes[0].sequence, outcomeSequence: outcomes[1].sequence, key: key)
     }
 
     // MARK: Shared
@@ -208,8 +204,13 @@ public struct SafeEditor: Sendable {
         guard let first = outcomes.first else {
             throw EditError(.invalidRequest, "Square's response produced no event", location: key)
         }
-        let result = try editResult(editSequence: editSequence, outcomeSequence: first.sequence, key: key)
-        logger.info("edit recorded", metadata: [
+        return try recorded("edit", editSequence: editSequence, outcomeSequence: first.sequence, key: key)
+    }
+
+    /// The result of a recorded edit or report (`what`), logged once.
+    private func recorded(_ what: String, editSequence: UInt64, outcomeSequence: UInt64, key: String) throws -> EditResult {
+        let result = try editResult(editSequence: editSequence, outcomeSequence: outcomeSequence, key: key)
+        logger.info("\(what) recorded", metadata: [
             "key": "\(key)", "status": "\(result.status.rawValue)", "codes": "\(result.errorCodes)",
         ])
         return result

@@ -277,16 +277,33 @@ struct SyncRunLookahead {
     }
 }
 
-extension Ledger {
-    /// Seals the active segment (`LogWriter.sealActiveSegment`) so that compaction can take the
-    /// events it holds; a small ledger otherwise waits for 64 MiB or a day. Returns the name of the
-    /// segment sealed, or nil when the active segment was empty.
-    public func sealActiveSegment() async throws -> String? {
-        try await writer.sealActiveSegment()?.segmentName
+/// What `Ledger.sealActiveSegment` did: the segment sealed (nil when the active one held no event),
+/// how many are sealed now, the next event's sequence. The CLI's `seal --json` and the server's
+/// `POST .../seal` answer with it.
+public struct SealReport: Sendable, Equatable, Encodable {
+    public var sealed: String?
+    public var sealedSegments: Int
+    public var nextSequence: UInt64
+
+    enum CodingKeys: String, CodingKey {
+        case sealed
+        case sealedSegments = "sealed_segments"
+        case nextSequence = "next_sequence"
     }
 
-    /// How many segments are sealed (compacted ones included).
-    public func sealedSegmentCount() async throws -> Int {
-        try await writer.sealedSegments().count
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(sealed, forKey: .sealed)  // null, not absent, when nothing was sealed
+        try container.encode(sealedSegments, forKey: .sealedSegments)
+        try container.encode(nextSequence, forKey: .nextSequence)
+    }
+}
+
+extension Ledger {
+    /// Seals the active segment (`LogWriter.sealActiveSegment`) so that compaction can take the
+    /// events it holds; a small ledger otherwise waits for 64 MiB or a day.
+    public func sealActiveSegment() async throws -> SealReport {
+        let sealed = try await writer.sealActiveSegment()?.segmentName
+        return SealReport(sealed: sealed, sealedSegments: try await writer.sealedSegments().count, nextSequence: nextSequence)
     }
 }

@@ -89,9 +89,7 @@ extension LedgerServer {
         router.post("merchants/:merchant/seal") { _, context in
             try await withMerchant(service, context) { merchant in
                 // The active segment sealed now, so the next compaction can take it (`catledger seal`).
-                let sealed = try await merchant.ledger.sealActiveSegment()
-                return .encoded(SealAnswer(sealed: sealed, sealedSegments: try await merchant.ledger.sealedSegmentCount(),
-                                           nextSequence: merchant.ledger.nextSequence))
+                .encoded(try await merchant.ledger.sealActiveSegment())
             }
         }
         router.get("merchants/:merchant/objects/:object") { request, context in
@@ -247,25 +245,5 @@ extension LedgerServer {
         case 400..<500: return 422
         default: return 502
         }
-    }
-}
-
-/// `POST /merchants/{id}/seal`: what was sealed (nil when the active segment was empty).
-struct SealAnswer: Encodable {
-    var sealed: String?
-    var sealedSegments: Int
-    var nextSequence: UInt64
-
-    enum CodingKeys: String, CodingKey {
-        case sealed
-        case sealedSegments = "sealed_segments"
-        case nextSequence = "next_sequence"
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(sealed, forKey: .sealed)  // null, not absent, when nothing was sealed
-        try container.encode(sealedSegments, forKey: .sealedSegments)
-        try container.encode(nextSequence, forKey: .nextSequence)
     }
 }

@@ -65,8 +65,7 @@ public enum RequestAdmission {
             return .success(Webhook(notification: notification, event: event))
         } catch {
             // The reason in the project's words (which field), never a Swift error's text.
-            let reason = (error as? SquareWireError).map { "\($0.message) (\($0.location))" }
-                ?? (error as? CatalogModelError).map { "\($0.message) (\($0.location))" } ?? BoundedJSON.describe(error)
+            let reason = (error as? SquareWireError).map { "\($0.message) (\($0.location))" } ?? BoundedJSON.describe(error)
             return .failure(Refusal(status: 400, code: "malformed", message: "the body is not a Square notification: \(reason)"))
         }
     }

@@ -141,7 +141,7 @@ struct DemoCommand: AsyncParsableCommand {
             let compaction: LedgerCompactionReport
             do {
                 print("$ catledger seal && catledger compact\n")
-                let sealed = try await writer.sealActiveSegment()
+                let sealed = try await writer.sealActiveSegment().sealed
                 compaction = try await writer.compact(options: LedgerCompactionOptions())
                 try await writer.close()
                 print("Sealed \(sealed ?? "nothing (the active segment was empty)"); compacted \(compaction.runs.count) run(s): " +

@@ -20,27 +20,19 @@ struct SealCommand: AsyncParsableCommand {
 
     @OptionGroup var global: GlobalOptions
 
-    struct Report: Encodable {
-        var sealed: String?
-        var sealedSegments: Int
-        var nextSequence: UInt64
-    }
-
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let ledger = try LedgerAccess(options: global).existingWriter()
-            let sealed: String?
+            let report: SealReport
             do {
-                sealed = try await ledger.sealActiveSegment()
+                report = try await ledger.sealActiveSegment()
             } catch {
                 try? await ledger.close()
                 throw error
             }
-            let report = Report(sealed: sealed, sealedSegments: try await ledger.sealedSegmentCount(),
-                                nextSequence: ledger.nextSequence)
             try await ledger.close()
             if global.json { try printJSON(report); return }
-            if let sealed {
+            if let sealed = report.sealed {
                 print("Sealed \(sealed): \(report.sealedSegments) sealed segment(s) now; the next event is \(report.nextSequence). " +
                       "`catledger compact` can take them.")
             } else {

@@ -1,3 +1,5 @@
+import CatalogModel
+
 /// The values the query API returns: plain Codable structs, so the CLI prints them and the server
 /// encodes them as they are.
 
@@ -59,6 +61,11 @@ public struct PriceHistoryRecord: Sendable, Hashable, Codable {
     public var recordedAt: Int64
     public var sequence: UInt64
     public var source: String
+
+    /// The old value as people read it: money formatted today (as `PriceChange.shownBefore`),
+    /// else the stored text (a pricing type).
+    public var shownOld: String? { oldAmount.map { Money(amount: $0, currency: currency ?? "").description } ?? oldValue }
+    public var shownNew: String? { newAmount.map { Money(amount: $0, currency: currency ?? "").description } ?? newValue }
 }
 
 /// A price change of the catalog with the names of what changed (`ProjectionQueries.catalogPriceChanges`).

@@ -118,18 +118,13 @@ extension PricesCommand {
 }
 
 enum PriceRendering {
-    static func money(_ amount: Int64?, _ currency: String?, _ text: String?) -> String? {
-        amount.map { Money(amount: $0, currency: currency ?? "").description } ?? text
-    }
-
     static func table(_ changes: [CatalogPriceChange], zone: TimeZone) -> String {
         var table = TextTable(["square time", "item", "variation", "scope", "before", "after", "source", "variation id"],
                               alignments: [.left, .left, .left, .left, .right, .right, .left, .left])
         for row in changes {
             let change = row.change
             table.append([change.updatedAt, row.itemName ?? "-", row.objectName ?? "-", change.scope,
-                          money(change.oldAmount, change.currency, change.oldValue) ?? "-",
-                          money(change.newAmount, change.currency, change.newValue) ?? "-", change.source, change.objectID])
+                          change.shownOld ?? "-", change.shownNew ?? "-", change.source, change.objectID])
         }
         return table.render()
     }
@@ -141,8 +136,7 @@ enum PriceRendering {
             lines.append([change.updatedAt, formatTime(change.recordedAt, in: zone), row.itemID, row.itemName, change.objectID,
                           row.objectName, change.sku, change.scope, change.oldAmount.map { "\($0)" },
                           change.newAmount.map { "\($0)" }, change.currency,
-                          money(change.oldAmount, change.currency, change.oldValue),
-                          money(change.newAmount, change.currency, change.newValue),
+                          change.shownOld, change.shownNew,
                           "\(change.version)", "\(change.sequence)", change.source]
                 .map(csvField).joined(separator: ","))
         }

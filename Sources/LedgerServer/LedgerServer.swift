@@ -115,7 +115,7 @@ public enum LedgerServer {
         // later, cuts requests whose body no route reads.
         let requestDeadline = TimeAmount(configuration.requestReadTimeout + .seconds(1))
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [RequestDeadlineHandler(timeout: requestDeadline)],
+            additionalChannelHandlers: [RequestDeadlineHandler(timeout: requestDeadline), MalformedRequestHandler()],
             idleTimeout: configuration.idleTimeout.map { TimeAmount($0) })
         return Application(
             router: router,

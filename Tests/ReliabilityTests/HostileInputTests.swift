@@ -343,7 +343,7 @@ struct HostileInputTests {
 
     // MARK: Header injection
 
-    @Test("header injection: CR, LF, NUL and folded or doubled headers are refused 400; nothing is appended")
+    @Test("header injection: CR, LF, NUL and folded or doubled headers are refused 400 in the JSON error shape; nothing is appended")
     func headerInjection() async throws {
         try await Self.withServer { server in
             let body = Self.notification(eventID: "injected")
@@ -360,18 +360,24 @@ struct HostileInputTests {
             ]
             var outcomes: [String] = []
             for (name, extra) in heads {
-                let answer = try await onThread { () -> (Int?, Bool) in
+                let answer = try await onThread { () -> (LoopbackConnection.Response?, Bool) in
                     let connection = try LoopbackConnection(port: port)
                     var head = "POST /webhooks/square HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     head += "Content-Length: \(body.count)\r\n" + extra + "\r\n"
                     try connection.send(Array(head.utf8) + body)
                     let response = try connection.readResponse(timeout: .seconds(10))
-                    return (response?.status, try connection.waitForClose(timeout: .seconds(10)))
+                    return (response, try connection.waitForClose(timeout: .seconds(10)))
                 }
-                // NIO's HTTP parser answers a malformed head itself: 400 and the connection closed.
-                #expect(answer.0 == 400, "\(name): \(String(describing: answer.0))")
+                // NIO's HTTP parser refuses a malformed head; the server answers it in the one error shape
+                // (`MalformedRequestHandler`), with a request id, and closes the connection.
+                #expect(answer.0?.status == 400, "\(name): \(String(describing: answer.0?.status))")
+                #expect(answer.0?.headers["content-type"] == "application/json", "\(name)")
+                let error = answer.0.flatMap { try? JSONSerialization.jsonObject(with: Data($0.body)) as? [String: String] }
+                #expect(error?["code"] == "malformed_request", "\(name): \(String(decoding: answer.0?.body ?? [], as: UTF8.self))")
+                #expect(error?["request_id"].map { !$0.isEmpty } == true, "\(name): a request id")
+                #expect(error?["request_id"] == answer.0?.headers["x-request-id"], "\(name): the id of the header")
                 #expect(answer.1, "\(name): the connection is closed")
-                outcomes.append("\(name): \(answer.0.map(String.init) ?? "no answer")")
+                outcomes.append("\(name): \(answer.0.map { "\($0.status) \(error?["message"] ?? "")" } ?? "no answer")")
             }
             print("hostile input, header injection: \(outcomes.joined(separator: "; "))")
             // A header value the client may send (any visible text) is kept as a value, never as a header.

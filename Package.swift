@@ -175,10 +175,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The merchants a data root serves, with their sealed Square credentials (serve, `catledger merchant`).
+        .target(
+            name: "MerchantRegistry",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .target(
             name: "LedgerServer",
             dependencies: [
                 "BoundedJSON",
+                "MerchantRegistry",
                 "CatalogIngest",
                 "CatalogLedger",
                 "CatalogModel",
@@ -207,7 +216,7 @@ let package = Package(
             name: "catledger",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerQueries", "SquareAPI", "SquareSimulator", "SquareWire", "CatalogIngest", "LedgerServer",
+                "LedgerQueries", "SquareAPI", "SquareSimulator", "SquareWire", "CatalogIngest", "LedgerServer", "MerchantRegistry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -266,6 +275,7 @@ let package = Package(
             name: "LedgerStorageTests",
             dependencies: ["LedgerStorage", "LedgerStorageTesting", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]
         ),
+        .testTarget(name: "MerchantRegistryTests", dependencies: ["MerchantRegistry", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "SquareWireTests", dependencies: ["SquareWire", "BoundedJSON"]),
         .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON", "SquareWire", "LedgerStorageTesting", "TestSupport"]),
         .testTarget(
@@ -287,7 +297,7 @@ let package = Package(
             name: "SquareIntegrationTests",
             dependencies: [
                 "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "SquareWire", "CatalogLedger",
-                "CatalogProjections", "LedgerQueries", "LedgerStorageTesting", "TestSupport",
+                "CatalogProjections", "LedgerQueries", "LedgerStorageTesting", "MerchantRegistry", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -7,6 +7,7 @@
 
 import Crypto
 import Foundation
+import MerchantRegistry
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -210,30 +211,9 @@ public final class APITokenStore: @unchecked Sendable {
         return Array(hasher.finalize())
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ bytes: [UInt8]) -> String { HexDigits.encode(bytes) }
 
-    static func bytes(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(digits.count / 2)
-        var index = 0
-        while index < digits.count {
-            guard let high = nibble(digits[index]), let low = nibble(digits[index + 1]) else { return nil }
-            out.append(high << 4 | low)
-            index += 2
-        }
-        return out
-    }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
+    static func bytes(hex: String) -> [UInt8]? { HexDigits.decode(hex) }
 
     static func randomBytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
@@ -256,7 +236,7 @@ public final class APITokenStore: @unchecked Sendable {
                 throw TokenStoreError("an admin token covers every merchant", hint: "omit --merchant with --scope admin")
             }
         } else {
-            guard let merchant, LedgerService.isSafeDirectoryName(merchant) else {
+            guard let merchant, MerchantRegistry.isValidMerchantID(merchant) else {
                 throw TokenStoreError("a token needs the merchant it is for", hint: "pass --merchant MERCHANT_ID")
             }
         }

@@ -4,6 +4,7 @@ import CatalogModel
 import CatalogProjections
 import Foundation
 import Logging
+import MerchantRegistry
 import Prometheus
 import ServiceLifecycle
 import SquareAPI
@@ -26,20 +27,25 @@ public final class LedgerService: Sendable {
 
     /// Opens (creating when needed) one ledger per configured merchant. Throws when one cannot be
     /// opened (for example, locked by another writer); those already opened are closed again.
+    ///
+    /// A merchant of the data root's merchant registry (`catledger merchant add`) uses its own Square
+    /// credentials and webhook subscription where the registry holds them, the server's otherwise.
     public static func open(configuration: LedgerServerConfiguration, logger: Logger) async throws -> LedgerService {
         precondition(!configuration.merchantIDs.isEmpty, "a ledger server needs at least one merchant")
         let metrics = ServerMetrics()
-        let client: SquareCatalogClient? = configuration.square.map { square in
+        func client(_ square: SquareClientConfiguration) -> SquareCatalogClient {
             if let transport = configuration.squareTransport {
                 return SquareCatalogClient(configuration: square, transport: transport, logger: logger)
             }
             return SquareCatalogClient(configuration: square, logger: logger)
         }
+        let sharedClient = configuration.square.map(client)
         var merchants: [MerchantID: MerchantLedger] = [:]
         do {
             try FileManager.default.createDirectory(atPath: configuration.dataRoot, withIntermediateDirectories: true)
+            let registry = try MerchantRegistry.open(dataRoot: configuration.dataRoot, create: false)
             for id in configuration.merchantIDs {
-                guard Self.isSafeDirectoryName(id) else {
+                guard MerchantRegistry.isValidMerchantID(id) else {
                     throw EditError(.invalidRequest, "merchant id \"\(id)\" cannot name a directory", location: "merchants")
                 }
                 let merchantID = MerchantID(id)
@@ -55,6 +61,22 @@ public final class LedgerService: Sendable {
                 // (`lifecycleServices`), whatever appends the events.
                 let projection = try configuration.projections ? ProjectionFollower(
                     projector: CatalogProjector(layout: ledger.layout, logger: merchantLogger), logger: merchantLogger) : nil
+                // The registry's record of the merchant: its own token and subscription, when it has them.
+                let record = try registry?.record(id)
+                let ownCredentials = record?.hasCredentials == true ? try registry?.credentials(of: id) : nil
+                let client = ownCredentials.flatMap { credentials in
+                    configuration.square.map { square in
+                        var own = square
+                        own.accessToken = SquareAccessToken(credentials.accessToken)
+                        return client(own)
+                    }
+                } ?? sharedClient
+                let ownKeys = record.map { $0.signatureKeyCount > 0 } == true ? try registry?.signatureKeys(of: id) ?? [] : []
+                let ownSubscription = record.flatMap { record -> WebhookSubscription? in
+                    guard !ownKeys.isEmpty || record.notificationURL != nil else { return nil }
+                    return WebhookSubscription(notificationURL: record.notificationURL ?? configuration.notificationURL,
+                                               signatureKeys: ownKeys.isEmpty ? configuration.signatureKeys : ownKeys)
+                }
                 let syncer = client.map {
                     CatalogSyncer(ledger: ledger, client: $0, merchantID: merchantID,
                                   pageLimit: configuration.syncPageLimit, logger: merchantLogger)
@@ -75,8 +97,12 @@ public final class LedgerService: Sendable {
                 }
                 let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger)
                 merchants[merchantID] = MerchantLedger(merchantID: merchantID, ledger: ledger, syncer: syncer,
-                                                       syncRunner: runner, editor: editor, projection: projection)
+                                                       syncRunner: runner, editor: editor, projection: projection,
+                                                       ownSubscription: ownSubscription)
             }
+        } catch let error as RegistryError {
+            for merchant in merchants.values { try? await merchant.ledger.close() }
+            throw EditError(.invalidRequest, error.description, location: "merchant registry")
         } catch {
             for merchant in merchants.values { try? await merchant.ledger.close() }
             throw error
@@ -101,6 +127,19 @@ public final class LedgerService: Sendable {
     }
 
     public func merchant(_ id: String) -> MerchantLedger? { merchants[MerchantID(id)] }
+
+    /// The merchants `serve` keeps ledgers for: those it was given, then the active merchants of the
+    /// data root's registry (`catledger merchant add`), each once, in that order.
+    public static func merchantIDs(configured: [String], dataRoot: String) throws -> [String] {
+        let registered: [String]
+        do {
+            registered = try MerchantRegistry.open(dataRoot: dataRoot, create: false)?.activeMerchantIDs() ?? []
+        } catch let error as RegistryError {
+            throw EditError(.invalidRequest, error.description, location: "merchant registry")
+        }
+        var seen = Set<String>()
+        return (configured + registered).filter { seen.insert($0).inserted }
+    }
 
     /// What runs beside the listeners in the server's service group: the nightly compaction's
     /// schedule (when configured) and each merchant's projection follower, in that order (a group
@@ -161,8 +200,4 @@ public final class LedgerService: Sendable {
         return failed.sorted { $0.merchantID.rawValue < $1.merchantID.rawValue }
     }
 
-    static func isSafeDirectoryName(_ id: String) -> Bool {
-        !id.isEmpty && id != "." && id != ".."
-            && id.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
-    }
 }

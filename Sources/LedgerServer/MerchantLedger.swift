@@ -22,9 +22,12 @@ public final class MerchantLedger: Sendable {
     public let projection: ProjectionFollower?
     /// The answers (history, prices, as-of objects, diffs) over this ledger, shared with the CLI.
     public let queries: LedgerQueries
+    /// The merchant's own webhook subscription (signature keys and notification URL) from the merchant
+    /// registry, accepted beside the server's; nil when it has none.
+    let ownSubscription: WebhookSubscription?
 
     init(merchantID: MerchantID, ledger: Ledger, syncer: CatalogSyncer?, syncRunner: CoalescingRunner?,
-         editor: SafeEditor, projection: ProjectionFollower?) {
+         editor: SafeEditor, projection: ProjectionFollower?, ownSubscription: WebhookSubscription? = nil) {
         self.merchantID = merchantID
         self.ledger = ledger
         self.syncer = syncer
@@ -32,6 +35,7 @@ public final class MerchantLedger: Sendable {
         self.editor = editor
         self.projection = projection
         self.queries = LedgerQueries(reader: ledger.reader)
+        self.ownSubscription = ownSubscription
     }
 
     /// The SQLite read model (current rows and search); nil when projections are off.
@@ -40,4 +44,10 @@ public final class MerchantLedger: Sendable {
     /// The catalog history with every durable event, for the conflict endpoints (a diagnosis looks
     /// at everything around an incident).
     func history() throws -> CatalogHistory { try queries.fullHistory() }
+}
+
+/// What a webhook's signature is checked against: the subscription's notification URL and its keys.
+struct WebhookSubscription: Sendable {
+    var notificationURL: String
+    var signatureKeys: [String]
 }

@@ -100,13 +100,26 @@ public struct WebhookReceiver: Sendable {
         }
     }
 
+    /// The server's subscription first; when its signature does not match, the subscription of the
+    /// merchant the body names, if the registry gives it one of its own. A body naming merchant A is
+    /// never accepted under merchant B's keys.
+    private func admit(body: [UInt8], headers: [String: String],
+                       configuration: LedgerServerConfiguration) -> Result<RequestAdmission.Webhook, RequestAdmission.Refusal> {
+        let shared = RequestAdmission.webhook(body: body, headers: headers, notificationURL: configuration.notificationURL,
+                                              signatureKeys: configuration.signatureKeys)
+        guard case .failure(let refusal) = shared, refusal.code == "bad_signature",
+              let named = try? WebhookNotification(body: body),
+              let own = service.merchant(named.merchantID)?.ownSubscription else { return shared }
+        return RequestAdmission.webhook(body: body, headers: headers, notificationURL: own.notificationURL,
+                                        signatureKeys: own.signatureKeys)
+    }
+
     /// `headers` are keyed by lower-case name.
     public func receive(body: [UInt8], headers: [String: String]) async -> JSONAnswer {
         let metrics = service.metrics
         let configuration = service.configuration
         let admitted: RequestAdmission.Webhook
-        switch RequestAdmission.webhook(body: body, headers: headers, notificationURL: configuration.notificationURL,
-                                        signatureKeys: configuration.signatureKeys) {
+        switch admit(body: body, headers: headers, configuration: configuration) {
         case .success(let webhook):
             admitted = webhook
         case .failure(let refusal):

@@ -21,7 +21,7 @@ struct CatLedger: AsyncParsableCommand {
             InitCommand.self, ImportCommand.self, StatsCommand.self, ShowCommand.self, HistoryCommand.self,
             PricesCommand.self, DiffCommand.self, SearchCommand.self, ReplayCommand.self, ConflictsCommand.self,
             DiagnoseCommand.self, RebuildCommand.self, SealCommand.self, CompactCommand.self, VerifyCommand.self, RepairCommand.self, SyncCommand.self,
-            EditCommand.self, ServeCommand.self, TokenCommand.self, SimulatorCommand.self, DemoCommand.self, CheckReplayCommand.self,
+            EditCommand.self, ServeCommand.self, TokenCommand.self, MerchantCommand.self, SimulatorCommand.self, DemoCommand.self, CheckReplayCommand.self,
         ]
     )
 }

@@ -10,7 +10,9 @@ struct ServeCommand: AsyncParsableCommand {
         commandName: "serve",
         abstract: "Serve Square webhooks, the edit and report API, the read API and /metrics.",
         discussion: """
-        Each merchant's ledger lives in DATA_DIR/<merchant_id>. Options fall back to the environment:
+        Each merchant's ledger lives in DATA_DIR/<merchant_id>. The merchants served are those of --merchant and the \
+        active ones of the data root's registry (`catledger merchant add`), which may carry their own Square token \
+        and webhook subscription. Options fall back to the environment:
         CATLEDGER_HOST, CATLEDGER_PORT, CATLEDGER_MERCHANTS (comma-separated), SQUARE_SIGNATURE_KEYS
         (comma-separated; two during a key rotation; or --signature-key-file), SQUARE_NOTIFICATION_URL, SQUARE_BASE_URL and the token in
         $SQUARE_ACCESS_TOKEN (see --square-token-env, or --square-token-file), CATLEDGER_COMPACT_AT. Every route but \
@@ -95,7 +97,10 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let environment = ProcessInfo.processInfo.environment
-            let merchantIDs = merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants
+            // The merchants given here (or in $CATLEDGER_MERCHANTS), then the registry's active ones.
+            let merchantIDs = try LedgerService.merchantIDs(
+                configured: merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants,
+                dataRoot: global.dataDirectory)
             let fileKeys = try signatureKeyFile.map { path in
                 try SecretFile.read(path, what: "signature key").split(whereSeparator: \.isNewline)
                     .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -103,7 +108,7 @@ struct ServeCommand: AsyncParsableCommand {
             let keys = !signatureKeys.isEmpty ? signatureKeys
                 : !fileKeys.isEmpty ? fileKeys : Self.list(environment["SQUARE_SIGNATURE_KEYS"])
             guard !merchantIDs.isEmpty else {
-                throw CLIError(.usage, "no merchant to serve", hint: "pass --merchant ID (repeatable) or set CATLEDGER_MERCHANTS")
+                throw CLIError(.usage, "no merchant to serve", hint: "pass --merchant ID (repeatable), set CATLEDGER_MERCHANTS, or register one with `catledger merchant add ID`")
             }
             guard !keys.isEmpty else {
                 throw CLIError(.usage, "no webhook signature key",

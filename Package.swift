@@ -133,6 +133,7 @@ let package = Package(
                 "CatalogLedger",
                 "CatalogModel",
                 "LedgerIndex",
+                "SquareWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -113,13 +113,6 @@ public final class LedgerQueries: Sendable {
         return try index.history(of: try index.objectIDs(withSKU: sku)).priceHistory(ofSKU: sku)
     }
 
-    /// The prices of `id`: every variation's for an item, else the object's own; nil when the
-    /// ledger never learned it.
-    public func prices(of id: CatalogObjectID) throws -> [PriceChange]? {
-        guard let type = try objectType(of: id) else { return nil }
-        return type == .item ? try priceHistory(ofItem: id) : try priceHistory(of: id)
-    }
-
     /// An object as of `point`, with its payload as it was then (`CatalogState.materializedPayload`:
     /// a parent's nested array rebuilt from its children's facts in force); nil when the ledger knew
     /// nothing of it at that point.

@@ -100,7 +100,7 @@ struct CLIMannersTests {
         #expect(table.standardOutput.contains("House Blend Beans") && table.standardOutput.contains("$14.00"))
         let csv = try CatLedgerProcess.run(["prices", "--all", "--format", "csv", "--data-dir", CLIGoldenTests.ledger])
         let lines = csv.standardOutput.split(separator: "\n")
-        #expect(lines.first?.hasPrefix("square_time,ledger_time,item_id,item,object_id,variation,sku,scope") == true)
+        #expect(lines.first?.hasPrefix("square_time,ledger_time,item_id,item,object_id,name,sku,scope,location_id") == true)
         #expect(lines.count == 327, "every change of the sample and the header")
         let refused = try CatLedgerProcess.run(["prices", "--all", "--chart", "--data-dir", CLIGoldenTests.ledger])
         #expect(refused.status == 64)

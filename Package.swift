@@ -131,8 +131,11 @@ let package = Package(
             name: "LedgerQueries",
             dependencies: [
                 "CatalogLedger",
+                "CatalogProjections",
                 "CatalogModel",
                 "LedgerIndex",
+                "LedgerStorage",
+                "SquareWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

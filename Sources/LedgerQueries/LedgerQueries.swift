@@ -59,7 +59,7 @@ public final class LedgerQueries: Sendable {
     public func diagnosisIndex() throws -> DiagnosisIndex { DiagnosisIndex(events: try events.all()) }
 
     /// The history holding at least every fact of `ids` (all of them on the full-scan path).
-    private func history(of ids: [CatalogObjectID]) throws -> CatalogHistory {
+    func history(of ids: [CatalogObjectID]) throws -> CatalogHistory {
         guard let index else { return try fullHistory() }
         try catchUp()
         return try index.history(of: ids)
@@ -111,13 +111,6 @@ public final class LedgerQueries: Sendable {
         guard let index else { return try fullHistory().priceHistory(ofSKU: sku) }
         try catchUp()
         return try index.history(of: try index.objectIDs(withSKU: sku)).priceHistory(ofSKU: sku)
-    }
-
-    /// The prices of `id`: every variation's for an item, else the object's own; nil when the
-    /// ledger never learned it.
-    public func prices(of id: CatalogObjectID) throws -> [PriceChange]? {
-        guard let type = try objectType(of: id) else { return nil }
-        return type == .item ? try priceHistory(ofItem: id) : try priceHistory(of: id)
     }
 
     /// An object as of `point`, with its payload as it was then (`CatalogState.materializedPayload`:

@@ -22,10 +22,13 @@ public final class MerchantLedger: Sendable {
     public let projection: ProjectionFollower?
     /// The answers (history, prices, as-of objects, diffs) over this ledger, shared with the CLI.
     public let queries: LedgerQueries
+    /// When a sync last completed and a webhook last arrived (the reconciling sync and the staleness metrics).
+    public let health: SyncHealth
 
     init(merchantID: MerchantID, ledger: Ledger, syncer: CatalogSyncer?, syncRunner: CoalescingRunner?,
-         editor: SafeEditor, projection: ProjectionFollower?) {
+         editor: SafeEditor, projection: ProjectionFollower?, health: SyncHealth) {
         self.merchantID = merchantID
+        self.health = health
         self.ledger = ledger
         self.syncer = syncer
         self.syncRunner = syncRunner

@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // The Square client's per-endpoint metrics (CoreMetrics); serve exports them through swift-prometheus.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         // Used directly by our targets (SquareAPI, SquareSimulator, LedgerServer, tests), so declared
         // here: each target names every module it imports (`--explicit-target-dependency-import-check`).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
@@ -146,6 +148,7 @@ let package = Package(
             dependencies: [
                 "SquareWire",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

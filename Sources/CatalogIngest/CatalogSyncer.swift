@@ -27,6 +27,14 @@ public struct SyncReport: Sendable, Codable, Equatable {
     }
 }
 
+/// A completed sync run as the ledger holds it: its watermark and when the ledger recorded it.
+public struct LastSync: Sendable, Hashable {
+    /// Square's `latest_time` the run stored (the next run's exclusive `begin_time`).
+    public var latestTime: String
+    /// Ledger time (nanoseconds since the epoch) of the run's `syncCompleted`.
+    public var recordedAt: Int64
+}
+
 /// Full and incremental sync of one merchant's catalog into its ledger.
 ///
 /// A run records `syncStarted`, then per search page a `syncPageReceived` followed by one
@@ -55,7 +63,7 @@ public actor CatalogSyncer {
     let logger: Logger
     /// Called after each durable append of a run (the CLI's progress bar advances here).
     let afterAppend: (@Sendable () async -> Void)?
-    private var cachedWatermark: String??
+    private var cachedCompletion: LastSync??
 
     public init(ledger: Ledger, client: SquareCatalogClient, merchantID: MerchantID, pageLimit: Int = 1000,
                 logger: Logger, afterAppend: (@Sendable () async -> Void)? = nil) {
@@ -71,18 +79,32 @@ public actor CatalogSyncer {
     /// The stored watermark: `latest_time` of the newest `syncCompleted` in the ledger, nil when no
     /// sync ever completed. Read from the ledger once, then kept in step with this syncer's runs.
     public func watermark() throws -> String? {
-        if let cachedWatermark { return cachedWatermark }
-        let found = try Self.latestWatermark(in: ledger.reader)
-        cachedWatermark = .some(found)
+        try lastCompletion()?.latestTime
+    }
+
+    /// The newest completed run in the ledger (its watermark and ledger time), nil when none did: the
+    /// scan behind `watermark()`, done once, then kept in step with this syncer's runs. `serve`
+    /// reports its age as the staleness of the merchant's ledger.
+    public func lastCompletion() throws -> LastSync? {
+        if let cachedCompletion { return cachedCompletion }
+        let found = try Self.latestCompletion(in: ledger.reader)
+        cachedCompletion = .some(found)
         return found
     }
 
     /// Scans a ledger for the newest completed sync's `latest_time`.
     public static func latestWatermark(in reader: LedgerReader) throws -> String? {
+        try latestCompletion(in: reader)?.latestTime
+    }
+
+    /// Scans a ledger for its newest completed sync that carries a watermark.
+    static func latestCompletion(in reader: LedgerReader) throws -> LastSync? {
         var cursor = try reader.events()
-        var latest: String?
+        var latest: LastSync?
         while let event = try cursor.next() {
-            if case .syncCompleted(let completion) = event.body, let time = completion.latestTime { latest = time }
+            if case .syncCompleted(let completion) = event.body, let time = completion.latestTime {
+                latest = LastSync(latestTime: time, recordedAt: event.recordedAt)
+            }
         }
         return latest
     }
@@ -154,7 +176,11 @@ public actor CatalogSyncer {
             report.pages += 1
             report.objectsReceived += events.count - 1
             try await append(events, into: &report)
-            latestTime = page.latestTime ?? latestTime
+            // The first page's `latest_time` is the run's watermark: everything Square changed up to it
+            // is in this run's pages, and a change made while later pages are fetched is after it,
+            // so the next run (exclusive `begin_time`) fetches it. A later page's `latest_time` could
+            // be past changes this run never saw (`IngestSyncTests.watermarkIsTheFirstPages`).
+            latestTime = latestTime ?? page.latestTime
             cursor = page.cursor
         } while cursor != nil
 
@@ -164,16 +190,20 @@ public actor CatalogSyncer {
         // An empty catalog has no latest_time: keep the old watermark rather than lose it.
         done.latestTime = latestTime ?? beginTime
         report.latestTime = done.latestTime
-        try await append(try mapper.events(for: done, state: CatalogState(), where: location), into: &report)
-        if let time = done.latestTime { cachedWatermark = .some(time) }
+        let outcomes = try await append(try mapper.events(for: done, state: CatalogState(), where: location), into: &report)
+        if let time = done.latestTime, case .appended(_, let recordedAt)? = outcomes.last {
+            cachedCompletion = .some(LastSync(latestTime: time, recordedAt: recordedAt))
+        }
         return report
     }
 
-    private func append(_ events: [PendingEvent], into report: inout SyncReport) async throws {
+    @discardableResult
+    private func append(_ events: [PendingEvent], into report: inout SyncReport) async throws -> [AppendOutcome] {
         let outcomes = try await ledger.append(events)
         for outcome in outcomes {
             if outcome.isDuplicate { report.duplicates += 1 } else { report.eventsAppended += 1 }
         }
         await afterAppend?()
+        return outcomes
     }
 }

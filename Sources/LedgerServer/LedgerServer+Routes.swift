@@ -120,6 +120,13 @@ extension LedgerServer {
                 try ReadAPI.conflict($0, incident: context.parameters.get("incident") ?? "")
             }
         }
+        router.get("merchants/:merchant/changes") { request, context in
+            try await withMerchant(service, context) { merchant in
+                let query = request.uri.queryParameters
+                return try await ChangeFeedAPI.changes(merchant, after: query.get("after"), limit: query.get("limit"),
+                                                       wait: query.get("wait"))
+            }
+        }
         let projectionWait = configuration.projectionReadWait
         router.get("merchants/:merchant/items/:object") { _, context in
             try await withMerchant(service, context) { merchant in

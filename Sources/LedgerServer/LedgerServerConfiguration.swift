@@ -56,6 +56,11 @@ public struct LedgerServerConfiguration: Sendable {
     /// Where to serve `/metrics` without a token (e.g. 127.0.0.1:9090), beside the main listener,
     /// which then still serves it to tokens with the `metrics` (or `admin`) scope. nil: no second listener.
     public var metricsListen: (host: String, port: Int)?
+    /// The server's own syncs: a catch-up of every merchant at start, and a reconciling sync when no
+    /// sync completed within the interval (default 15 minutes, jittered). Needs `square`.
+    public var syncSchedule: SyncSchedule
+    /// The wall clock of the sync schedule and the staleness metrics (tests inject a manual one).
+    public var clock: ServerClock
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,
@@ -65,7 +70,8 @@ public struct LedgerServerConfiguration: Sendable {
                 syncPageLimit: Int = 1000, ledgerOptions: LedgerOptions = LedgerOptions(), projections: Bool = true,
                 projectionReadWait: Duration = .seconds(5), compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true),
                 insecureNoAuth: Bool = false, authFailuresMax: Int = 20, authFailureWindow: Duration = .seconds(60),
-                metricsListen: (host: String, port: Int)? = nil) {
+                metricsListen: (host: String, port: Int)? = nil, syncSchedule: SyncSchedule = SyncSchedule(),
+                clock: ServerClock = .system) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
         precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host
@@ -91,5 +97,7 @@ public struct LedgerServerConfiguration: Sendable {
         self.authFailuresMax = max(1, authFailuresMax)
         self.authFailureWindow = authFailureWindow
         self.metricsListen = metricsListen
+        self.syncSchedule = syncSchedule
+        self.clock = clock
     }
 }

@@ -33,11 +33,12 @@ public final class LedgerService: Sendable {
     public static func open(configuration: LedgerServerConfiguration, logger: Logger) async throws -> LedgerService {
         precondition(!configuration.merchantIDs.isEmpty, "a ledger server needs at least one merchant")
         let metrics = ServerMetrics()
+        let clientMetrics = metrics.squareClientMetrics
         func client(_ square: SquareClientConfiguration) -> SquareCatalogClient {
             if let transport = configuration.squareTransport {
-                return SquareCatalogClient(configuration: square, transport: transport, logger: logger)
+                return SquareCatalogClient(configuration: square, transport: transport, logger: logger, metrics: clientMetrics)
             }
-            return SquareCatalogClient(configuration: square, logger: logger)
+            return SquareCatalogClient(configuration: square, logger: logger, metrics: clientMetrics)
         }
         let sharedClient = configuration.square.map(client)
         var merchants: [MerchantID: MerchantLedger] = [:]
@@ -81,24 +82,28 @@ public final class LedgerService: Sendable {
                     CatalogSyncer(ledger: ledger, client: $0, merchantID: merchantID,
                                   pageLimit: configuration.syncPageLimit, logger: merchantLogger)
                 }
+                let health = SyncHealth()
+                let clock = configuration.clock
                 let runner = syncer.map { syncer in
                     CoalescingRunner(debounce: configuration.syncDebounce) { [metrics] in
                         let started = ContinuousClock.now
                         do {
                             let report = try await syncer.syncIncremental()
                             metrics.appended(report.eventsAppended, path: "sync")
-                            metrics.syncRun(succeeded: true, duration: ContinuousClock.now - started)
+                            health.syncEnded(succeeded: true, at: clock.now())
+                            metrics.syncRun(merchant: id, succeeded: true, duration: ContinuousClock.now - started)
                         } catch {
                             // The watermark did not move: the next trigger fetches the same changes again.
                             merchantLogger.warning("sync failed", metadata: ["error": "\(error)"])
-                            metrics.syncRun(succeeded: false, duration: ContinuousClock.now - started)
+                            health.syncEnded(succeeded: false, at: clock.now())
+                            metrics.syncRun(merchant: id, succeeded: false, duration: ContinuousClock.now - started)
                         }
                     }
                 }
                 let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger)
                 merchants[merchantID] = MerchantLedger(merchantID: merchantID, ledger: ledger, syncer: syncer,
                                                        syncRunner: runner, editor: editor, projection: projection,
-                                                       ownSubscription: ownSubscription)
+                                                       health: health, ownSubscription: ownSubscription)
             }
         } catch let error as RegistryError {
             for merchant in merchants.values { try? await merchant.ledger.close() }
@@ -152,6 +157,13 @@ public final class LedgerService: Sendable {
         for id in merchants.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
             if let projection = merchants[id]?.projection { services.append(projection) }
         }
+        // The catch-up and reconciling syncs last: they stop first, before the followers.
+        if configuration.syncSchedule != .off, merchants.values.contains(where: { $0.syncRunner != nil }) {
+            var syncLogger = logger
+            syncLogger[metadataKey: "task"] = "sync-schedule"
+            services.append(SyncReconciler(service: self, schedule: configuration.syncSchedule, clock: configuration.clock,
+                                           logger: syncLogger))
+        }
         return services
     }
 
@@ -166,11 +178,14 @@ public final class LedgerService: Sendable {
         if let firstError { throw firstError }
     }
 
-    /// Metrics in the Prometheus text format, with each ledger's event count, the events its
+    /// Metrics in the Prometheus text format, with each merchant's staleness (the age of its last
+    /// completed sync, its last webhook; merchants the server syncs), each ledger's event count, the events its
     /// projection follower has applied, and whether it failed its last verification (1) or not
     /// (0: passed, or never verified).
     public func renderMetrics() -> [UInt8] {
+        let now = configuration.clock.now()
         for (id, merchant) in merchants {
+            if merchant.syncRunner != nil { metrics.staleness(merchant: id.rawValue, health: merchant.health, now: now) }
             metrics.registry.makeGauge(descriptor: .named("catledger_ledger_events", help: "Events in the merchant's ledger"),
                                        labels: [("merchant", id.rawValue)]).set(Int64(merchant.ledger.nextSequence))
             if let applied = merchant.projection?.applied {

@@ -22,13 +22,16 @@ public final class MerchantLedger: Sendable {
     public let projection: ProjectionFollower?
     /// The answers (history, prices, as-of objects, diffs) over this ledger, shared with the CLI.
     public let queries: LedgerQueries
+    /// When a sync last completed and a webhook last arrived (the reconciling sync and the staleness metrics).
+    public let health: SyncHealth
     /// The merchant's own webhook subscription (signature keys and notification URL) from the merchant
     /// registry, accepted beside the server's; nil when it has none.
     let ownSubscription: WebhookSubscription?
 
     init(merchantID: MerchantID, ledger: Ledger, syncer: CatalogSyncer?, syncRunner: CoalescingRunner?,
-         editor: SafeEditor, projection: ProjectionFollower?, ownSubscription: WebhookSubscription? = nil) {
+         editor: SafeEditor, projection: ProjectionFollower?, health: SyncHealth, ownSubscription: WebhookSubscription? = nil) {
         self.merchantID = merchantID
+        self.health = health
         self.ledger = ledger
         self.syncer = syncer
         self.syncRunner = syncRunner

@@ -1,4 +1,6 @@
+import Foundation
 import Prometheus
+import SquareAPI
 
 extension MetricNameDescriptor {
     /// A metric named exactly `name` (no namespace or unit joined to it), with its HELP line.
@@ -24,8 +26,6 @@ public final class ServerMetrics: Sendable {
 
     private let webhookCounters: [WebhookOutcome: Counter]
     private let appendCounters: [String: Counter]
-    private let syncCompleted: Counter
-    private let syncFailed: Counter
     private let authFailures: Counter
     /// Durable append latency as callers see it (group commit and fsync included).
     public let appendDuration: DurationHistogram
@@ -46,10 +46,6 @@ public final class ServerMetrics: Sendable {
                 descriptor: .named("catledger_appended_events_total", help: "Events newly appended to ledgers"), labels: [("path", path)])
         }
         appendCounters = appends
-        syncCompleted = registry.makeCounter(
-            descriptor: .named("catledger_sync_runs_total", help: "Sync runs by outcome"), labels: [("outcome", "completed")])
-        syncFailed = registry.makeCounter(
-            descriptor: .named("catledger_sync_runs_total", help: "Sync runs by outcome"), labels: [("outcome", "failed")])
         authFailures = registry.makeCounter(descriptor: MetricNameDescriptor(
             namespace: "catledger", metricName: "auth_failures", unitName: "total",
             helpText: "Requests refused 401 (no, unknown or revoked token)"))
@@ -71,9 +67,47 @@ public final class ServerMetrics: Sendable {
         appendCounters[path]!.increment(by: Int64(count))
     }
 
-    public func syncRun(succeeded: Bool, duration: Duration) {
-        (succeeded ? syncCompleted : syncFailed).increment()
+    /// One sync run of `merchant` ended (a webhook's, a caller's, the catch-up or a reconciling one).
+    public func syncRun(merchant: String, succeeded: Bool, duration: Duration) {
+        registry.makeCounter(descriptor: .named("catledger_sync_runs_total", help: "Sync runs by merchant and outcome"),
+                             labels: [("merchant", merchant), ("outcome", succeeded ? "completed" : "failed")]).increment()
         syncDuration.record(duration)
+    }
+
+    /// The reconciling sync found no sync completed for `merchant` within its interval and ran one.
+    func reconcile(merchant: String) {
+        registry.makeCounter(
+            descriptor: .named("catledger_reconciling_syncs_total",
+                               help: "Syncs the server ran because none completed within the reconciling interval"),
+            labels: [("merchant", merchant)]).increment()
+    }
+
+    /// The staleness gauges of one merchant at `now` (rendered with every scrape).
+    func staleness(merchant: String, health: SyncHealth, now: Date) {
+        let labels = [("merchant", merchant)]
+        registry.makeGauge(
+            descriptor: .named("catledger_watermark_age_seconds",
+                               help: "Seconds since a sync last completed for the merchant (its watermark was last confirmed); -1 before any"),
+            labels: labels).set(health.watermarkAge(at: now) ?? -1)
+        registry.makeGauge(
+            descriptor: .named("catledger_last_sync_success_timestamp_seconds",
+                               help: "Unix time a sync last completed for the merchant; 0 before any"),
+            labels: labels).set(health.lastSuccess?.timeIntervalSince1970 ?? 0)
+        registry.makeGauge(
+            descriptor: .named("catledger_last_webhook_timestamp_seconds",
+                               help: "Unix time a webhook for the merchant was last accepted since the server started; 0 before any"),
+            labels: labels).set(health.lastWebhook?.timeIntervalSince1970 ?? 0)
+    }
+
+    /// The Square client's per-endpoint metrics, through swift-metrics into this registry (attempt
+    /// latencies in buckets from 10 ms to 30 s).
+    public var squareClientMetrics: SquareClientMetrics {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets[SquareClientMetrics.attemptDurationName] = [
+            .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+            .milliseconds(500), .seconds(1), .seconds(2), .seconds(5), .seconds(10), .seconds(30),
+        ]
+        return SquareClientMetrics(factory: factory)
     }
 
     /// The text exposition format.

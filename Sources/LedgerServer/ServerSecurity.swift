@@ -62,6 +62,7 @@ extension LedgerServer {
              (.get, "/merchants/{merchant}/objects/{object}/history"),
              (.get, "/merchants/{merchant}/objects/{object}/prices"),
              (.get, "/merchants/{merchant}/check-replay"),
+             (.get, "/merchants/{merchant}/changes"),
              (.get, "/merchants/{merchant}/conflicts"),
              (.get, "/merchants/{merchant}/conflicts/{incident}"),
              (.get, "/merchants/{merchant}/items/{object}"),

@@ -152,6 +152,8 @@ public struct WebhookReceiver: Sendable {
             return .error(503, "ledger_unavailable", "the delivery could not be recorded; retry later")
         }
         metrics.appendDuration.record(ContinuousClock.now - started)
+        // Square is delivering (a redelivery too): the staleness metrics' last webhook time.
+        merchant.health.webhookAccepted(at: configuration.clock.now())
         if outcome.duplicate {
             metrics.webhook(.duplicate)
             return .encoded(Accepted(status: "duplicate", eventID: notification.eventID, sequence: outcome.sequence))

@@ -14,24 +14,28 @@ public struct SquareCatalogClient: Sendable {
     public let transport: any SquareTransport
     private let logger: Logger
     private let unitRandom: @Sendable () -> Double
+    /// Calls, attempt latencies, retries and error codes per endpoint (swift-metrics).
+    public let metrics: SquareClientMetrics
 
     /// `unitRandom` returns a value in [0, 1) for backoff jitter; inject a seeded one in tests.
     public init(
         configuration: SquareClientConfiguration, transport: any SquareTransport, logger: Logger,
-        unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        metrics: SquareClientMetrics = SquareClientMetrics()
     ) {
         self.configuration = configuration
         self.transport = transport
         self.logger = logger
         self.unitRandom = unitRandom
+        self.metrics = metrics
     }
 
     /// A client over AsyncHTTPClient for the configured environment.
-    public init(configuration: SquareClientConfiguration, logger: Logger) {
+    public init(configuration: SquareClientConfiguration, logger: Logger, metrics: SquareClientMetrics = SquareClientMetrics()) {
         self.init(
             configuration: configuration,
             transport: HTTPClientTransport(baseURL: configuration.environment.baseURL),
-            logger: logger)
+            logger: logger, metrics: metrics)
     }
 
     /// Sends a request with retries and returns the body of a 2xx response.
@@ -45,13 +49,17 @@ public struct SquareCatalogClient: Sendable {
             request.headers["content-type"] = "application/json"
         }
         let location = "\(request.method.rawValue) \(request.path)"
+        let endpoint = SquareClientMetrics.endpoint(request)
+        metrics.called(endpoint)
         var attempt = 0
         while true {
             attempt += 1
             let failure: SquareAPIError
             var retryAfterSeconds: Double?
+            let started = ContinuousClock.now
             do {
                 let response = try await transport.send(request, timeout: configuration.requestTimeout)
+                metrics.attempted(endpoint, duration: ContinuousClock.now - started)
                 if (200..<300).contains(response.status) {
                     logger.debug("square request ok", metadata: ["request": "\(location)", "attempt": "\(attempt)"])
                     return response.body
@@ -61,12 +69,15 @@ public struct SquareCatalogClient: Sendable {
             } catch let error as CancellationError {
                 throw error
             } catch {
+                metrics.attempted(endpoint, duration: ContinuousClock.now - started)
                 failure = SquareAPIError(
                     kind: .transport, message: "no response: \(error)", location: location, attempts: attempt)
             }
+            metrics.failed(endpoint, code: failure.code?.rawValue ?? failure.httpStatus.map { "HTTP_\($0)" } ?? "NO_RESPONSE")
             guard failure.isRetryable, attempt < configuration.retryPolicy.attemptsMax else {
                 throw failure
             }
+            metrics.retried(endpoint)
             let delay = configuration.retryPolicy.delay(
                 beforeRetry: attempt - 1, unitRandom: unitRandom(), retryAfterSeconds: retryAfterSeconds)
             logger.info(

@@ -48,7 +48,7 @@ import Testing
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .appendingPathComponent("conformance/square_sdk_conformance.py").path
         let expectedListCount = 9 + 14
-        let (status, output) = try await runPython(
+        let (status, output) = try await Self.runPython(
             [script, server.baseURL, Kit.accessToken, String(expectedListCount), webhooksPath])
         #expect(status == 0, "python conformance failed:\n\(output)")
         #expect(output.contains("conformance ok"), "\(output)")
@@ -82,7 +82,7 @@ import Testing
     }
 
     /// Runs python3 with `arguments`; returns its exit status and combined output.
-    func runPython(_ arguments: [String]) async throws -> (Int32, String) {
+    static func runPython(_ arguments: [String]) async throws -> (Int32, String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = ["python3"] + arguments

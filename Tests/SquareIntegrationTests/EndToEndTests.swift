@@ -74,7 +74,7 @@ import Testing
             #expect(incremental.count == 1)
             let metrics = String(decoding: try await Self.get(http, token: token, "/metrics").body, as: UTF8.self)
             #expect(metrics.contains(#"catledger_webhooks_total{outcome="duplicate"} 1"#))
-            #expect(metrics.contains(#"catledger_sync_runs_total{outcome="completed"} 1"#))
+            #expect(metrics.contains(#"catledger_sync_runs_total{merchant="\#(Kit.merchant)",outcome="completed"} 1"#))
 
             // The read API shows the new price, and the price history both prices with both clocks.
             let object = try await Self.get(http, token: token, "/merchants/\(Kit.merchant)/objects/\(variation)")

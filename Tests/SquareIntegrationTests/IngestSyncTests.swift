@@ -198,3 +198,58 @@ final class CapturedLog: @unchecked Sendable {
         try await ledger.close()
     }
 }
+
+/// A Square that keeps changing while a sync pages, and whose later pages report a `latest_time` past
+/// those changes (the time of their own request rather than of the run's first page): the worst
+/// reading of Square's documentation. Every search page is followed by a device edit.
+final class EditingWhilePaging: SquareTransport, @unchecked Sendable {
+    let simulator: SquareSimulator
+    private let lock = NSLock()
+    private var latestTimes: [String] = []
+
+    init(simulator: SquareSimulator) { self.simulator = simulator }
+
+    /// The `latest_time` of every page as the simulator answered it, before any rewrite.
+    var simulatorLatestTimes: [String] { lock.withLock { latestTimes } }
+
+    func send(_ request: SquareHTTPRequest, timeout: Duration) async throws -> SquareHTTPResponse {
+        var response = try await simulator.send(request, timeout: timeout)
+        guard request.path == "/v2/catalog/search", response.status == 200 else { return response }
+        var body = try JSONScanner.parse(response.body)
+        if let time = body["latest_time"]?.stringValue { lock.withLock { latestTimes.append(time) } }
+        await simulator.runDeviceScript(count: 1)
+        let pagedOn = (try? JSONScanner.parse(request.body))?["cursor"]?.stringValue != nil
+        if pagedOn {
+            body["latest_time"] = .string(RFC3339.format(milliseconds: await simulator.engine.catalogVersion))
+            response.body = SquareJSON.encodeOrTrap(body)
+        }
+        return response
+    }
+}
+
+extension IngestSyncTests {
+    /// The watermark of a run is its first page's `latest_time`: objects that change while a long run
+    /// pages are fetched by the next run, even from a Square whose later pages report a later time.
+    @Test func watermarkIsTheFirstPages() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, _) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let paging = EditingWhilePaging(simulator: simulator)
+        let first = try await Kit.syncer(ledger, paging, pageLimit: 4).syncFull()
+        #expect(first.pages > 3)
+        // The simulator's cursor pins the catalog version of the first page: every page of the run
+        // reported the same time, the first page's, which the run stored.
+        let times = paging.simulatorLatestTimes
+        #expect(Set(times).count == 1, "\(times)")
+        #expect(first.latestTime == times.first)
+
+        // The edits made while the run paged are after that watermark: the next run fetches them all.
+        let second = try await Kit.syncer(ledger, simulator).syncIncremental()
+        #expect(second.beginTime == first.latestTime)
+        #expect(second.objectsReceived > 0)
+        let missing = try await Kit.squareVersions(simulator).subtracting(Set(try Kit.ledgerObservations(ledger).keys))
+        #expect(missing.isEmpty, "versions Square holds that the ledger never learned: \(missing.sorted())")
+        try await ledger.close()
+    }
+}

@@ -163,6 +163,15 @@ import Testing
                 _ = try await call(.get, "\(m)/check-replay?at=2099-01-01T00:00:00Z&sample=5&seed=3", replay, status: 200)
                 _ = try await call(.get, "\(m)/check-replay", replay, status: 400)
                 _ = try await call(.get, "\(m)/check-replay?at=2099-01-01T00:00:00Z&sample=0", replay, status: 400)
+                let changes = "/merchants/{merchant}/changes"
+                let page = try await call(.get, "\(m)/changes?limit=3", changes, status: 200)
+                let next = try JSONNode.parse(Array(buffer: page.body))["next_after"]?.description ?? "0"
+                _ = try await call(.get, "\(m)/changes?after=\(next)&limit=1000", changes, status: 200)
+                _ = try await call(.get, "\(m)/changes?after=999999&wait=10ms", changes, status: 200)
+                _ = try await call(.get, "\(m)/changes?after=-1", changes, status: 400)
+                _ = try await call(.get, "\(m)/changes?limit=0", changes, status: 400)
+                _ = try await call(.get, "\(m)/changes?wait=2m", changes, status: 400)
+                _ = try await call(.get, "/merchants/NOBODY/changes", changes, status: 404)
 
                 // Edits: accepted, refused by Square (VERSION_MISMATCH, diagnosed), and refused before Square.
                 let edits = "/merchants/{merchant}/edits"

@@ -43,6 +43,7 @@ import Testing
         Route(method: .get, path: "\(merchantPath)/objects/V1/history", scope: .read),
         Route(method: .get, path: "\(merchantPath)/objects/V1/prices", scope: .read),
         Route(method: .get, path: "\(merchantPath)/check-replay?at=2026-01-01T00:00:00Z", scope: .read),
+        Route(method: .get, path: "\(merchantPath)/changes", scope: .read),
         Route(method: .get, path: "\(merchantPath)/conflicts", scope: .read),
         Route(method: .get, path: "\(merchantPath)/conflicts/7", scope: .read),
         Route(method: .get, path: "\(merchantPath)/items/I1", scope: .read),

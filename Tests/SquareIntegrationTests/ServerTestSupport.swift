@@ -15,7 +15,8 @@ enum ServerKit {
 
     static func configuration(root: URL, merchants: [String] = [Kit.merchant], keys: [String] = [Kit.signatureKey],
                               webhookBodyBytesMax: Int = 4096, square: (any SquareTransport)? = nil,
-                              squareBaseURL: String? = nil, debounce: Duration = .milliseconds(300))
+                              squareBaseURL: String? = nil, debounce: Duration = .milliseconds(300),
+                              syncSchedule: SyncSchedule = .off, clock: ServerClock = .system)
         -> LedgerServerConfiguration
     {
         let squareConfiguration = (square != nil || squareBaseURL != nil) ? SquareClientConfiguration(
@@ -23,12 +24,14 @@ enum ServerKit {
             accessToken: SquareAccessToken(SimulatorTestSupport.accessToken),
             retryPolicy: SquareRetryPolicy(attemptsMax: 4, initialDelay: .milliseconds(1), delayMax: .milliseconds(5)))
             : nil
+        // The server's own syncs (catch-up, reconciling) are off unless a test asks: the tests count runs.
         // Projection reads wait for the follower at most a minute (not 5 s): the suite runs in parallel
         // on small machines, and a read that waits is a read that answers right.
         return LedgerServerConfiguration(
             host: "127.0.0.1", port: 0, dataRoot: root.path, merchantIDs: merchants, signatureKeys: keys,
             notificationURL: Kit.notificationURL, webhookBodyBytesMax: webhookBodyBytesMax, square: squareConfiguration,
-            squareTransport: square, syncDebounce: debounce, projectionReadWait: .seconds(60))
+            squareTransport: square, syncDebounce: debounce, projectionReadWait: .seconds(60),
+            syncSchedule: syncSchedule, clock: clock)
     }
 
     /// Makes an API token in the server's data root (before or while it serves) and returns its secret.

@@ -79,7 +79,16 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("metrics-listen"), help: ArgumentHelp("Also serve /metrics without a token on this address (e.g. 127.0.0.1:9090). Without it, /metrics needs a token with the metrics or admin scope.", valueName: "HOST:PORT"))
     var metricsListen: String?
 
+    @Option(name: .customLong("reconcile-every"), help: ArgumentHelp("Sync a merchant when no sync completed for it within this interval, jittered ±10% (e.g. 15m, 90s, 2h; off: never). Catches what webhooks missed.", valueName: "INTERVAL"))
+    var reconcileEvery = "15m"
+
+    @Flag(name: .customLong("no-catch-up"), help: "Do not sync every merchant when the server starts.")
+    var noCatchUp = false
+
     func validate() throws {
+        if case .failure(let error) = SyncSchedule.parseInterval(reconcileEvery) {
+            throw ValidationError("--reconcile-every: \(error)")
+        }
         if let metricsListen, Self.hostPort(metricsListen) == nil {
             throw ValidationError("--metrics-listen takes HOST:PORT (e.g. 127.0.0.1:9090), not \"\(metricsListen)\"")
         }
@@ -129,7 +138,9 @@ struct ServeCommand: AsyncParsableCommand {
                 },
                 compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression, retainSpanNanoseconds: retainSpan,
                                                            dropPriceHistory: compactDropPriceHistory, lowPriority: true),
-                insecureNoAuth: insecureNoAuth, metricsListen: metricsListen.flatMap(Self.hostPort))
+                insecureNoAuth: insecureNoAuth, metricsListen: metricsListen.flatMap(Self.hostPort),
+                syncSchedule: SyncSchedule(catchUpAtStart: !noCatchUp,
+                                           reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()))
 
             let json = global.json
             do {

@@ -1,0 +1,168 @@
+// Sync you can leave running: a catch-up sync of every merchant when `serve` starts, then a
+// reconciling sync of each merchant whenever no sync completed for it within the interval (jittered),
+// so the ledger follows Square even when webhooks stop coming (Square gives up on a failing
+// subscription after a day or so). Webhook syncs keep the ledger fresh meanwhile, and then the
+// reconciling sync never runs.
+
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// When the server syncs on its own (besides webhooks and `POST .../sync`).
+public struct SyncSchedule: Sendable, Hashable {
+    /// Run an incremental sync of every merchant when the server starts (a full one for a new ledger).
+    public var catchUpAtStart: Bool
+    /// Sync a merchant when no sync completed for it within this long; nil: never.
+    public var reconcileInterval: Duration?
+    /// Each wait is the interval times a random factor in [1 - jitter, 1 + jitter], so merchants
+    /// (and servers) do not all call Square at once.
+    public var jitter: Double
+    /// After a failed sync, the next attempt waits at least this long (and at most the interval).
+    public var retryAfterFailure: Duration
+
+    public init(catchUpAtStart: Bool = true, reconcileInterval: Duration? = .seconds(15 * 60), jitter: Double = 0.1,
+                retryAfterFailure: Duration = .seconds(60)) {
+        precondition((0..<1).contains(jitter), "jitter is a fraction in [0, 1)")
+        precondition(reconcileInterval.map { $0 > .zero } ?? true, "a reconciling interval must be positive")
+        self.catchUpAtStart = catchUpAtStart
+        self.reconcileInterval = reconcileInterval
+        self.jitter = jitter
+        self.retryAfterFailure = retryAfterFailure
+    }
+
+    /// No sync but those webhooks and callers ask for.
+    public static let off = SyncSchedule(catchUpAtStart: false, reconcileInterval: nil)
+
+    /// Parses an interval such as `15m`, `90s`, `2h`, `500ms` or a bare number of seconds; `off` or
+    /// `0` is nil (never).
+    public static func parseInterval(_ text: String) -> Result<Duration?, IntervalError> {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed == "off" || trimmed == "0" { return .success(nil) }
+        guard let duration = parseDuration(trimmed), duration > .zero else { return .failure(IntervalError(text: text)) }
+        return .success(duration)
+    }
+
+    /// `30s`, `1500ms`, `5m`, `2h` or a bare number of seconds: digits, optionally a fraction
+    /// (`1.5s`), then the unit; nil otherwise.
+    public static func parseDuration(_ text: String) -> Duration? {
+        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        var number = Substring(text)
+        var scale = 1.0
+        for unit in units where text.hasSuffix(unit.suffix) {
+            number = text.dropLast(unit.suffix.count)
+            scale = unit.seconds
+            break
+        }
+        let parts = number.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy { $0.isASCII && $0.isNumber } }),
+              let value = Double(number), value * scale < 1e9 else { return nil }
+        return .milliseconds(Int64((value * scale * 1000).rounded()))
+    }
+
+    public struct IntervalError: Error, CustomStringConvertible {
+        public var text: String
+        public var description: String { "\"\(text)\" is not an interval: write 15m, 90s, 2h or off" }
+    }
+}
+
+/// The catch-up and reconciling syncs as a service of the server's group. Each sync goes through
+/// the merchant's `CoalescingRunner`, so it never overlaps a webhook's run (it joins one in
+/// progress). Stops at graceful shutdown or cancellation; a sync in progress finishes (the
+/// service group's shutdown waits for the runners).
+public struct SyncReconciler: Service {
+    let service: LedgerService
+    let schedule: SyncSchedule
+    let clock: ServerClock
+    let random: @Sendable () -> Double
+    let logger: Logger
+
+    public init(service: LedgerService, schedule: SyncSchedule, clock: ServerClock, logger: Logger,
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+        self.service = service
+        self.schedule = schedule
+        self.clock = clock
+        self.logger = logger
+        self.random = random
+    }
+
+    var merchants: [MerchantLedger] {
+        service.merchants.values.filter { $0.syncRunner != nil }.sorted { $0.merchantID.rawValue < $1.merchantID.rawValue }
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { await runSchedule() }
+    }
+
+    func runSchedule() async {
+        let merchants = merchants
+        guard !merchants.isEmpty else { return }
+        for merchant in merchants {
+            // The ledger's own last completed sync: the staleness of a ledger nobody synced since.
+            if let completion = try? await merchant.syncer?.lastCompletion() {
+                merchant.health.seed(lastSuccess: Date(timeIntervalSince1970: Double(completion.recordedAt) / 1e9))
+            }
+        }
+        if schedule.catchUpAtStart {
+            for merchant in merchants {
+                guard !Task.isCancelled else { return }
+                await sync(merchant, reason: "catch-up at start")
+            }
+        }
+        guard let interval = schedule.reconcileInterval else { return }
+        // Per merchant, the jittered window of this round (drawn again after each sync or skip).
+        var windows = Dictionary(uniqueKeysWithValues: merchants.map { ($0.merchantID.rawValue, jittered(interval)) })
+        while !Task.isCancelled {
+            let now = clock.now()
+            var soonest: Date?
+            for merchant in merchants {
+                guard !Task.isCancelled else { return }
+                let id = merchant.merchantID.rawValue
+                let due = dueTime(merchant, window: windows[id]!, interval: interval, now: now)
+                guard due <= now else {
+                    soonest = min(soonest ?? due, due)
+                    continue
+                }
+                // No sync completed within the window: reconcile. (A webhook's sync that completed
+                // meanwhile moved `lastSuccess`, and with it the due time, so it is skipped.)
+                service.metrics.reconcile(merchant: id)
+                await sync(merchant, reason: "no sync completed within \(interval)")
+                windows[id] = jittered(interval)
+                let next = dueTime(merchant, window: windows[id]!, interval: interval, now: clock.now())
+                soonest = min(soonest ?? next, next)
+            }
+            let wait = (soonest ?? now).timeIntervalSince(clock.now())
+            guard wait > 0 else { continue }
+            do { try await clock.sleep(.milliseconds(max(1, Int64((wait * 1000).rounded(.up))))) }
+            catch { return }  // cancelled: the server is shutting down
+        }
+    }
+
+    /// The interval times a random factor in [1 - jitter, 1 + jitter], in seconds.
+    func jittered(_ interval: Duration) -> Double {
+        Self.seconds(interval) * (1 + schedule.jitter * (2 * random() - 1))
+    }
+
+    /// When `merchant` is due: `window` seconds after its last completed sync (at once when it never
+    /// synced), and not before `retryAfterFailure` after a failed attempt.
+    func dueTime(_ merchant: MerchantLedger, window: Double, interval: Duration, now: Date) -> Date {
+        let health = merchant.health
+        var due = health.lastSuccess.map { $0.addingTimeInterval(window) } ?? now
+        if health.consecutiveFailures > 0, let attempt = health.lastAttempt {
+            due = max(due, attempt.addingTimeInterval(Self.seconds(min(schedule.retryAfterFailure, interval))))
+        }
+        return due
+    }
+
+    /// One sync through the merchant's runner, waited for.
+    func sync(_ merchant: MerchantLedger, reason: String) async {
+        guard let runner = merchant.syncRunner else { return }
+        logger.info("sync scheduled", metadata: ["merchant": "\(merchant.merchantID.rawValue)", "reason": "\(reason)"])
+        await runner.trigger()
+        await runner.waitUntilIdle()
+    }
+
+    static func seconds(_ duration: Duration) -> Double {
+        let (seconds, attoseconds) = duration.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

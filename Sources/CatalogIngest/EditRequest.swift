@@ -1,4 +1,5 @@
 import CatalogModel
+import SquareWire
 
 /// A change a person (or program) asks the ledger to make at Square, as JSON:
 /// `{"object_id":"V1","price":{"amount":450,"currency":"USD","location_id":null},"name":null,
@@ -61,13 +62,26 @@ public struct EditRequest: Sendable, Codable, Equatable {
 /// `{"actor":"pos-sync","device":"backoffice","endpoint":"batch-upsert","idempotency_key":"k",
 ///   "request_body":"{…}","status":400,"response_body":"{…}","follow_up_body":"{…}"}`
 public struct AppReport: Sendable, Codable, Equatable {
+    /// The endpoints a report may name, with Square's names of the calls.
+    public static let endpoints: [(key: String, call: String)] = [
+        ("upsert", "UpsertCatalogObject"), ("batch-upsert", "BatchUpsertCatalogObjects"),
+        ("create-image", "CreateCatalogImage"), ("update-image", "UpdateCatalogImage"),
+        ("delete", "DeleteCatalogObject"), ("batch-delete", "BatchDeleteCatalogObjects"),
+        ("update-item-taxes", "UpdateItemTaxes"), ("update-item-modifier-lists", "UpdateItemModifierLists"),
+    ]
+
     public var actor: String
     public var device: String
-    /// `upsert` or `batch-upsert`.
+    /// One of `endpoints`' keys.
     public var endpoint: String
+    /// Square's idempotency key of the request; for the calls that take none (`delete`,
+    /// `batch-delete`, the item toggles) any id the app gives the request, unique per write.
     public var idempotencyKey: String
-    /// The request body exactly as sent.
+    /// The request body exactly as sent: for the image calls the JSON `request` part of the
+    /// multipart body (the image file is not recorded); "" for `delete`.
     public var requestBody: String
+    /// The id in the request path: the object of `delete`, the image of `update-image`.
+    public var objectID: String?
     /// Square's HTTP status.
     public var status: Int
     public var responseBody: String
@@ -95,6 +109,7 @@ public struct AppReport: Sendable, Codable, Equatable {
         case responseBody = "response_body"
         case followUpBody = "follow_up_body"
         case squareVersion = "square_version"
+        case objectID = "object_id"
     }
 }
 
@@ -109,7 +124,7 @@ public struct EditResult: Sendable, Encodable {
     public var idempotencyKey: String
     /// Sequence of the `localEditProposed` event.
     public var editSequence: UInt64
-    /// Sequence of the `upsertAccepted` or `upsertRejected` event.
+    /// Sequence of the `upsertAccepted`, `writeAccepted` or `upsertRejected` event.
     public var outcomeSequence: UInt64
     /// Versions Square assigned (accepted only), by object id.
     public var newVersions: [String: Int64]
@@ -159,5 +174,22 @@ extension AppReport {
                   responseBody: try container.decode(String.self, forKey: .responseBody),
                   followUpBody: try container.decodeIfPresent(String.self, forKey: .followUpBody))
         squareVersion = try container.decodeIfPresent(String.self, forKey: .squareVersion)
+        objectID = try container.decodeIfPresent(String.self, forKey: .objectID)
+    }
+
+    /// The objects the reported write targets, from its request body (and path id): the objects
+    /// of an upsert, the object an image attaches to and the image, the ids deleted, the items
+    /// toggled. Empty when the body names none.
+    var targetIDs: [String] {
+        let json = try? JSONScanner.parse(Array(requestBody.utf8))
+        func strings(_ key: String) -> [String] { json?[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+        switch endpoint {
+        case "upsert", "batch-upsert": return CatalogEditing.versions(inRequestBody: Array(requestBody.utf8)).topLevelIDs
+        case "create-image": return [json?["object_id"]?.stringValue, json?["image"]?["id"]?.stringValue].compactMap { $0 }
+        case "update-image", "delete": return objectID.map { [$0] } ?? []
+        case "batch-delete": return strings("object_ids")
+        case "update-item-taxes", "update-item-modifier-lists": return strings("item_ids")
+        default: return []
+        }
     }
 }

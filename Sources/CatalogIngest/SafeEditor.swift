@@ -120,7 +120,7 @@ public struct SafeEditor: Sendable {
 
     /// The sequence of the recorded acceptance or rejection of the edit with `key`, if any.
     private func recordedOutcome(key: String) -> UInt64? {
-        let sequences = [EventKind.upsertAccepted, .upsertRejected].compactMap {
+        let sequences = [EventKind.upsertAccepted, .writeAccepted, .upsertRejected].compactMap {
             ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: $0, idempotencyKey: key))
         }
         return sequences.min()
@@ -155,21 +155,27 @@ public struct SafeEditor: Sendable {
 
     /// Records a write an app made itself: its request, Square's response and any follow-up read.
     public func report(_ report: AppReport) async throws -> EditResult {
-        guard report.endpoint == "upsert" || report.endpoint == "batch-upsert" else {
-            throw EditError(.invalidRequest, "endpoint must be upsert or batch-upsert", location: report.idempotencyKey)
+        guard AppReport.endpoints.contains(where: { $0.key == report.endpoint }) else {
+            throw EditError(.invalidRequest,
+                            "endpoint must be one of \(AppReport.endpoints.map(\.key).joined(separator: ", ")), not \"\(report.endpoint)\"",
+                            location: report.idempotencyKey)
         }
         guard (1...128).contains(report.idempotencyKey.utf8.count) else {
             throw EditError(.invalidRequest, "idempotency key must be 1 to 128 bytes", location: "app report")
         }
         let sent = CatalogEditing.versions(inRequestBody: Array(report.requestBody.utf8))
-        guard !sent.topLevelIDs.isEmpty else {
-            throw EditError(.invalidRequest, "the request body names no catalog objects", location: report.idempotencyKey)
+        let targets = report.targetIDs
+        guard !targets.isEmpty else {
+            let what = ["delete", "update-image"].contains(report.endpoint)
+                ? "a \(report.endpoint) report needs the object_id of its request path"
+                : "the request body names no catalog objects"
+            throw EditError(.invalidRequest, what, location: report.idempotencyKey)
         }
         var proposal = RecordedExchange(type: .editProposed, at: "")
         proposal.actor = report.actor
         proposal.device = report.device
         proposal.idempotencyKey = report.idempotencyKey
-        proposal.targetIDs = sent.topLevelIDs
+        proposal.targetIDs = targets
         proposal.baseVersions = sent.versions
         proposal.requestBody = report.requestBody
         proposal.correlationID = report.idempotencyKey
@@ -181,6 +187,7 @@ public struct SafeEditor: Sendable {
         response.body = report.responseBody
         response.followUpBody = report.followUpBody
         response.squareVersion = report.squareVersion
+        response.requestBody = report.requestBody
         // Both halves are read before either is written, and appended together: a report whose
         // response cannot be read leaves no proposal behind.
         let key = report.idempotencyKey
@@ -225,6 +232,8 @@ public struct SafeEditor: Sendable {
         switch outcome.body {
         case .upsertAccepted(let accepted):
             for version in accepted.newVersions { result.newVersions[version.objectID.rawValue] = version.version }
+        case .writeAccepted(let accepted):
+            for version in accepted.movedVersions { result.newVersions[version.objectID.rawValue] = version.version }
         case .upsertRejected(let rejected):
             result.status = .rejected
             result.httpStatus = Int(rejected.httpStatus)

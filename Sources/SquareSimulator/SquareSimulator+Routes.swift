@@ -7,6 +7,7 @@ import SquareWire
 extension SquareSimulator {
     func route(_ request: SquareHTTPRequest) async throws(SimulatedError) -> SquareHTTPResponse {
         let objectPrefix = "/v2/catalog/object/"
+        if let answer = try await itemWriteRoute(request) { return answer }
         switch (request.method, request.path) {
         case (.get, "/v2/catalog/list"):
             return try list(request)
@@ -52,6 +53,9 @@ extension SquareSimulator {
             let body = try Self.jsonBody(request)
             guard let ids = body["object_ids"]?.arrayValue?.compactMap(\.stringValue), !ids.isEmpty else {
                 throw .invalidRequest(.missingRequiredParameter, "Field `object_ids` is required.", field: "object_ids")
+            }
+            guard ids.count <= 200 else {
+                throw .invalidRequest(.invalidValue, "`object_ids` may hold at most 200 ids.", field: "object_ids")
             }
             return try await write(request, body: body, idempotencyKey: nil) { engine, now in
                 Self.deleteResponse(engine.delete(ids: ids, nowMilliseconds: now))

@@ -80,7 +80,7 @@ public struct SquareCatalogClient: Sendable {
     }
 
     /// A `Retry-After` value in seconds: delta-seconds, or an HTTP date (RFC 9110) from now.
-    static func retryAfterSeconds(_ value: String, now: Date = Date()) -> Double? {
+    package static func retryAfterSeconds(_ value: String, now: Date = Date()) -> Double? {
         let trimmed = value.trimmingCharacters(in: .whitespaces)
         if let seconds = Double(trimmed) { return seconds >= 0 ? seconds : nil }
         let formatter = DateFormatter()

@@ -29,6 +29,13 @@ public struct EditRequest: Sendable, Codable, Equatable {
     public var objectID: String
     public var price: Price?
     public var name: String?
+    /// A patch: any of the fields the catalog app edits (`EditChanges`); an unknown field is
+    /// refused when the request is read.
+    public var changes: EditChanges?
+    /// More objects to make the same change to, besides `objectID`. Such an edit is sent as
+    /// batch-upserts split into Square's limits (`SafeEditor.batchObjectsMax` objects a batch,
+    /// `requestObjectsMax` a request), each part recorded with its own key (`key`, `key/2`, ...).
+    public var objectIDs: [String] = []
     public var actor: String
     public var device: String
     /// The version the editor's change is based on. When given, the target object is sent with this
@@ -40,8 +47,9 @@ public struct EditRequest: Sendable, Codable, Equatable {
     public var idempotencyKey: String?
 
     public init(objectID: String, price: Price? = nil, name: String? = nil, actor: String, device: String,
-                baseVersion: Int64? = nil, idempotencyKey: String? = nil) {
+                baseVersion: Int64? = nil, idempotencyKey: String? = nil, changes: EditChanges? = nil) {
         self.objectID = objectID
+        self.changes = changes
         self.price = price
         self.name = name
         self.actor = actor
@@ -51,8 +59,9 @@ public struct EditRequest: Sendable, Codable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case price, name, actor, device
+        case price, name, actor, device, changes
         case objectID = "object_id"
+        case objectIDs = "object_ids"
         case baseVersion = "base_version"
         case idempotencyKey = "idempotency_key"
     }
@@ -135,15 +144,33 @@ public struct EditResult: Sendable, Encodable {
     /// A retry with the key of an edit whose outcome the ledger held: this is that outcome, answered
     /// from the ledger without a request to Square.
     public var replayed = false
+    /// An edit of many objects: each part sent (one batch-upsert within Square's limits) with its
+    /// own key and outcome; the fields above sum them up. Empty for an edit of one object.
+    public var parts: [EditResult] = []
 
     enum CodingKeys: String, CodingKey {
-        case status, diagnosis, replayed
+        case status, diagnosis, replayed, parts
         case idempotencyKey = "idempotency_key"
         case editSequence = "edit_sequence"
         case outcomeSequence = "outcome_sequence"
         case newVersions = "new_versions"
         case httpStatus = "http_status"
         case errorCodes = "error_codes"
+    }
+
+    /// `parts` only for an edit of many objects; nil members left out.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(status, forKey: .status)
+        try container.encode(idempotencyKey, forKey: .idempotencyKey)
+        try container.encode(editSequence, forKey: .editSequence)
+        try container.encode(outcomeSequence, forKey: .outcomeSequence)
+        try container.encode(newVersions, forKey: .newVersions)
+        try container.encode(httpStatus, forKey: .httpStatus)
+        try container.encode(errorCodes, forKey: .errorCodes)
+        try container.encodeIfPresent(diagnosis, forKey: .diagnosis)
+        try container.encode(replayed, forKey: .replayed)
+        if !parts.isEmpty { try container.encode(parts, forKey: .parts) }
     }
 }
 
@@ -159,6 +186,8 @@ extension EditRequest {
                   device: try container.decodeIfPresent(String.self, forKey: .device) ?? "",
                   baseVersion: try container.decodeIfPresent(Int64.self, forKey: .baseVersion),
                   idempotencyKey: try container.decodeIfPresent(String.self, forKey: .idempotencyKey))
+        changes = try container.decodeIfPresent(EditChanges.self, forKey: .changes)
+        objectIDs = try container.decodeIfPresent([String].self, forKey: .objectIDs) ?? []
     }
 }
 

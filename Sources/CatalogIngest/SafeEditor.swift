@@ -46,12 +46,16 @@ public struct SafeEditor: Sendable {
         guard let client else {
             throw EditError(.invalidRequest, "this ledger has no Square connection for edits", location: request.objectID)
         }
-        guard request.price != nil || request.name != nil else {
-            throw EditError(.invalidRequest, "the edit changes nothing: give a price or a name", location: request.objectID)
+        guard request.price != nil || request.name != nil || !(request.changes?.isEmpty ?? true) else {
+            throw EditError(.invalidRequest, "the edit changes nothing: give a price, a name or changes",
+                            location: request.objectID)
         }
         let key = request.idempotencyKey ?? SquareCatalogClient.makeIdempotencyKey()
         guard (1...128).contains(key.utf8.count) else {
             throw EditError(.invalidRequest, "idempotency key must be 1 to 128 bytes", location: request.objectID)
+        }
+        if !request.objectIDs.isEmpty {
+            return try await editMany(request, key: key, client: client)
         }
         if let editSequence = ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: .localEditProposed, idempotencyKey: key)) {
             return try await retry(request, editSequence: editSequence, key: key, client: client)
@@ -119,18 +123,33 @@ public struct SafeEditor: Sendable {
     }
 
     /// The sequence of the recorded acceptance or rejection of the edit with `key`, if any.
-    private func recordedOutcome(key: String) -> UInt64? {
+    func recordedOutcome(key: String) -> UInt64? {
         let sequences = [EventKind.upsertAccepted, .writeAccepted, .upsertRejected].compactMap {
             ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: $0, idempotencyKey: key))
         }
         return sequences.min()
     }
 
+    /// What a recorded proposal sends: one object, or the batches of a batch-upsert.
+    enum Write {
+        case upsert(objectJSON: [UInt8])
+        case batchUpsert(batchesJSON: [[[UInt8]]])
+    }
+
     /// Sends the upsert of a recorded proposal and records Square's answer.
     private func send(objectJSON: [UInt8], sent: CatalogEditing.SentVersions, editSequence: UInt64, key: String,
                       client: SquareCatalogClient) async throws -> EditResult {
+        try await send(.upsert(objectJSON: objectJSON), sent: sent, editSequence: editSequence, key: key, client: client)
+    }
+
+    /// Sends `write` (the body of a recorded proposal) and records Square's answer.
+    func send(_ write: Write, sent: CatalogEditing.SentVersions, editSequence: UInt64, key: String,
+              client: SquareCatalogClient) async throws -> EditResult {
         var response = RecordedExchange(type: .squareResponse, at: "")
-        response.endpoint = "upsert"
+        switch write {
+        case .upsert: response.endpoint = "upsert"
+        case .batchUpsert: response.endpoint = "batch-upsert"
+        }
         response.idempotencyKey = key
         response.correlationID = key
         response.squareVersion = client.configuration.squareVersion
@@ -138,7 +157,10 @@ public struct SafeEditor: Sendable {
         var read: SquareCatalogResponse?
         var followUp: SquareCatalogResponse?
         do {
-            read = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
+            switch write {
+            case .upsert(let objectJSON): read = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
+            case .batchUpsert(let batches): read = try await client.batchUpsert(batchesJSON: batches, idempotencyKey: key)
+            }
             response.status = 200
         } catch let error as SquareAPIError {
             guard let status = error.httpStatus, status < 500, status != 429 else {
@@ -224,7 +246,7 @@ public struct SafeEditor: Sendable {
     }
 
     /// The result of an edit as the ledger holds it: the outcome event at `outcomeSequence`.
-    private func editResult(editSequence: UInt64, outcomeSequence: UInt64, key: String) throws -> EditResult {
+    func editResult(editSequence: UInt64, outcomeSequence: UInt64, key: String) throws -> EditResult {
         var result = EditResult(status: .accepted, idempotencyKey: key, editSequence: editSequence,
                                 outcomeSequence: outcomeSequence, newVersions: [:], httpStatus: 200, errorCodes: [],
                                 diagnosis: nil)
@@ -250,7 +272,7 @@ public struct SafeEditor: Sendable {
         return result
     }
 
-    private func append(_ exchange: RecordedExchange, response: SquareCatalogResponse? = nil,
+    func append(_ exchange: RecordedExchange, response: SquareCatalogResponse? = nil,
                         followUp: SquareCatalogResponse? = nil, location: String) async throws -> [AppendOutcome] {
         let outcomes = try await ledger.append(
             try events(for: exchange, response: response, followUp: followUp, location: location))
@@ -270,7 +292,7 @@ public struct SafeEditor: Sendable {
     }
 
     /// Batch-retrieves `ids` and, when `record` is set, records what came back as observations.
-    private func read(_ ids: [String], client: SquareCatalogClient, correlation: String,
+    func read(_ ids: [String], client: SquareCatalogClient, correlation: String,
                       record: Bool) async throws -> SquareCatalogResponse {
         let page: SquareCatalogResponse
         do {
@@ -289,7 +311,7 @@ public struct SafeEditor: Sendable {
         return page
     }
 
-    private func itemID(ofVariation variation: CatalogObjectEnvelope) -> String? {
+    func itemID(ofVariation variation: CatalogObjectEnvelope) -> String? {
         variation.json["item_variation_data"]?["item_id"]?.stringValue
     }
 }

@@ -26,6 +26,14 @@ extension SquareCatalogClient {
     /// `POST /v2/catalog/batch-upsert`. Each inner array is one all-or-nothing batch.
     public func batchUpsert(batchesJSON: [[[UInt8]]], idempotencyKey: String) async throws -> SquareCatalogResponse {
         try Self.checkIdempotencyKey(idempotencyKey, location: "POST /v2/catalog/batch-upsert")
+        let body = Self.batchUpsertBody(batchesJSON: batchesJSON, idempotencyKey: idempotencyKey)
+        let response = try await perform(
+            SquareHTTPRequest(method: .post, path: "/v2/catalog/batch-upsert", body: body))
+        return try parse("POST /v2/catalog/batch-upsert", response, SquareCatalogResponse.init(body:))
+    }
+
+    /// The body `batchUpsert` sends, byte for byte (objects spliced in as given).
+    public static func batchUpsertBody(batchesJSON: [[[UInt8]]], idempotencyKey: String) -> [UInt8] {
         var body = Array(#"{"batches":["#.utf8)
         for (batchIndex, batch) in batchesJSON.enumerated() {
             if batchIndex > 0 { body.append(UInt8(ascii: ",")) }
@@ -37,9 +45,7 @@ extension SquareCatalogClient {
             body += Array("]}".utf8)
         }
         body += Array(#"],"idempotency_key":"#.utf8) + SquareJSON.encodeOrTrap(idempotencyKey) + [UInt8(ascii: "}")]
-        let response = try await perform(
-            SquareHTTPRequest(method: .post, path: "/v2/catalog/batch-upsert", body: body))
-        return try parse("POST /v2/catalog/batch-upsert", response, SquareCatalogResponse.init(body:))
+        return body
     }
 
     public func batchUpsert(batches: [[JSONValue]], idempotencyKey: String) async throws -> SquareCatalogResponse {

@@ -33,8 +33,8 @@ public struct EditRequest: Sendable, Codable, Equatable {
     /// refused when the request is read.
     public var changes: EditChanges?
     /// More objects to make the same change to, besides `objectID`. Such an edit is sent as
-    /// batch-upserts split into Square's limits (`SafeEditor.batchObjectsMax` objects a batch,
-    /// `requestObjectsMax` a request), each part recorded with its own key (`key`, `key/2`, ...).
+    /// batch-upserts split into Square's limits (`UpsertLimits.square`: 1000 objects a batch, 10000
+    /// a request), each part recorded with its own key (`key`, `key/2`, ...).
     public var objectIDs: [String] = []
     public var actor: String
     public var device: String
@@ -206,19 +206,4 @@ extension AppReport {
         objectID = try container.decodeIfPresent(String.self, forKey: .objectID)
     }
 
-    /// The objects the reported write targets, from its request body (and path id): the objects
-    /// of an upsert, the object an image attaches to and the image, the ids deleted, the items
-    /// toggled. Empty when the body names none.
-    var targetIDs: [String] {
-        let json = try? JSONScanner.parse(Array(requestBody.utf8))
-        func strings(_ key: String) -> [String] { json?[key]?.arrayValue?.compactMap(\.stringValue) ?? [] }
-        switch endpoint {
-        case "upsert", "batch-upsert": return CatalogEditing.versions(inRequestBody: Array(requestBody.utf8)).topLevelIDs
-        case "create-image": return [json?["object_id"]?.stringValue, json?["image"]?["id"]?.stringValue].compactMap { $0 }
-        case "update-image", "delete": return objectID.map { [$0] } ?? []
-        case "batch-delete": return strings("object_ids")
-        case "update-item-taxes", "update-item-modifier-lists": return strings("item_ids")
-        default: return []
-        }
-    }
 }

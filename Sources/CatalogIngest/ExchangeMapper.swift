@@ -233,7 +233,7 @@ public struct ExchangeMapper {
                     objectTypeOf: { state[$0]?.header.objectType }, childrenOf: { state.childIDs(of: $0) })
             }
             guard let key = exchange.idempotencyKey else { return tombstones }
-            let moved = tombstones.compactMap { $0.header.map { ObjectVersion(objectID: $0.objectID, version: $0.version) } }
+            let moved = tombstones.compactMap { $0.body.header.map { ObjectVersion(objectID: $0.objectID, version: $0.version) } }
             let written = WriteAcceptance(call: endpoint == "delete" ? "DeleteCatalogObject" : "BatchDeleteCatalogObjects",
                                           idempotencyKey: key, movedVersions: moved,
                                           updatedAt: try Self.wrap(location) { try body.response.deletedAt ?? "" },

@@ -6,10 +6,22 @@ import SquareWire
 // An edit of many objects: fetched, changed and sent as batch-upserts within Square's limits,
 // each part proposed and answered in the ledger under its own key.
 
+/// How many objects a batch-upsert batch and request may hold (nested variations count).
+public struct UpsertLimits: Sendable, Hashable {
+    public var batchObjectsMax: Int
+    public var requestObjectsMax: Int
+
+    public init(batchObjectsMax: Int, requestObjectsMax: Int) {
+        precondition(batchObjectsMax >= 1 && requestObjectsMax >= batchObjectsMax, "limits must be positive")
+        self.batchObjectsMax = batchObjectsMax
+        self.requestObjectsMax = requestObjectsMax
+    }
+
+    /// Square's: 1000 objects a batch, 10000 a request.
+    public static let square = UpsertLimits(batchObjectsMax: 1000, requestObjectsMax: 10_000)
+}
+
 extension SafeEditor {
-    /// Square's batch-upsert limits: objects a batch (nested variations count), objects a request.
-    public static let batchObjectsMax = 1000
-    public static let requestObjectsMax = 10_000
     /// Ids one batch-retrieve may name.
     static let retrieveIDsMax = 1000
 
@@ -20,8 +32,9 @@ extension SafeEditor {
 
     /// Groups objects (with their sizes, nested children counted) into requests of batches within
     /// Square's limits, in order. An object larger than a batch goes alone.
-    static func split<T>(_ objects: [(value: T, size: Int)], batchMax: Int = batchObjectsMax,
-                         requestMax: Int = requestObjectsMax) -> [[[T]]] {
+    package static func split<T>(_ objects: [(value: T, size: Int)], limits: UpsertLimits) -> [[[T]]] {
+        let batchMax = limits.batchObjectsMax
+        let requestMax = limits.requestObjectsMax
         var requests: [[[T]]] = []
         var batches: [[T]] = []
         var batch: [T] = []
@@ -100,7 +113,7 @@ extension SafeEditor {
             return (SquareJSON.encodeOrTrap(object), 1 + nested)
         }
         var parts: [EditResult] = []
-        for (index, batches) in Self.split(sized).enumerated() {
+        for (index, batches) in Self.split(sized, limits: upsertLimits).enumerated() {
             let partKey = Self.partKey(key, index: index)
             parts.append(try await sendPart(batches, request: request, key: partKey, client: client))
         }

@@ -21,6 +21,8 @@ public struct SafeEditor: Sendable {
     public let client: SquareCatalogClient?
     public let merchantID: MerchantID
     let logger: Logger
+    /// The batch-upsert limits an edit of many objects is split into (Square's; smaller in tests).
+    public var upsertLimits = UpsertLimits.square
 
     /// `client` may be nil for a ledger that only takes app reports.
     public init(ledger: Ledger, client: SquareCatalogClient?, merchantID: MerchantID, logger: Logger) {

@@ -56,7 +56,7 @@ public struct SquareCatalogClient: Sendable {
                     logger.debug("square request ok", metadata: ["request": "\(location)", "attempt": "\(attempt)"])
                     return response.body
                 }
-                retryAfterSeconds = response.headers["retry-after"].flatMap(Self.retryAfterSeconds)
+                retryAfterSeconds = response.headers["retry-after"].flatMap { Self.retryAfterSeconds($0) }
                 failure = Self.httpError(response, location: location, attempts: attempt)
             } catch let error as CancellationError {
                 throw error

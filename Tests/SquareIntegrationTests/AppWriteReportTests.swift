@@ -40,7 +40,7 @@ import Testing
             let cached = try #require(try await square.batchRetrieve(objectIDs: [itemID]).objects.first)
 
             // 1. The app uploads a photo and attaches it to the item (the item moves to a new version).
-            let imageJSON = Array(#"{"type":"IMAGE","id":"#photo","image_data":{"caption":"Cappuccino, top view"}}"#.utf8)
+            let imageJSON = Array(##"{"type":"IMAGE","id":"#photo","image_data":{"caption":"Cappuccino, top view"}}"##.utf8)
             let created = try await square.createImage(
                 imageJSON: imageJSON, file: SquareImageFile(bytes: Self.jpeg, filename: "cap.jpg", contentType: "image/jpeg"),
                 objectID: itemID, idempotencyKey: "app-image-1")
@@ -113,7 +113,7 @@ import Testing
         func version(_ id: String) async -> Int64? { await simulator.engine.objectVersion(id: id) }
 
         let file = SquareImageFile(bytes: Self.jpeg, filename: "a.jpg", contentType: "image/jpeg")
-        let imageJSON = Array(#"{"type":"IMAGE","id":"#i","image_data":{"name":"shelf"}}"#.utf8)
+        let imageJSON = Array(##"{"type":"IMAGE","id":"#i","image_data":{"name":"shelf"}}"##.utf8)
         let created = try await square.createImage(imageJSON: imageJSON, file: file, idempotencyKey: "w-image")
         let imageID = try #require(created.objects.first?.id)
         var result = try await report("create-image", "w-image",
@@ -130,25 +130,25 @@ import Testing
         #expect(taxes.objects.isEmpty && taxes.updatedAt != nil, "UpdateItemTaxes answers only updated_at")
         result = try await report("update-item-taxes", "w-taxes",
                                   request: SquareJSON.encodeOrTrap(["item_ids": [.string(latte), .string(drip)],
-                                                                    "taxes_to_disable": [.string(tax)]]),
+                                                                    "taxes_to_disable": [.string(tax)]] as JSONValue),
                                   response: taxes)
         #expect(result.newVersions == [latte: try #require(await version(latte)), drip: try #require(await version(drip))])
 
         let lists = try await square.updateItemModifierLists(itemIDs: [latte], disable: [list])
         result = try await report("update-item-modifier-lists", "w-lists",
                                   request: SquareJSON.encodeOrTrap(["item_ids": [.string(latte)],
-                                                                    "modifier_lists_to_disable": [.string(list)]]),
+                                                                    "modifier_lists_to_disable": [.string(list)]] as JSONValue),
                                   response: lists)
         #expect(result.newVersions == [latte: try #require(await version(latte))])
 
         let deleted = try await square.delete(objectID: drip)
         result = try await report("delete", "w-delete", request: [], response: deleted, objectID: drip)
-        #expect(result.newVersions[drip] == (try #require(await version(drip))))
+        #expect(result.newVersions[drip] == (await version(drip)))
         #expect(deleted.deletedObjectIDs.count > 1, "the variations were deleted with the item")
 
         let batch = try await square.batchDelete(objectIDs: [imageID])
         result = try await report("batch-delete", "w-batch-delete",
-                                  request: SquareJSON.encodeOrTrap(["object_ids": [.string(imageID)]]), response: batch)
+                                  request: SquareJSON.encodeOrTrap(["object_ids": [.string(imageID)]] as JSONValue), response: batch)
         #expect(result.newVersions == [imageID: try #require(await version(imageID))])
 
         let written = try Kit.events(ledger, kind: .writeAccepted).compactMap { event -> String? in

@@ -102,7 +102,7 @@ import Testing
         let ids: [JSONValue] = (0...200).map { .string("ID\($0)") }
         let refused = await simulator.handle(SquareHTTPRequest(
             method: .post, path: "/v2/catalog/batch-delete", headers: ["authorization": "Bearer \(Kit.accessToken)"],
-            body: SquareJSON.encodeOrTrap(["object_ids": .array(ids)])))
+            body: SquareJSON.encodeOrTrap(["object_ids": .array(ids)] as JSONValue)))
         #expect(refused.status == 400)
     }
 
@@ -114,7 +114,7 @@ import Testing
         let before = try #require(await simulator.engine.objectVersion(id: latte))
         let file = SquareImageFile(bytes: [0xFF, 0xD8, 0xFF, 0xD9], filename: "latte.jpg", contentType: "image/jpeg")
         let created = try await client.createImage(
-            imageJSON: Array(#"{"type":"IMAGE","id":"#pic","image_data":{"caption":"Latte art"}}"#.utf8), file: file,
+            imageJSON: Array(##"{"type":"IMAGE","id":"#pic","image_data":{"caption":"Latte art"}}"##.utf8), file: file,
             objectID: latte, isPrimary: true, idempotencyKey: "pic")
         let image = try #require(created.objects.first)
         #expect(image.type == "IMAGE" && !image.id.hasPrefix("#"))
@@ -127,10 +127,10 @@ import Testing
         #expect(request.headers["content-type"]?.hasPrefix("multipart/form-data; boundary=") == true)
         // The same key and request replay the first answer; an image without object_id attaches to nothing.
         let replayed = try await client.createImage(
-            imageJSON: Array(#"{"type":"IMAGE","id":"#pic","image_data":{"caption":"Latte art"}}"#.utf8), file: file,
+            imageJSON: Array(##"{"type":"IMAGE","id":"#pic","image_data":{"caption":"Latte art"}}"##.utf8), file: file,
             objectID: latte, isPrimary: true, idempotencyKey: "pic")
         #expect(replayed.body == created.body)
-        let loose = try await client.createImage(imageJSON: Array(#"{"type":"IMAGE","id":"#x","image_data":{}}"#.utf8),
+        let loose = try await client.createImage(imageJSON: Array(##"{"type":"IMAGE","id":"#x","image_data":{}}"##.utf8),
                                                  file: file, idempotencyKey: "loose")
         #expect(try #require(try await client.retrieve(objectID: latte).objects.first).version == item.version)
         // A new file moves only the image.
@@ -140,7 +140,7 @@ import Testing
         // A file that is not an image is refused.
         let gif = SquareImageFile(bytes: [1, 2], filename: "x.txt", contentType: "text/plain")
         let refused = await #expect(throws: SquareAPIError.self) {
-            _ = try await client.createImage(imageJSON: Array(#"{"type":"IMAGE","id":"#y","image_data":{}}"#.utf8),
+            _ = try await client.createImage(imageJSON: Array(##"{"type":"IMAGE","id":"#y","image_data":{}}"##.utf8),
                                              file: gif, idempotencyKey: "txt")
         }
         #expect(refused?.httpStatus == 400)

@@ -25,8 +25,9 @@ import Testing
         let simulator = Kit.simulator()
         let ids = await simulator.seedCafeCatalog()
         let client = Kit.client(simulator)
-        _ = try await client.createImage(imageJSON: Array(#"{"type":"IMAGE","id":"#p","image_data":{}}"#.utf8),
-                                         file: Self.jpeg, objectID: try #require(ids["#Latte"]), idempotencyKey: "img")
+        let latte: String = try #require(ids["#Latte"])
+        _ = try await client.createImage(imageJSON: Array(##"{"type":"IMAGE","id":"#p","image_data":{}}"##.utf8),
+                                         file: Self.jpeg, objectID: latte, idempotencyKey: "img")
         let listed = Self.types(try await client.list().allObjects())
         let searched = Self.types(try await client.search(SquareSearchRequest(includeDeletedObjects: true)).allObjects())
         for found in [listed, searched] {

@@ -79,7 +79,8 @@ struct EditCommand: AsyncParsableCommand {
     var idempotencyKey: String?
 
     func validate() throws {
-        guard price != nil || name != nil || !(try patch()?.isEmpty ?? true) else {
+        let patch = try patch()
+        guard price != nil || name != nil || patch != nil else {
             throw ValidationError("give --price, --name, --changes or another field to change")
         }
         if let price, Self.minorUnits(price) == nil {

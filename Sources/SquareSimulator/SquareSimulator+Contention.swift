@@ -2,6 +2,9 @@
 // arrives while the point of sale or the dashboard is saving gets Square's 429.
 
 extension SquareSimulator {
+    /// True while a write (an API write or a device's save) holds the seller's write lock.
+    public var writeLockHeld: Bool { writeInFlight }
+
     /// Applies a device edit while holding the seller's write lock for `duration` (waiting for an
     /// API write in flight first): API writes arriving meanwhile get 429 `RATE_LIMITED` with
     /// `Retry-After`.

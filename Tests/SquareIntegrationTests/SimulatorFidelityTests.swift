@@ -138,22 +138,23 @@ import Testing
         let variation = try #require(ids["#Latte_Small"])
         let saving = Task {
             await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 490), by: .pointOfSale,
-                                            holdingWriteLockFor: .milliseconds(400))
+                                            holdingWriteLockFor: .milliseconds(1500))
         }
-        // Wait until the device holds the lock (its edit has not landed yet).
-        var refused: SquareHTTPResponse?
-        for _ in 0..<200 {
-            let response = await Self.raw(simulator, .post, "/v2/catalog/object",
-                                          ["idempotency_key": "during-save", "object": Kit.newItem("Scone", price: 300)])
-            if response.status == 429 { refused = response; break }
-            try await Task.sleep(for: .milliseconds(2))
-            #expect(response.status == 429 || response.status == 200)
-            if response.status == 200 { break }
+        // Once the device holds the lock (its edit has not landed yet), an API write is refused.
+        var waited = 0
+        while !(await simulator.writeLockHeld), waited < 2000 {
+            try await Task.sleep(for: .milliseconds(1))
+            waited += 1
         }
+        let refused = await Self.raw(simulator, .post, "/v2/catalog/object",
+                                     ["idempotency_key": "during-save", "object": Kit.newItem("Scone", price: 300)])
         _ = await saving.value
-        let response = try #require(refused, "no write met the device's lock")
-        #expect(response.headers["retry-after"] == "1")
-        #expect(try SquareErrorBody(body: response.body).errors.first?.code == .rateLimited)
+        #expect(refused.status == 429)
+        #expect(refused.headers["retry-after"] == "1")
+        #expect(try SquareErrorBody(body: refused.body).errors.first?.code == .rateLimited)
+        // After the save, the client's retry (same key, same body) goes through.
+        let written = try await Kit.client(simulator).upsert(object: Kit.newItem("Scone", price: 300), idempotencyKey: "during-save")
+        #expect(written.objects.count == 1)
     }
 
     @Test func webhooksAreRetriedOnSquaresBackoffForADayThenDropped() async throws {

@@ -11,11 +11,16 @@ import re
 
 import pydantic
 
-# Keys Square itself sends that its models do not declare. Keep this list short and commented.
+# Keys Square itself sends that its models do not declare. Keep these lists short and commented.
 ALLOWED_UNDECLARED = {
     # Square's own responses carry `created_at` on catalog objects; the CatalogObject schema
     # has no such member (docs/square-catalog.md, "created_at shows up in real responses").
     "created_at",
+}
+ALLOWED_UNDECLARED_PATHS = {
+    # `data.id` of a webhook: in Square's own CatalogVersionUpdatedEvent example (api.json,
+    # "often empty"), absent from the SDK's CatalogVersionUpdatedEventData.
+    "$.data.id",
 }
 
 # (method, path pattern) -> the SDK model of the response body, as module.Class of square.types.
@@ -54,7 +59,7 @@ def undeclared(raw, obj, path: str, out: list) -> None:
         names = {(field.alias or name): name for name, field in type(obj).model_fields.items()}
         for key, value in raw.items():
             if key not in names:
-                if key not in ALLOWED_UNDECLARED:
+                if key not in ALLOWED_UNDECLARED and f"{path}.{key}" not in ALLOWED_UNDECLARED_PATHS:
                     out.append(f"{path}.{key}")
                 continue
             undeclared(value, getattr(obj, names[key]), f"{path}.{key}", out)

@@ -76,6 +76,8 @@ public enum BoundedJSON {
         switch error {
         case let error as JSONNestingError:
             "\(error)"
+        case DecodingError.dataCorrupted(let context) where context.underlyingError is UnknownFieldsError:
+            "\(context.codingPath.isEmpty ? "the body" : "field \"\(path(context))\"") \(context.underlyingError!)"
         // Foundation's own text names Swift types and offsets; these say the same without them.
         case DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty:
             // Foundation reports a number its field cannot hold this way too, without the field.
@@ -109,4 +111,21 @@ public struct JSONNestingError: Error, Sendable, Equatable, CustomStringConverti
     }
 
     public var description: String { "\(BoundedJSON.depthMessage), at byte \(offset)" }
+}
+
+/// A type that refuses fields it does not know throws this as the underlying error of a
+/// `DecodingError.dataCorrupted`; `BoundedJSON.describe` names the fields.
+public struct UnknownFieldsError: Error, Sendable, CustomStringConvertible {
+    public var fields: [String]
+    public var known: [String]
+
+    public init(fields: [String], known: [String]) {
+        self.fields = fields
+        self.known = known
+    }
+
+    public var description: String {
+        "names unknown field\(fields.count == 1 ? "" : "s") \(fields.map { "\"\($0)\"" }.joined(separator: ", ")); "
+            + "it may name \(known.joined(separator: ", "))"
+    }
 }

@@ -50,28 +50,35 @@ enum CatalogEditing {
             }
         }
         if let price = request.price {
-            guard type == "ITEM_VARIATION", var data = object["item_variation_data"] else {
-                throw EditError(.invalidRequest, "a price edit needs a variation, not \(type)", location: location)
-            }
-            guard price.amount >= 0 else {
-                throw EditError(.invalidRequest, "a price cannot be negative", location: location)
-            }
-            let currency = price.currency.map(JSONValue.string) ?? data["price_money"]?["currency"] ?? "USD"
-            let money: JSONValue = ["amount": .integer(price.amount), "currency": currency]
-            if let locationID = price.locationID {
-                var overrides = data["location_overrides"]?.arrayValue ?? []
-                if let at = overrides.firstIndex(where: { $0["location_id"]?.stringValue == locationID }) {
-                    overrides[at]["price_money"] = money
-                } else {
-                    overrides.append(["location_id": .string(locationID), "price_money": money])
-                }
-                data["location_overrides"] = .array(overrides)
-            } else {
-                data["price_money"] = money
-                data["pricing_type"] = "FIXED_PRICING"
-            }
-            object["item_variation_data"] = data
+            try setPrice(price, on: &object, location: location)
         }
+        try request.changes?.apply(to: &object, location: location)
+    }
+
+    /// Sets a variation's base price, or its price at `price.locationID` (a location override).
+    static func setPrice(_ price: EditRequest.Price, on object: inout JSONValue, location: String) throws {
+        let type = object["type"]?.stringValue ?? ""
+        guard type == "ITEM_VARIATION", var data = object["item_variation_data"] else {
+            throw EditError(.invalidRequest, "a price edit needs a variation, not \(type)", location: location)
+        }
+        guard price.amount >= 0 else {
+            throw EditError(.invalidRequest, "a price cannot be negative", location: location)
+        }
+        let currency = price.currency.map(JSONValue.string) ?? data["price_money"]?["currency"] ?? "USD"
+        let money: JSONValue = ["amount": .integer(price.amount), "currency": currency]
+        if let locationID = price.locationID {
+            var overrides = data["location_overrides"]?.arrayValue ?? []
+            if let at = overrides.firstIndex(where: { $0["location_id"]?.stringValue == locationID }) {
+                overrides[at]["price_money"] = money
+            } else {
+                overrides.append(["location_id": .string(locationID), "price_money": money])
+            }
+            data["location_overrides"] = .array(overrides)
+        } else {
+            data["price_money"] = money
+            data["pricing_type"] = "FIXED_PRICING"
+        }
+        object["item_variation_data"] = data
     }
 
     /// Objects of an upsert (`object`) or batch-upsert (`batches[].objects[]`) body with their

@@ -1,4 +1,5 @@
 import CatalogModel
+import SquareWire
 
 /// A change a person (or program) asks the ledger to make at Square, as JSON:
 /// `{"object_id":"V1","price":{"amount":450,"currency":"USD","location_id":null},"name":null,
@@ -28,6 +29,13 @@ public struct EditRequest: Sendable, Codable, Equatable {
     public var objectID: String
     public var price: Price?
     public var name: String?
+    /// A patch: any of the fields the catalog app edits (`EditChanges`); an unknown field is
+    /// refused when the request is read.
+    public var changes: EditChanges?
+    /// More objects to make the same change to, besides `objectID`. Such an edit is sent as
+    /// batch-upserts split into Square's limits (`UpsertLimits.square`: 1000 objects a batch, 10000
+    /// a request), each part recorded with its own key (`key`, `key/2`, ...).
+    public var objectIDs: [String] = []
     public var actor: String
     public var device: String
     /// The version the editor's change is based on. When given, the target object is sent with this
@@ -39,8 +47,9 @@ public struct EditRequest: Sendable, Codable, Equatable {
     public var idempotencyKey: String?
 
     public init(objectID: String, price: Price? = nil, name: String? = nil, actor: String, device: String,
-                baseVersion: Int64? = nil, idempotencyKey: String? = nil) {
+                baseVersion: Int64? = nil, idempotencyKey: String? = nil, changes: EditChanges? = nil) {
         self.objectID = objectID
+        self.changes = changes
         self.price = price
         self.name = name
         self.actor = actor
@@ -50,8 +59,9 @@ public struct EditRequest: Sendable, Codable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case price, name, actor, device
+        case price, name, actor, device, changes
         case objectID = "object_id"
+        case objectIDs = "object_ids"
         case baseVersion = "base_version"
         case idempotencyKey = "idempotency_key"
     }
@@ -61,13 +71,26 @@ public struct EditRequest: Sendable, Codable, Equatable {
 /// `{"actor":"pos-sync","device":"backoffice","endpoint":"batch-upsert","idempotency_key":"k",
 ///   "request_body":"{…}","status":400,"response_body":"{…}","follow_up_body":"{…}"}`
 public struct AppReport: Sendable, Codable, Equatable {
+    /// The endpoints a report may name, with Square's names of the calls.
+    public static let endpoints: [(key: String, call: String)] = [
+        ("upsert", "UpsertCatalogObject"), ("batch-upsert", "BatchUpsertCatalogObjects"),
+        ("create-image", "CreateCatalogImage"), ("update-image", "UpdateCatalogImage"),
+        ("delete", "DeleteCatalogObject"), ("batch-delete", "BatchDeleteCatalogObjects"),
+        ("update-item-taxes", "UpdateItemTaxes"), ("update-item-modifier-lists", "UpdateItemModifierLists"),
+    ]
+
     public var actor: String
     public var device: String
-    /// `upsert` or `batch-upsert`.
+    /// One of `endpoints`' keys.
     public var endpoint: String
+    /// Square's idempotency key of the request; for the calls that take none (`delete`,
+    /// `batch-delete`, the item toggles) any id the app gives the request, unique per write.
     public var idempotencyKey: String
-    /// The request body exactly as sent.
+    /// The request body exactly as sent: for the image calls the JSON `request` part of the
+    /// multipart body (the image file is not recorded); "" for `delete`.
     public var requestBody: String
+    /// The id in the request path: the object of `delete`, the image of `update-image`.
+    public var objectID: String?
     /// Square's HTTP status.
     public var status: Int
     public var responseBody: String
@@ -95,6 +118,7 @@ public struct AppReport: Sendable, Codable, Equatable {
         case responseBody = "response_body"
         case followUpBody = "follow_up_body"
         case squareVersion = "square_version"
+        case objectID = "object_id"
     }
 }
 
@@ -109,7 +133,7 @@ public struct EditResult: Sendable, Encodable {
     public var idempotencyKey: String
     /// Sequence of the `localEditProposed` event.
     public var editSequence: UInt64
-    /// Sequence of the `upsertAccepted` or `upsertRejected` event.
+    /// Sequence of the `upsertAccepted`, `writeAccepted` or `upsertRejected` event.
     public var outcomeSequence: UInt64
     /// Versions Square assigned (accepted only), by object id.
     public var newVersions: [String: Int64]
@@ -120,15 +144,33 @@ public struct EditResult: Sendable, Encodable {
     /// A retry with the key of an edit whose outcome the ledger held: this is that outcome, answered
     /// from the ledger without a request to Square.
     public var replayed = false
+    /// An edit of many objects: each part sent (one batch-upsert within Square's limits) with its
+    /// own key and outcome; the fields above sum them up. Empty for an edit of one object.
+    public var parts: [EditResult] = []
 
     enum CodingKeys: String, CodingKey {
-        case status, diagnosis, replayed
+        case status, diagnosis, replayed, parts
         case idempotencyKey = "idempotency_key"
         case editSequence = "edit_sequence"
         case outcomeSequence = "outcome_sequence"
         case newVersions = "new_versions"
         case httpStatus = "http_status"
         case errorCodes = "error_codes"
+    }
+
+    /// `parts` only for an edit of many objects; nil members left out.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(status, forKey: .status)
+        try container.encode(idempotencyKey, forKey: .idempotencyKey)
+        try container.encode(editSequence, forKey: .editSequence)
+        try container.encode(outcomeSequence, forKey: .outcomeSequence)
+        try container.encode(newVersions, forKey: .newVersions)
+        try container.encode(httpStatus, forKey: .httpStatus)
+        try container.encode(errorCodes, forKey: .errorCodes)
+        try container.encodeIfPresent(diagnosis, forKey: .diagnosis)
+        try container.encode(replayed, forKey: .replayed)
+        if !parts.isEmpty { try container.encode(parts, forKey: .parts) }
     }
 }
 
@@ -144,6 +186,8 @@ extension EditRequest {
                   device: try container.decodeIfPresent(String.self, forKey: .device) ?? "",
                   baseVersion: try container.decodeIfPresent(Int64.self, forKey: .baseVersion),
                   idempotencyKey: try container.decodeIfPresent(String.self, forKey: .idempotencyKey))
+        changes = try container.decodeIfPresent(EditChanges.self, forKey: .changes)
+        objectIDs = try container.decodeIfPresent([String].self, forKey: .objectIDs) ?? []
     }
 }
 
@@ -159,5 +203,7 @@ extension AppReport {
                   responseBody: try container.decode(String.self, forKey: .responseBody),
                   followUpBody: try container.decodeIfPresent(String.self, forKey: .followUpBody))
         squareVersion = try container.decodeIfPresent(String.self, forKey: .squareVersion)
+        objectID = try container.decodeIfPresent(String.self, forKey: .objectID)
     }
+
 }

@@ -89,6 +89,57 @@ public struct ExchangeMapper {
         }
     }
 
+    /// The endpoints of the writes whose responses show few or none of the objects they change,
+    /// and Square's names of the calls.
+    static let itemWriteCalls = [
+        "create-image": "CreateCatalogImage", "update-image": "UpdateCatalogImage",
+        "update-item-taxes": "UpdateItemTaxes", "update-item-modifier-lists": "UpdateItemModifierLists",
+    ]
+
+    /// An accepted image or toggle write: `writeAccepted` with every version it moved, then an
+    /// observation of each object its response shows (the image). The image's version is
+    /// Square's; the objects named only by the request (the `object_id` an image attaches to,
+    /// the `item_ids` of a toggle) moved to the same version, the write's, which is the image's
+    /// version or else `updated_at` in milliseconds.
+    private func itemWrite(endpoint: String, response: SquareCatalogResponse, requestBody: String?, key: String,
+                           merchant: MerchantID, correlation: String, squareVersion: String?) throws -> [PendingEvent] {
+        let shown = try EventBuilder.objects(response.objects)
+        let request = try requestBody.map { try JSONScanner.parse(Array($0.utf8)) }
+        var named: [String] = []
+        switch endpoint {
+        case "create-image": named = request?["object_id"]?.stringValue.map { [$0] } ?? []
+        case "update-item-taxes", "update-item-modifier-lists":
+            named = request?["item_ids"]?.arrayValue?.compactMap(\.stringValue) ?? []
+            guard !named.isEmpty else {
+                throw IngestError.badSquareBody(context: endpoint, reason: "the request body names no item_ids")
+            }
+        default: break
+        }
+        let updatedAt = response.updatedAt ?? shown.first?.updatedAt ?? ""
+        let writeVersion = shown.first?.version ?? RFC3339.nanoseconds(updatedAt).map { $0 / 1_000_000 }
+        var moved = shown.compactMap { object in object.version.map { ObjectVersion(objectID: object.id, version: $0) } }
+        if let writeVersion {
+            for id in named where !moved.contains(where: { $0.objectID.rawValue == id }) {
+                moved.append(ObjectVersion(objectID: CatalogObjectID(id), version: writeVersion))
+            }
+        }
+        let written = WriteAcceptance(call: Self.itemWriteCalls[endpoint] ?? endpoint, idempotencyKey: key,
+                                      movedVersions: moved, updatedAt: updatedAt, responseBody: response.body)
+        return [EventBuilder.writeAcceptedEvent(written, merchantID: merchant, correlationID: correlation)]
+            + EventBuilder.observations(of: shown, merchantID: merchant, source: .upsertResponse,
+                                        correlationID: correlation, squareVersion: squareVersion)
+    }
+
+    /// A refused write of any endpoint: `upsertRejected` with Square's error body.
+    private func rejectedWrite(status: Int, body: Body, key: String, merchant: MerchantID, correlation: String,
+                               location: String) throws -> PendingEvent {
+        try Self.wrap(location) {
+            try EventBuilder.upsertRejectedEvent(httpStatus: UInt16(clamping: status), errorBody: body.bytes,
+                                                 followUp: nil, idempotencyKey: key, merchantID: merchant,
+                                                 correlationID: correlation)
+        }
+    }
+
     /// A Square body: already read, or bytes still to read.
     private enum Body {
         case read(SquareCatalogResponse)
@@ -169,11 +220,36 @@ public struct ExchangeMapper {
                 return events
             }
         case "delete", "batch-delete":
-            guard (200..<300).contains(status) else { return [] }
-            return try Self.wrap(location) {
+            // Without an idempotency key (a recorded sync's delete) only the tombstones; a reported
+            // write also gets its outcome: `writeAccepted` with the versions it moved, or a refusal.
+            guard (200..<300).contains(status) else {
+                return try exchange.idempotencyKey.map { try [rejectedWrite(status: status, body: body, key: $0,
+                                                                            merchant: merchant, correlation: correlation,
+                                                                            location: location)] } ?? []
+            }
+            let tombstones = try Self.wrap(location) {
                 try EventBuilder.eventsFromDeleteResponse(
                     body.response, merchantID: merchant, source: .retrieve, correlationID: correlation,
                     objectTypeOf: { state[$0]?.header.objectType }, childrenOf: { state.childIDs(of: $0) })
+            }
+            guard let key = exchange.idempotencyKey else { return tombstones }
+            let moved = tombstones.compactMap { $0.body.header.map { ObjectVersion(objectID: $0.objectID, version: $0.version) } }
+            let written = WriteAcceptance(call: endpoint == "delete" ? "DeleteCatalogObject" : "BatchDeleteCatalogObjects",
+                                          idempotencyKey: key, movedVersions: moved,
+                                          updatedAt: try Self.wrap(location) { try body.response.deletedAt ?? "" },
+                                          responseBody: body.bytes)
+            return [EventBuilder.writeAcceptedEvent(written, merchantID: merchant, correlationID: correlation)] + tombstones
+        case _ where Self.itemWriteCalls[endpoint] != nil:
+            guard let key = exchange.idempotencyKey else {
+                throw IngestError.badSquareBody(context: location, reason: "missing field \"idempotency_key\"")
+            }
+            guard (200..<300).contains(status) else {
+                return [try rejectedWrite(status: status, body: body, key: key, merchant: merchant,
+                                          correlation: correlation, location: location)]
+            }
+            return try Self.wrap(location) {
+                try itemWrite(endpoint: endpoint, response: body.response, requestBody: exchange.requestBody, key: key,
+                              merchant: merchant, correlation: correlation, squareVersion: squareVersion)
             }
         default:
             throw IngestError.badSquareBody(context: location, reason: "unknown endpoint \"\(endpoint)\"")

@@ -21,6 +21,8 @@ public struct SafeEditor: Sendable {
     public let client: SquareCatalogClient?
     public let merchantID: MerchantID
     let logger: Logger
+    /// The batch-upsert limits an edit of many objects is split into (Square's; smaller in tests).
+    public var upsertLimits = UpsertLimits.square
 
     /// `client` may be nil for a ledger that only takes app reports.
     public init(ledger: Ledger, client: SquareCatalogClient?, merchantID: MerchantID, logger: Logger) {
@@ -46,12 +48,16 @@ public struct SafeEditor: Sendable {
         guard let client else {
             throw EditError(.invalidRequest, "this ledger has no Square connection for edits", location: request.objectID)
         }
-        guard request.price != nil || request.name != nil else {
-            throw EditError(.invalidRequest, "the edit changes nothing: give a price or a name", location: request.objectID)
+        guard request.price != nil || request.name != nil || !(request.changes?.isEmpty ?? true) else {
+            throw EditError(.invalidRequest, "the edit changes nothing: give a price, a name or changes",
+                            location: request.objectID)
         }
         let key = request.idempotencyKey ?? SquareCatalogClient.makeIdempotencyKey()
         guard (1...128).contains(key.utf8.count) else {
             throw EditError(.invalidRequest, "idempotency key must be 1 to 128 bytes", location: request.objectID)
+        }
+        if !request.objectIDs.isEmpty {
+            return try await editMany(request, key: key, client: client)
         }
         if let editSequence = ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: .localEditProposed, idempotencyKey: key)) {
             return try await retry(request, editSequence: editSequence, key: key, client: client)
@@ -119,18 +125,33 @@ public struct SafeEditor: Sendable {
     }
 
     /// The sequence of the recorded acceptance or rejection of the edit with `key`, if any.
-    private func recordedOutcome(key: String) -> UInt64? {
-        let sequences = [EventKind.upsertAccepted, .upsertRejected].compactMap {
+    func recordedOutcome(key: String) -> UInt64? {
+        let sequences = [EventKind.upsertAccepted, .writeAccepted, .upsertRejected].compactMap {
             ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: $0, idempotencyKey: key))
         }
         return sequences.min()
     }
 
+    /// What a recorded proposal sends: one object, or the batches of a batch-upsert.
+    enum Write {
+        case upsert(objectJSON: [UInt8])
+        case batchUpsert(batchesJSON: [[[UInt8]]])
+    }
+
     /// Sends the upsert of a recorded proposal and records Square's answer.
     private func send(objectJSON: [UInt8], sent: CatalogEditing.SentVersions, editSequence: UInt64, key: String,
                       client: SquareCatalogClient) async throws -> EditResult {
+        try await send(.upsert(objectJSON: objectJSON), sent: sent, editSequence: editSequence, key: key, client: client)
+    }
+
+    /// Sends `write` (the body of a recorded proposal) and records Square's answer.
+    func send(_ write: Write, sent: CatalogEditing.SentVersions, editSequence: UInt64, key: String,
+              client: SquareCatalogClient) async throws -> EditResult {
         var response = RecordedExchange(type: .squareResponse, at: "")
-        response.endpoint = "upsert"
+        switch write {
+        case .upsert: response.endpoint = "upsert"
+        case .batchUpsert: response.endpoint = "batch-upsert"
+        }
         response.idempotencyKey = key
         response.correlationID = key
         response.squareVersion = client.configuration.squareVersion
@@ -138,7 +159,10 @@ public struct SafeEditor: Sendable {
         var read: SquareCatalogResponse?
         var followUp: SquareCatalogResponse?
         do {
-            read = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
+            switch write {
+            case .upsert(let objectJSON): read = try await client.upsert(objectJSON: objectJSON, idempotencyKey: key)
+            case .batchUpsert(let batches): read = try await client.batchUpsert(batchesJSON: batches, idempotencyKey: key)
+            }
             response.status = 200
         } catch let error as SquareAPIError {
             guard let status = error.httpStatus, status < 500, status != 429 else {
@@ -155,21 +179,27 @@ public struct SafeEditor: Sendable {
 
     /// Records a write an app made itself: its request, Square's response and any follow-up read.
     public func report(_ report: AppReport) async throws -> EditResult {
-        guard report.endpoint == "upsert" || report.endpoint == "batch-upsert" else {
-            throw EditError(.invalidRequest, "endpoint must be upsert or batch-upsert", location: report.idempotencyKey)
+        guard AppReport.endpoints.contains(where: { $0.key == report.endpoint }) else {
+            throw EditError(.invalidRequest,
+                            "endpoint must be one of \(AppReport.endpoints.map(\.key).joined(separator: ", ")), not \"\(report.endpoint)\"",
+                            location: report.idempotencyKey)
         }
         guard (1...128).contains(report.idempotencyKey.utf8.count) else {
             throw EditError(.invalidRequest, "idempotency key must be 1 to 128 bytes", location: "app report")
         }
         let sent = CatalogEditing.versions(inRequestBody: Array(report.requestBody.utf8))
-        guard !sent.topLevelIDs.isEmpty else {
-            throw EditError(.invalidRequest, "the request body names no catalog objects", location: report.idempotencyKey)
+        let targets = report.targetIDs
+        guard !targets.isEmpty else {
+            let what = ["delete", "update-image"].contains(report.endpoint)
+                ? "a \(report.endpoint) report needs the object_id of its request path"
+                : "the request body names no catalog objects"
+            throw EditError(.invalidRequest, what, location: report.idempotencyKey)
         }
         var proposal = RecordedExchange(type: .editProposed, at: "")
         proposal.actor = report.actor
         proposal.device = report.device
         proposal.idempotencyKey = report.idempotencyKey
-        proposal.targetIDs = sent.topLevelIDs
+        proposal.targetIDs = targets
         proposal.baseVersions = sent.versions
         proposal.requestBody = report.requestBody
         proposal.correlationID = report.idempotencyKey
@@ -181,6 +211,7 @@ public struct SafeEditor: Sendable {
         response.body = report.responseBody
         response.followUpBody = report.followUpBody
         response.squareVersion = report.squareVersion
+        response.requestBody = report.requestBody
         // Both halves are read before either is written, and appended together: a report whose
         // response cannot be read leaves no proposal behind.
         let key = report.idempotencyKey
@@ -217,7 +248,7 @@ public struct SafeEditor: Sendable {
     }
 
     /// The result of an edit as the ledger holds it: the outcome event at `outcomeSequence`.
-    private func editResult(editSequence: UInt64, outcomeSequence: UInt64, key: String) throws -> EditResult {
+    func editResult(editSequence: UInt64, outcomeSequence: UInt64, key: String) throws -> EditResult {
         var result = EditResult(status: .accepted, idempotencyKey: key, editSequence: editSequence,
                                 outcomeSequence: outcomeSequence, newVersions: [:], httpStatus: 200, errorCodes: [],
                                 diagnosis: nil)
@@ -225,6 +256,8 @@ public struct SafeEditor: Sendable {
         switch outcome.body {
         case .upsertAccepted(let accepted):
             for version in accepted.newVersions { result.newVersions[version.objectID.rawValue] = version.version }
+        case .writeAccepted(let accepted):
+            for version in accepted.movedVersions { result.newVersions[version.objectID.rawValue] = version.version }
         case .upsertRejected(let rejected):
             result.status = .rejected
             result.httpStatus = Int(rejected.httpStatus)
@@ -241,7 +274,7 @@ public struct SafeEditor: Sendable {
         return result
     }
 
-    private func append(_ exchange: RecordedExchange, response: SquareCatalogResponse? = nil,
+    func append(_ exchange: RecordedExchange, response: SquareCatalogResponse? = nil,
                         followUp: SquareCatalogResponse? = nil, location: String) async throws -> [AppendOutcome] {
         let outcomes = try await ledger.append(
             try events(for: exchange, response: response, followUp: followUp, location: location))
@@ -261,7 +294,7 @@ public struct SafeEditor: Sendable {
     }
 
     /// Batch-retrieves `ids` and, when `record` is set, records what came back as observations.
-    private func read(_ ids: [String], client: SquareCatalogClient, correlation: String,
+    func read(_ ids: [String], client: SquareCatalogClient, correlation: String,
                       record: Bool) async throws -> SquareCatalogResponse {
         let page: SquareCatalogResponse
         do {
@@ -280,7 +313,7 @@ public struct SafeEditor: Sendable {
         return page
     }
 
-    private func itemID(ofVariation variation: CatalogObjectEnvelope) -> String? {
+    func itemID(ofVariation variation: CatalogObjectEnvelope) -> String? {
         variation.json["item_variation_data"]?["item_id"]?.stringValue
     }
 }

@@ -7,8 +7,8 @@
 /// The diagnosis of a rejection reads only: the rejection itself, the last edit with its
 /// idempotency key before it (the request body and base versions), the facts of the objects that
 /// edit names (`VersionMismatchDiagnoser.objectIDs(readBy:)`: every version, the ledger's belief
-/// at the edit, what moved them on) and our accepted upserts that produced versions of those
-/// objects. Given exactly these events the diagnoser answers as it does given every event of the
+/// at the edit, what moved them on) and our accepted writes (upserts and the other calls) that
+/// produced versions of those objects. Given exactly these events the diagnoser answers as it does given every event of the
 /// indexed window, so the answer is the same; only the cost changes, from the history's size per
 /// incident to the named objects' history.
 ///
@@ -20,7 +20,7 @@ public struct DiagnosisIndex: Sendable {
     private var factsByObject: [CatalogObjectID: [LedgerEvent]] = [:]
     /// `localEditProposed` events per idempotency key, in sequence order.
     private var editsByKey: [String: [LedgerEvent]] = [:]
-    /// `upsertAccepted` events per object of their new versions, in sequence order.
+    /// `upsertAccepted` and `writeAccepted` events per object of their new versions, in sequence order.
     private var acceptedByObject: [CatalogObjectID: [LedgerEvent]] = [:]
     /// Every `upsertRejected` event, in sequence order.
     public private(set) var rejections: [LedgerEvent] = []
@@ -46,6 +46,11 @@ public struct DiagnosisIndex: Sendable {
         case .upsertAccepted(let acceptance):
             var ids = Set<CatalogObjectID>()
             for version in acceptance.newVersions where ids.insert(version.objectID).inserted {
+                acceptedByObject[version.objectID, default: []].append(event)
+            }
+        case .writeAccepted(let acceptance):
+            var ids = Set<CatalogObjectID>()
+            for version in acceptance.movedVersions where ids.insert(version.objectID).inserted {
                 acceptedByObject[version.objectID, default: []].append(event)
             }
         case .upsertRejected:

@@ -11,6 +11,7 @@ public enum EventBody: Sendable, Hashable {
     case upsertRejected(UpsertRejection)
     case compactionMarker(CompactionMarker)
     case priceHistoryRetained(RetainedPriceHistory)
+    case writeAccepted(WriteAcceptance)
 
     public var kind: EventKind {
         switch self {
@@ -25,6 +26,7 @@ public enum EventBody: Sendable, Hashable {
         case .upsertRejected: .upsertRejected
         case .compactionMarker: .compactionMarker
         case .priceHistoryRetained: .priceHistoryRetained
+        case .writeAccepted: .writeAccepted
         }
     }
 
@@ -195,6 +197,32 @@ public struct UpsertAcceptance: Sendable, Hashable {
         self.idempotencyKey = idempotencyKey
         self.newVersions = newVersions
         self.idMappings = idMappings
+        self.responseBody = responseBody
+    }
+}
+
+/// A catalog write other than an upsert that Square accepted. Its response shows few or none of
+/// the objects it changed (an image attach answers only the image, a tax toggle only
+/// `updated_at`), so the versions it moved are recorded here: Square's where the response shows
+/// the object, else `updated_at` (or `deleted_at`) in milliseconds, as Square stamps versions.
+public struct WriteAcceptance: Sendable, Hashable {
+    /// Square's name of the call: `CreateCatalogImage`, `UpdateCatalogImage`, `DeleteCatalogObject`,
+    /// `BatchDeleteCatalogObjects`, `UpdateItemTaxes` or `UpdateItemModifierLists`.
+    public var call: String
+    /// The idempotency key of the request, or the reporting app's id of it for the calls that
+    /// take none (deletes, toggles).
+    public var idempotencyKey: String
+    /// Every object the write moved, with its new version.
+    public var movedVersions: [ObjectVersion]
+    /// Square's time of the write (RFC 3339, as Square wrote it); "" when the response has none.
+    public var updatedAt: String
+    public var responseBody: [UInt8]
+    public init(call: String, idempotencyKey: String, movedVersions: [ObjectVersion], updatedAt: String,
+                responseBody: [UInt8]) {
+        self.call = call
+        self.idempotencyKey = idempotencyKey
+        self.movedVersions = movedVersions
+        self.updatedAt = updatedAt
         self.responseBody = responseBody
     }
 }

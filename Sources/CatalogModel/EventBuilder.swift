@@ -114,6 +114,15 @@ public enum EventBuilder {
         return events
     }
 
+    /// A `writeAccepted` event: a write other than an upsert that Square accepted, with the
+    /// versions it moved; dedupes on the idempotency key.
+    public static func writeAcceptedEvent(_ acceptance: WriteAcceptance, merchantID: MerchantID,
+                                          correlationID: String) -> PendingEvent {
+        PendingEvent(merchantID: merchantID, source: .upsertResponse,
+                     dedupeKey: DedupeKey.edit(kind: .writeAccepted, idempotencyKey: acceptance.idempotencyKey),
+                     correlationID: correlationID, body: .writeAccepted(acceptance))
+    }
+
     /// A `webhookReceived` event for a delivery; dedupes on the body's `event_id`.
     public static func webhookEvent(body: [UInt8], headers: [HTTPHeader], signatureVerdict: SignatureVerdict,
                                     correlationID: String) throws -> PendingEvent {

@@ -18,6 +18,7 @@
 ///     edit     = actor:str device:str count id:str* versions request:bytes idempotencyKey:str
 ///     accepted = idempotencyKey:str versions count (client:str object:str)* response:bytes
 ///     rejected = idempotencyKey:str status:u16 errorBody:bytes count bytes*
+///     written  = call:str idempotencyKey:str versions updatedAt:str response:bytes
 ///     compaction = throughSequence:u64 digest:bytes
 ///     retained = type:str id:str baseDedupeKey:str baseSequence:u64 count parent:str* count change*
 ///     change   = scope:u8 opt<location:str> opt<before:str> opt<after:str> opt<money> opt<money> version:i64
@@ -96,6 +97,12 @@ public enum EventCodec {
             w.data(m.stateDigest)
         case .priceHistoryRetained(let retained):
             writeRetained(retained, &w)
+        case .writeAccepted(let written):
+            w.string(written.call)
+            w.string(written.idempotencyKey)
+            writeVersions(written.movedVersions, &w)
+            w.string(written.updatedAt)
+            w.data(written.responseBody)
         }
         return w.bytes
     }
@@ -184,6 +191,10 @@ public enum EventCodec {
             body = .compactionMarker(CompactionMarker(throughSequence: try r.varint(), stateDigest: try r.data()))
         case .priceHistoryRetained:
             body = .priceHistoryRetained(try readRetained(&r))
+        case .writeAccepted:
+            body = .writeAccepted(WriteAcceptance(call: try r.string(), idempotencyKey: try r.string(),
+                                                  movedVersions: try readVersions(&r), updatedAt: try r.string(),
+                                                  responseBody: try r.data()))
         }
         guard r.isAtEnd else { throw r.malformed("\(payload.count - r.offset) trailing bytes after event body") }
         return LedgerEvent(sequence: sequence, recordedAt: recordedAt,
@@ -199,6 +210,7 @@ public enum EventCodec {
         case .webhookReceived(let r): r.body.count + 128
         case .localEditProposed(let e): e.requestBody.count + 128
         case .upsertAccepted(let a): a.responseBody.count + 128
+        case .writeAccepted(let a): a.responseBody.count + a.movedVersions.count * 40 + 128
         case .upsertRejected(let r): r.errorBody.count + r.followUpObjects.reduce(0) { $0 + $1.count + 4 } + 64
         case .priceHistoryRetained(let r): r.changes.count * 96 + 128
         default: 64

@@ -40,6 +40,10 @@ public enum EventKind: UInt8, Sendable, Codable, CaseIterable {
     case compactionMarker = 10
     /// The price history of an object whose older facts retention dropped. Read by `CatalogHistory`.
     case priceHistoryRetained = 11
+    /// A catalog write other than an upsert that Square accepted (CreateCatalogImage,
+    /// UpdateCatalogImage, DeleteCatalogObject, BatchDeleteCatalogObjects, UpdateItemTaxes,
+    /// UpdateItemModifierLists), with the versions it moved.
+    case writeAccepted = 12
 }
 
 /// The routing header of a catalog fact, stored beside the payload so that the fold, routing

@@ -160,8 +160,17 @@ public struct VersionMismatchDiagnoser: Sendable {
         }
         let own = moversOrActual.compactMap { fact in
             ownWrites[ObjectVersion(objectID: object.id, version: fact.header.version)].map { (fact, $0) }
+                ?? ownWriteAt(fact, among: ownWrites).map { (fact, $0) }
         }
-        if let pair = own.first, case .upsertAccepted(let acceptance) = pair.1.body {
+        if let (fact, written) = own.first, case .writeAccepted(let acceptance) = written.body {
+            result.classification = .staleOwnEarlierWrite
+            result.explanation = "Sent version \(sent), but our own earlier \(acceptance.call) (idempotency key \(acceptance.idempotencyKey), accepted at seq \(written.sequence)) had moved \(object.id) to version \(fact.header.version); \(acceptance.call) answers without the objects it changes, so the cache the editor used still held version \(sent)."
+            result.movedBy = [VersionMismatchDiagnosis.Evidence(
+                sequence: written.sequence, recordedAt: written.recordedAt, kind: "writeAccepted",
+                source: written.source, correlationID: written.correlationID, version: fact.header.version,
+                updatedAt: fact.header.updatedAt, note: "our \(acceptance.call) \(acceptance.idempotencyKey)")]
+                + movers.map { evidence($0, note: "observation after our \(acceptance.call)") }
+        } else if let pair = own.first, case .upsertAccepted(let acceptance) = pair.1.body {
             let (fact, accepted) = pair
             result.classification = .staleOwnEarlierWrite
             result.explanation = "Sent version \(sent), but our own earlier write (idempotency key \(acceptance.idempotencyKey), accepted at seq \(accepted.sequence)) had moved \(object.id) to version \(fact.header.version); its response was not applied to the cache the editor used."
@@ -194,15 +203,33 @@ public struct VersionMismatchDiagnoser: Sendable {
             updatedAt: fact.header.updatedAt, note: note)
     }
 
-    /// Versions produced by our own accepted upserts before the rejection.
+    /// Versions produced by our own accepted writes (upserts and the other calls) before the rejection.
     private func ownAcceptedVersions(before sequence: UInt64) -> [ObjectVersion: LedgerEvent] {
         var result: [ObjectVersion: LedgerEvent] = [:]
         for event in history.events where event.sequence < sequence {
-            if case .upsertAccepted(let acceptance) = event.body {
+            switch event.body {
+            case .upsertAccepted(let acceptance):
                 for version in acceptance.newVersions where result[version] == nil { result[version] = event }
+            case .writeAccepted(let acceptance):
+                for version in acceptance.movedVersions where result[version] == nil { result[version] = event }
+            default:
+                break
             }
         }
         return result
+    }
+
+    /// A write whose response showed no version of the object (a tax toggle, an image attach)
+    /// records the version as its `updated_at` in milliseconds; where Square's version is another
+    /// number, the fact of the same object stamped at that very `updated_at` is the one it moved.
+    private func ownWriteAt(_ fact: ObjectFact, among ownWrites: [ObjectVersion: LedgerEvent]) -> LedgerEvent? {
+        guard fact.header.updatedAtNanos != 0 else { return nil }
+        return ownWrites.first { version, event in
+            guard version.objectID == fact.header.objectID, case .writeAccepted(let acceptance) = event.body else {
+                return false
+            }
+            return RFC3339.nanoseconds(acceptance.updatedAt) == fact.header.updatedAtNanos
+        }?.value
     }
 
     // MARK: Request body

@@ -45,7 +45,7 @@ public struct SquareCatalogClient: Sendable {
         request.headers["authorization"] = "Bearer \(configuration.accessToken.secret)"
         request.headers["square-version"] = configuration.squareVersion
         request.headers["accept"] = "application/json"
-        if request.method != .get {
+        if request.method != .get, request.headers["content-type"] == nil {
             request.headers["content-type"] = "application/json"
         }
         let location = "\(request.method.rawValue) \(request.path)"
@@ -64,7 +64,7 @@ public struct SquareCatalogClient: Sendable {
                     logger.debug("square request ok", metadata: ["request": "\(location)", "attempt": "\(attempt)"])
                     return response.body
                 }
-                retryAfterSeconds = response.headers["retry-after"].flatMap(Double.init)
+                retryAfterSeconds = response.headers["retry-after"].flatMap { Self.retryAfterSeconds($0) }
                 failure = Self.httpError(response, location: location, attempts: attempt)
             } catch let error as CancellationError {
                 throw error
@@ -87,6 +87,27 @@ public struct SquareCatalogClient: Sendable {
                     "code": "\(failure.code?.rawValue ?? "")", "delay": "\(delay)",
                 ])
             try await Task.sleep(for: delay)
+        }
+    }
+
+    /// A `Retry-After` value in seconds: delta-seconds, or an HTTP date (RFC 9110) from now.
+    package static func retryAfterSeconds(_ value: String, now: Date = Date()) -> Double? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Double(trimmed) { return seconds >= 0 ? seconds : nil }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return max(0, date.timeIntervalSince(now))
+    }
+
+    /// Checks an idempotency key before anything is sent: Square takes 1 to 128 bytes.
+    static func checkIdempotencyKey(_ key: String, location: String) throws {
+        guard (1...128).contains(key.utf8.count) else {
+            throw SquareAPIError(
+                kind: .invalidRequest, message: "idempotency key must be 1 to 128 bytes, not \(key.utf8.count)",
+                location: location)
         }
     }
 

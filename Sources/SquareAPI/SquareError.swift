@@ -13,6 +13,9 @@ public struct SquareAPIError: Error, Sendable, CustomStringConvertible {
         case malformedResponse
         /// The client is not configured (no access token, bad base URL).
         case configuration
+        /// The caller's request was refused before anything was sent (a bad idempotency key, too
+        /// many ids for one call).
+        case invalidRequest
     }
 
     public var kind: Kind
@@ -43,9 +46,10 @@ public struct SquareAPIError: Error, Sendable, CustomStringConvertible {
     /// True when a retry of the same request (same idempotency key, same body) may succeed.
     public var isRetryable: Bool {
         switch kind {
-        case .http(let status): return status == 429 || status >= 500
+        // As Square's SDKs: 408 (timeout), 409 (conflict), 429 (rate limited) and 5xx.
+        case .http(let status): return status == 408 || status == 409 || status == 429 || status >= 500
         case .transport: return true
-        case .malformedResponse, .configuration: return false
+        case .malformedResponse, .configuration, .invalidRequest: return false
         }
     }
 

@@ -4,6 +4,7 @@
 public enum SquareHTTPMethod: String, Sendable, Hashable {
     case get = "GET"
     case post = "POST"
+    case put = "PUT"
     case delete = "DELETE"
 }
 

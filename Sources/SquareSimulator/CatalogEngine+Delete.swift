@@ -7,7 +7,7 @@ public struct DeleteOutcome: Sendable, Hashable {
 }
 
 extension CatalogEngine {
-    /// Deletes objects and, for items and modifier lists, their children. Deleted objects stay
+    /// Deletes objects and, for items, modifier lists and item options, their children. Deleted objects stay
     /// readable as tombstones (`is_deleted: true`, `updated_at` = deletion time). Unknown or
     /// already deleted ids are skipped. Deletes take no version.
     public mutating func delete(ids: [String], nowMilliseconds: Int64) -> DeleteOutcome {

@@ -20,7 +20,7 @@ extension CatalogEngine {
     }
 
     /// `search`: objects whose latest revision at `version` has `updated_at` strictly after
-    /// `beginTimeNanoseconds`, oldest change first. Without `types`, every type.
+    /// `beginTimeNanoseconds`, oldest change first. Without `types`, the top-level types only.
     public func search(
         types: Set<String>?, includeDeleted: Bool, beginTimeNanoseconds: Int64?, at version: Int64,
         offset: Int, pageSize: Int
@@ -28,6 +28,7 @@ extension CatalogEngine {
         let matches = objects.values.compactMap { stored -> (String, Int64, Int)? in
             guard let revision = stored.revision(atOrBefore: version) else { return nil }
             if let types, !types.contains(stored.type) { return nil }
+            if types == nil, !Self.isTopLevel(type: stored.type) { return nil }
             if revision.isDeleted && !includeDeleted { return nil }
             if let beginTimeNanoseconds, revision.version * 1_000_000 <= beginTimeNanoseconds { return nil }
             return (stored.id, revision.version, stored.creationOrder)

@@ -77,6 +77,19 @@ extension CatalogEngine {
             let latest = objects[entry.clientID]!.revisions.last!
             guard entry.object["version"]?.int64Value == latest.version else { return .failure(.versionMismatch) }
         }
+        // An item update may not leave the item without a variation (full-object semantics would
+        // delete every variation it leaves out).
+        for entry in incoming where entry.type == "ITEM" && !entry.clientID.hasPrefix("#") && entry.object["item_data"] != nil {
+            let kept = incoming.contains { child in
+                child.type == "ITEM_VARIATION"
+                    && (child.parentClientID == entry.clientID
+                        || child.object["item_variation_data"]?["item_id"]?.stringValue == entry.clientID)
+            }
+            if !kept, !children(of: entry.clientID, at: catalogVersion).isEmpty {
+                return .failure(.invalidRequest(
+                    .invalidValue, "Item `\(entry.clientID)` must have at least one variation.", field: "item_data.variations"))
+            }
+        }
         // 3. Real ids for temporary ones; references anywhere in the request follow.
         var mapping: [String: String] = [:]
         var idMappings: [SquareIDMapping] = []

@@ -68,6 +68,9 @@ public struct CatalogEngine: Sendable {
         Nesting(
             parentType: "MODIFIER_LIST", parentDataKey: "modifier_list_data", arrayKey: "modifiers",
             childType: "MODIFIER", childDataKey: "modifier_data", parentLinkKey: "modifier_list_id"),
+        Nesting(
+            parentType: "ITEM_OPTION", parentDataKey: "item_option_data", arrayKey: "values",
+            childType: "ITEM_OPTION_VAL", childDataKey: "item_option_value_data", parentLinkKey: "item_option_id"),
     ]
 
     static func nesting(parentType: String) -> Nesting? {
@@ -78,9 +81,13 @@ public struct CatalogEngine: Sendable {
         nestings.first(where: { $0.childType == childType })
     }
 
-    /// Types `list` returns when no `types` are given: everything but nested children.
+    /// Types `list` and `search` leave out when no types are given, as Square does: nested
+    /// children (variations, modifiers, item option values) and images.
+    static let nonTopLevelTypes: Set<String> = ["ITEM_VARIATION", "MODIFIER", "IMAGE", "ITEM_OPTION_VAL"]
+
+    /// Types `list` and `search` return when no types are given.
     static func isTopLevel(type: String) -> Bool {
-        nesting(childType: type) == nil
+        nesting(childType: type) == nil && !nonTopLevelTypes.contains(type)
     }
 
     /// Ids of all objects, in creation order.

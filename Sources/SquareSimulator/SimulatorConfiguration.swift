@@ -45,20 +45,39 @@ public struct WebhookConfiguration: Sendable {
     public var burstMax: Int
     /// Deliver each pump's notifications in a shuffled order.
     public var reorder: Bool
-    /// Attempts per notification before it is dropped (Square retries for a day or more).
-    public var deliveryAttemptsMax: Int
+    /// Attempts per notification before it is dropped; nil: as many as Square's schedule allows
+    /// (`WebhookRetrySchedule`: backoff over 24 hours).
+    public var deliveryAttemptsMax: Int?
+    /// Compresses Square's retry schedule: each wait is multiplied by it (1: Square's real waits of
+    /// minutes to hours; 0.001: a minute becomes 60 ms), measured on the simulator's clock.
+    public var retryDelayScale: Double
 
     public init(
         notificationURL: String, signatureKey: String, duplicateProbability: Double = 0, burstMax: Int = 1,
-        reorder: Bool = false, deliveryAttemptsMax: Int = 5
+        reorder: Bool = false, deliveryAttemptsMax: Int? = nil, retryDelayScale: Double = 1
     ) {
-        precondition(burstMax >= 1 && deliveryAttemptsMax >= 1, "burstMax and deliveryAttemptsMax must be at least 1")
+        precondition(burstMax >= 1 && (deliveryAttemptsMax ?? 1) >= 1, "burstMax and deliveryAttemptsMax must be at least 1")
+        precondition(retryDelayScale >= 0, "retryDelayScale must not be negative")
         self.notificationURL = notificationURL
         self.signatureKey = signatureKey
         self.duplicateProbability = duplicateProbability
         self.burstMax = burstMax
         self.reorder = reorder
         self.deliveryAttemptsMax = deliveryAttemptsMax
+        self.retryDelayScale = retryDelayScale
+    }
+}
+
+/// When Square retries a notification whose delivery failed: exponential backoff from one minute,
+/// each wait at most two hours, for 24 hours after the first attempt (then it is dropped).
+public enum WebhookRetrySchedule {
+    public static let firstDelaySeconds: Int64 = 60
+    public static let delayMaxSeconds: Int64 = 2 * 3600
+    public static let windowSeconds: Int64 = 24 * 3600
+
+    /// The wait before retry `retry` (1 for the first retry), in seconds, unscaled.
+    public static func delaySeconds(beforeRetry retry: Int) -> Int64 {
+        min(delayMaxSeconds, firstDelaySeconds << Int64(min(max(retry - 1, 0), 20)))
     }
 }
 
@@ -70,4 +89,9 @@ public enum SimulatedFault: Sendable, Hashable {
     /// request still fails with 429 RATE_LIMITED, as Square's partial successes do. Other requests
     /// just get the 429.
     case rateLimitedAfterFirstBatch
+    /// 401 `ACCESS_TOKEN_EXPIRED`: the seller's OAuth token ran out.
+    case accessTokenExpired
+    /// 403 `INSUFFICIENT_SCOPES`: the token lacks the permission the call needs (`ITEMS_WRITE` for
+    /// writes, `ITEMS_READ` for reads).
+    case insufficientScopes
 }

@@ -61,6 +61,25 @@ public struct SimulatedError: Error, Sendable, Hashable {
                 detail: "This request could not be authorized.")
         ])
 
+    static let accessTokenExpired = SimulatedError(
+        status: 401,
+        errors: [
+            SquareErrorDetail(
+                category: "AUTHENTICATION_ERROR", code: SquareErrorCode("ACCESS_TOKEN_EXPIRED"),
+                detail: "The access token has expired.")
+        ])
+
+    static func insufficientScopes(write: Bool) -> SimulatedError {
+        SimulatedError(
+            status: 403,
+            errors: [
+                SquareErrorDetail(
+                    category: "AUTHENTICATION_ERROR", code: SquareErrorCode("INSUFFICIENT_SCOPES"),
+                    detail: "The merchant has not given your application sufficient permissions to do that. "
+                        + "The app must request \(write ? "ITEMS_WRITE" : "ITEMS_READ").")
+            ])
+    }
+
     var body: [UInt8] {
         SquareJSON.encodeOrTrap(SquareErrorBody(errors: errors))
     }

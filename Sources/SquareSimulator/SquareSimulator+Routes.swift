@@ -7,6 +7,7 @@ import SquareWire
 extension SquareSimulator {
     func route(_ request: SquareHTTPRequest) async throws(SimulatedError) -> SquareHTTPResponse {
         let objectPrefix = "/v2/catalog/object/"
+        if let answer = try await itemWriteRoute(request) { return answer }
         switch (request.method, request.path) {
         case (.get, "/v2/catalog/list"):
             return try list(request)
@@ -33,13 +34,24 @@ extension SquareSimulator {
                 throw .invalidRequest(.missingRequiredParameter, "Field `batches` is required.", field: "batches")
             }
             let objectBatches = batches.map { $0["objects"]?.arrayValue ?? [] }
+            guard objectBatches.reduce(0, { $0 + $1.count }) <= 10_000 else {
+                throw .invalidRequest(.invalidValue, "A request holds at most 10000 objects.", field: "batches")
+            }
             return try await write(request, body: body, idempotencyKey: key) { engine, now throws(SimulatedError) in
-                let outcome = try engine.upsert(batches: objectBatches, nowMilliseconds: now).get()
+                let (accepted, refusals) = Self.acceptedBatches(objectBatches, engine: engine, nowMilliseconds: now)
+                guard !accepted.isEmpty else {
+                    throw SimulatedError(status: refusals.first?.status ?? 400, errors: refusals.flatMap(\.errors))
+                }
+                let outcome = try engine.upsert(batches: accepted, nowMilliseconds: now).get()
                 var response: JSONValue = [
                     "objects": .array(outcome.objects),
                     "updated_at": .string(RFC3339.format(milliseconds: outcome.catalogVersion)),
                 ]
                 if !outcome.idMappings.isEmpty { response["id_mappings"] = Self.mappings(outcome.idMappings) }
+                if !refusals.isEmpty {
+                    response["errors"] = (try? JSONScanner.parse(SquareJSON.encodeOrTrap(
+                        SquareErrorBody(errors: refusals.flatMap(\.errors)))))?["errors"]
+                }
                 return response
             }
         case (.delete, let path) where path.hasPrefix(objectPrefix):
@@ -52,6 +64,9 @@ extension SquareSimulator {
             let body = try Self.jsonBody(request)
             guard let ids = body["object_ids"]?.arrayValue?.compactMap(\.stringValue), !ids.isEmpty else {
                 throw .invalidRequest(.missingRequiredParameter, "Field `object_ids` is required.", field: "object_ids")
+            }
+            guard ids.count <= 200 else {
+                throw .invalidRequest(.invalidValue, "`object_ids` may hold at most 200 ids.", field: "object_ids")
             }
             return try await write(request, body: body, idempotencyKey: nil) { engine, now in
                 Self.deleteResponse(engine.delete(ids: ids, nowMilliseconds: now))
@@ -104,10 +119,9 @@ extension SquareSimulator {
             }
             beginTime = parsed
         }
-        let limit = Int(body["limit"]?.int64Value ?? Int64(configuration.searchPageSizeDefault))
-        guard (1...1000).contains(limit) else {
-            throw .invalidRequest(.invalidValue, "`limit` must be between 1 and 1000.", field: "limit")
-        }
+        // Square ignores a `limit` outside 1...1000 and uses its default page size.
+        var limit = configuration.searchPageSizeDefault
+        if let asked = body["limit"]?.int64Value, (1...1000).contains(asked) { limit = Int(asked) }
         var version = engine.catalogVersion
         var offset = 0
         if let cursor = body["cursor"]?.stringValue, !cursor.isEmpty {
@@ -146,6 +160,28 @@ extension SquareSimulator {
             if !related.isEmpty { response["related_objects"] = .array(related) }
         }
         return Self.ok(response)
+    }
+
+    /// Square applies each batch of a batch-upsert all-or-nothing and lets the others succeed:
+    /// the batches that apply, in order (each tried on top of the ones before), and the refusals
+    /// of the others.
+    static func acceptedBatches(_ batches: [[JSONValue]], engine: CatalogEngine, nowMilliseconds: Int64)
+        -> (accepted: [[JSONValue]], refusals: [SimulatedError])
+    {
+        var trial = engine
+        var accepted: [[JSONValue]] = []
+        var refusals: [SimulatedError] = []
+        for batch in batches {
+            var attempt = trial
+            switch attempt.upsert(batches: [batch], nowMilliseconds: nowMilliseconds) {
+            case .success:
+                trial = attempt
+                accepted.append(batch)
+            case .failure(let refusal):
+                refusals.append(refusal)
+            }
+        }
+        return (accepted, refusals)
     }
 
     static func deleteResponse(_ outcome: DeleteOutcome) -> JSONValue {
@@ -197,7 +233,7 @@ extension SquareSimulator {
     }
 
     static func decodeCursor(_ cursor: String, kind: String) throws(SimulatedError) -> (Int64, Int) {
-        let invalid = SimulatedError.invalidRequest(.invalidValue, "Invalid cursor.", field: "cursor")
+        let invalid = SimulatedError.invalidRequest(.invalidCursor, "The cursor is not valid.", field: "cursor")
         var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
         guard let data = Data(base64Encoded: base64) else { throw invalid }

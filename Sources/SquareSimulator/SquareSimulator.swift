@@ -49,6 +49,14 @@ public actor SquareSimulator: SquareTransport {
         }
     }
 
+    /// The current time without advancing a manual clock.
+    func currentTime() -> Int64 {
+        switch configuration.clock {
+        case .system: SystemTime.nowNanoseconds()
+        case .manual: clockNanoseconds
+        }
+    }
+
     /// Moves a manual clock forward (no effect on the system clock).
     public func advanceClock(by duration: Duration) {
         let (seconds, attoseconds) = duration.components
@@ -80,20 +88,35 @@ public actor SquareSimulator: SquareTransport {
             case .rateLimitedAfterFirstBatch:
                 await applyFirstBatchOnly(request)
                 return Self.response(.rateLimited)
+            case .accessTokenExpired:
+                return Self.response(.accessTokenExpired)
+            case .insufficientScopes:
+                return Self.response(.insufficientScopes(write: request.method != .get && !Self.isReadPath(request.path)))
             }
         }
         guard let authorization = request.headers["authorization"], authorization.hasPrefix("Bearer "),
             configuration.requiredAccessToken.map({ authorization == "Bearer \($0)" }) ?? true
         else { return Self.response(.unauthorized) }
         do {
-            return try await route(request)
+            return try await routeHonouringSquareVersion(request)
         } catch {
             return Self.response(error)
         }
     }
 
     static func response(_ error: SimulatedError) -> SquareHTTPResponse {
-        SquareHTTPResponse(status: error.status, headers: ["content-type": "application/json"], body: error.body)
+        var headers = ["content-type": "application/json"]
+        // Square tells a rate-limited client when to come back.
+        if error.status == 429 { headers["retry-after"] = String(retryAfterSeconds) }
+        return SquareHTTPResponse(status: error.status, headers: headers, body: error.body)
+    }
+
+    /// The `Retry-After` of a 429, in seconds.
+    static let retryAfterSeconds = 1
+
+    /// POST endpoints that only read.
+    static func isReadPath(_ path: String) -> Bool {
+        ["/v2/catalog/search", "/v2/catalog/batch-retrieve", "/v2/catalog/search-catalog-items"].contains(path)
     }
 
     static func ok(_ body: JSONValue) -> SquareHTTPResponse {

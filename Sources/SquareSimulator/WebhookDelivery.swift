@@ -15,6 +15,8 @@ public struct WebhookDelivery: Sendable, Hashable {
     public var retryNumber: Int
     /// Why the previous attempt failed, for retries.
     public var retryReason: String?
+    /// Simulator time (ns) before which a retry is not attempted; nil for a first attempt.
+    public var notBefore: Int64?
 
     /// Headers as Square sends them, the signature computed over the notification URL and body.
     public func headers(notificationURL: String, signatureKey: String, environmentName: String) -> [String: String] {
@@ -121,14 +123,21 @@ extension SquareSimulator {
         }
     }
 
-    /// Delivers every queued notification once (shuffled when `reorder` is on). Failures go
-    /// back in the queue with the next retry number until their attempts run out.
+    /// Delivers every queued notification that is due once (shuffled when `reorder` is on).
+    /// Failures go back in the queue with the next retry number, due after Square's backoff
+    /// (`WebhookRetrySchedule`, scaled by `retryDelayScale`), until its 24 hours (or
+    /// `deliveryAttemptsMax`) run out.
     @discardableResult
     public func deliverPendingWebhooks() async -> WebhookPumpReport {
         var report = WebhookPumpReport()
         guard let webhook = configuration.webhook, let sink = webhookSink else { return report }
         var batch = webhookOutbox
         webhookOutbox = []
+        if batch.contains(where: { $0.notBefore != nil }) {
+            let now = currentTime()
+            webhookOutbox = batch.filter { ($0.notBefore ?? now) > now }
+            batch.removeAll { ($0.notBefore ?? now) > now }
+        }
         if webhook.reorder { batch.shuffle(using: &chaosRandom) }
         for delivery in batch {
             let headers = delivery.headers(
@@ -149,7 +158,14 @@ extension SquareSimulator {
             var retry = delivery
             retry.retryNumber += 1
             retry.retryReason = reason
-            if retry.retryNumber < webhook.deliveryAttemptsMax {
+            let now = currentTime()
+            let wait = Int64(Double(WebhookRetrySchedule.delaySeconds(beforeRetry: retry.retryNumber) * 1_000_000_000)
+                * webhook.retryDelayScale)
+            retry.notBefore = now + wait
+            let first = RFC3339.nanoseconds(delivery.initialDeliveryTimestamp) ?? now
+            let window = Int64(Double(WebhookRetrySchedule.windowSeconds * 1_000_000_000) * webhook.retryDelayScale)
+            let withinAttempts = webhook.deliveryAttemptsMax.map { retry.retryNumber < $0 } ?? true
+            if withinAttempts, now + wait - first <= window {
                 webhookOutbox.append(retry)
             } else {
                 report.dropped.append(delivery)

@@ -1,11 +1,13 @@
 /// A Square catalog response body read once, leniently: a search / list / batch-retrieve page,
-/// a retrieve, an upsert / batch-upsert or a delete / batch-delete response, or an error body.
+/// a retrieve, an upsert / batch-upsert, a create / update image, a delete / batch-delete or an
+/// update-item-taxes / update-item-modifier-lists response, or an error body.
 /// Each object's bytes are the exact sub-slice of `body` (`CatalogObjectEnvelope.span`); the
 /// client returns this, and ingest turns the same value into events without reading the bytes again.
 public struct SquareCatalogResponse: Sendable, Hashable {
     /// The whole body, as received.
     public var body: [UInt8]
-    /// `objects[]`, `object` (retrieve) or `catalog_object` (upsert), in order.
+    /// `objects[]`, `object` (retrieve), `catalog_object` (upsert) or `image` (create or update
+    /// image), in order.
     public var objects: [CatalogObjectEnvelope]
     public var relatedObjects: [CatalogObjectEnvelope]
     /// The next page's cursor; nil on the last page (Square may send it empty there).
@@ -13,7 +15,7 @@ public struct SquareCatalogResponse: Sendable, Hashable {
     /// Search only: the watermark to pass as the next `begin_time`.
     public var latestTime: String?
     public var idMappings: [SquareIDMapping]
-    /// Upsert: the catalog's new `updated_at`.
+    /// Batch-upsert, update-item-taxes, update-item-modifier-lists: the catalog's new `updated_at`.
     public var updatedAt: String?
     public var deletedObjectIDs: [String]
     public var deletedAt: String?
@@ -47,7 +49,7 @@ public struct SquareCatalogResponse: Sendable, Hashable {
                 for element in try JSONScanner.elements(body, span: span) ?? [] {
                     related.append(try CatalogObjectEnvelope(body: body, span: element))
                 }
-            case "object", "catalog_object":
+            case "object", "catalog_object", "image":
                 objects.append(try CatalogObjectEnvelope(body: body, span: span))
             case "cursor": cursor = try JSONScanner.parse(body, span: span).stringValue
             case "latest_time": latestTime = try JSONScanner.parse(body, span: span).stringValue

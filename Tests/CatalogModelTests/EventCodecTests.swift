@@ -59,6 +59,13 @@ enum GoldenEvents {
                                                                       followUpObjects: [variation])))),
             ("compaction-marker", event(.importFile, "compaction:9",
                                         .compactionMarker(CompactionMarker(throughSequence: 9, stateDigest: [0xAB, 0xCD])))),
+            ("write-accepted", event(.upsertResponse, "writeAccepted:img-1",
+                                     .writeAccepted(WriteAcceptance(
+                                        call: "CreateCatalogImage", idempotencyKey: "img-1",
+                                        movedVersions: [ObjectVersion(objectID: "IMG_1", version: 300),
+                                                        ObjectVersion(objectID: "ITEM_1", version: 300)],
+                                        updatedAt: "2025-03-04T10:15:30.300Z",
+                                        responseBody: Array(#"{"image":{}}"#.utf8))))),
             ("price-history-retained", event(.compaction, RetainedPriceHistory.dedupeKey(objectID: "VAR_1", baseDedupeKey: "obs:VAR_1:100"),
                                              .priceHistoryRetained(retainedPrices))),
         ]

@@ -49,7 +49,11 @@ import Testing
         await simulator.setWebhookSink(sink)
         await simulator.seedCafeCatalog()
         await simulator.runDeviceScript(count: 1)
-        for _ in 0..<3 { await simulator.deliverPendingWebhooks() }
+        // Square's backoff: the first retry a minute after the failure, the second two minutes later.
+        for wait in [0, 60, 120] {
+            await simulator.advanceClock(by: .seconds(wait))
+            await simulator.deliverPendingWebhooks()
+        }
         let received = await sink.received
         #expect(received.count == 3)
         #expect(Set(received.map(\.body)).count == 1)

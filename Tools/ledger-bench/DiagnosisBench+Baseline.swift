@@ -37,7 +37,7 @@ enum MainDiagnosisBaseline {
                 if let header = event.header, named.contains(header.objectID) { relevant.append(event) }
             case .localEditProposed(let proposal) where proposal.idempotencyKey == rejected.idempotencyKey:
                 relevant.append(event)
-            case .upsertAccepted:
+            case .upsertAccepted, .writeAccepted:
                 relevant.append(event)
             case .upsertRejected:
                 if event.sequence == rejection.sequence { relevant.append(event) }

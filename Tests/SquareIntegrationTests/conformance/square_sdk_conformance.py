@@ -5,16 +5,23 @@ Usage: square_sdk_conformance.py BASE_URL TOKEN EXPECTED_LIST_COUNT WEBHOOKS_JSO
 
 The SDK must accept every response the simulator sends as Square's own: paged listing, search
 with an exclusive begin_time, batch upsert with id mappings, and a stale-version upsert that
-surfaces as an ApiError with code VERSION_MISMATCH. Its verify_signature must accept the
-simulator's webhook signatures. Exits 1 on the first mismatch, 0 when everything conforms.
+surfaces as an ApiError with code VERSION_MISMATCH; then every other catalog write an app makes:
+CreateCatalogImage (multipart, attached to an item), UpdateCatalogImage, UpdateItemTaxes,
+UpdateItemModifierLists, DeleteCatalogObject and BatchDeleteCatalogObjects. Its verify_signature
+must accept the simulator's webhook signatures. Every response body and webhook is validated
+against the SDK's Pydantic models (square_sdk_models.py): an undeclared key fails. Exits 1 on the
+first mismatch, 0 when everything conforms.
 """
 import json
 import sys
 import uuid
 
+import httpx
 from square import Square
 from square.core.api_error import ApiError
 from square.utils.webhooks_helper import verify_signature
+
+import square_sdk_models
 
 
 def fail(message: str) -> None:
@@ -33,7 +40,9 @@ def dump(model) -> dict:
 
 def main() -> None:
     base_url, token, expected_count, webhooks_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-    client = Square(token=token, base_url=base_url, version="2025-08-20")
+    log = square_sdk_models.ResponseLog()
+    client = Square(token=token, base_url=base_url, version="2025-08-20",
+                    httpx_client=httpx.Client(event_hooks={"response": [log]}))
 
     # 1. Listing with paging: the SDK's pager follows the simulator's cursors.
     pager = client.catalog.list(types="ITEM,ITEM_VARIATION")
@@ -95,7 +104,42 @@ def main() -> None:
     renamed = client.catalog.object.upsert(idempotency_key=str(uuid.uuid4()), object=fresh)
     check(renamed.catalog_object.version > current.version, "fetch-before-update upsert")
 
-    # 5. Webhook signatures from the simulator verify with the SDK's helper.
+    # 5. The other writes an app makes, each moving the versions Square's would.
+    jpeg = bytes([0xFF, 0xD8, 0xFF, 0xE0]) + b"JFIF" + bytes([0xFF, 0xD9])
+    before = client.catalog.object.get(object_id=item.id).object.version
+    created = client.catalog.images.create(
+        request={"idempotency_key": str(uuid.uuid4()), "object_id": item.id,
+                 "image": {"type": "IMAGE", "id": "#sdk_photo", "image_data": {"caption": "Macchiato"}}},
+        image_file=("macchiato.jpg", jpeg, "image/jpeg"))
+    image = created.image
+    check(image is not None and image.type == "IMAGE" and not image.id.startswith("#"), f"created image {image}")
+    check(image.image_data.url and image.image_data.caption == "Macchiato", "image data")
+    attached = client.catalog.object.get(object_id=item.id).object
+    check(image.id in (attached.item_data.image_ids or []), "the image is attached to the item")
+    check(attached.version == image.version and attached.version > before, "attaching moved the item's version")
+    updated = client.catalog.images.update(image.id, request={"idempotency_key": str(uuid.uuid4())},
+                                           image_file=("macchiato.png", b"\x89PNG\r\n", "image/png"))
+    check(updated.image.version > image.version, "a new file moves the image")
+    catalog = client.catalog.search(object_types=["TAX", "MODIFIER_LIST"])
+    tax = next(obj.id for obj in catalog.objects if obj.type == "TAX")
+    modifier_list = next(obj.id for obj in catalog.objects if obj.type == "MODIFIER_LIST")
+    taxes = client.catalog.update_item_taxes(item_ids=[item.id], taxes_to_enable=[tax])
+    check(bool(taxes.updated_at), "update_item_taxes answers updated_at")
+    lists = client.catalog.update_item_modifier_lists(item_ids=[item.id], modifier_lists_to_enable=[modifier_list])
+    check(bool(lists.updated_at), "update_item_modifier_lists answers updated_at")
+    toggled = client.catalog.object.get(object_id=item.id).object
+    check(tax in (toggled.item_data.tax_ids or []), "the tax is enabled")
+    check(any(info.modifier_list_id == modifier_list for info in (toggled.item_data.modifier_list_info or [])),
+          "the modifier list is enabled")
+    check(toggled.updated_at == lists.updated_at, "the item moved with the toggle")
+    related = client.catalog.batch_get(object_ids=[item.id], include_related_objects=True)
+    check({obj.id for obj in (related.related_objects or [])} >= {tax, modifier_list, image.id}, "related objects")
+    deleted = client.catalog.object.delete(object_id=item.id)
+    check(set(deleted.deleted_object_ids or []) == set(mappings.values()), f"delete cascades: {deleted.deleted_object_ids}")
+    gone = client.catalog.batch_delete(object_ids=[image.id])
+    check(gone.deleted_object_ids == [image.id] and gone.deleted_at, "batch delete")
+
+    # 6. Webhook signatures from the simulator verify with the SDK's helper.
     with open(webhooks_path, encoding="utf-8") as handle:
         deliveries = json.load(handle)
     check(len(deliveries) > 0, "no webhook deliveries to verify")
@@ -111,7 +155,15 @@ def main() -> None:
         check(event["type"] == "catalog.version.updated", "event type")
         check(event["data"]["object"]["catalog_version"]["updated_at"], "event updated_at")
 
-    print(f"conformance ok: {len(listed)} listed in {len(pages)} pages, {len(deliveries)} webhooks verified")
+    # 7. Every body the SDK received and every webhook, against the SDK's models.
+    problems, counts = log.check_all()
+    for delivery in deliveries:
+        problems += square_sdk_models.check_webhook(delivery["body"])
+    check(not problems, "bodies the SDK's models do not declare:\n  " + "\n  ".join(problems))
+    check(len(counts) >= 12, f"validated responses of only {sorted(counts)}")
+
+    print(f"conformance ok: {len(listed)} listed in {len(pages)} pages, {len(deliveries)} webhooks verified, "
+          f"{sum(counts.values())} responses of {len(counts)} endpoints validated against the SDK's models")
 
 
 if __name__ == "__main__":

@@ -9,12 +9,18 @@ import SquareAPI
 struct EditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "edit",
-        abstract: "Change a variation's price or an item's name at Square, safely, and record it in the ledger.",
+        abstract: "Change an item or variation at Square (price, name or any field the app edits), safely, and record it.",
         discussion: """
         The current item and all its variations are read from Square, the change is applied, and the whole
         item is sent with every version. With --base-version the target is sent with that version instead, so
         a change based on an outdated copy is refused rather than overwriting someone else's; the refusal is
         recorded and diagnosed. Exit code 7 when Square refuses the edit.
+
+        --changes takes a patch of any of the fields the catalog app edits, as JSON (the API's `changes`): \
+        name, sku, upc, price, location_prices, category_ids, tax_ids, modifier_list_ids, \
+        present_at_all_locations, present_at_location_ids, absent_at_location_ids, sold_out ({"LOCATION": true}), \
+        archived. A field not among them is refused before anything is sent. --sku, --upc, --sold-out-at, \
+        --in-stock-at and --archived add to it.
 
         Retrying with the same --idempotency-key is safe: an edit whose outcome the ledger holds gets that \
         outcome again (the same exit code) without a request to Square; one whose outcome is missing (Square \
@@ -40,6 +46,24 @@ struct EditCommand: AsyncParsableCommand {
     @Option(help: "New name.")
     var name: String?
 
+    @Option(help: "A patch of fields as JSON, e.g. '{\"sku\":\"LAT-S\",\"tax_ids\":[\"TAX1\"]}'.")
+    var changes: String?
+
+    @Option(help: "New SKU (variation).")
+    var sku: String?
+
+    @Option(help: "New UPC / GTIN (variation).")
+    var upc: String?
+
+    @Option(help: "Mark the variation sold out at this location (repeatable).")
+    var soldOutAt: [String] = []
+
+    @Option(help: "Mark the variation back in stock at this location (repeatable).")
+    var inStockAt: [String] = []
+
+    @Option(help: "Archive (true) or unarchive (false) the item.")
+    var archived: Bool?
+
     @Option(help: "The version the change is based on (refused by Square if the object has moved on).")
     var baseVersion: Int64?
 
@@ -55,10 +79,33 @@ struct EditCommand: AsyncParsableCommand {
     var idempotencyKey: String?
 
     func validate() throws {
-        guard price != nil || name != nil else { throw ValidationError("give --price or --name") }
+        let patch = try patch()
+        guard price != nil || name != nil || patch != nil else {
+            throw ValidationError("give --price, --name, --changes or another field to change")
+        }
         if let price, Self.minorUnits(price) == nil {
             throw ValidationError("--price must be a non-negative amount with up to two decimals, e.g. 4.50")
         }
+    }
+
+    /// The patch of --changes with the field options added; nil when none is given.
+    func patch() throws -> EditChanges? {
+        var patch = EditChanges()
+        if let changes {
+            do {
+                patch = try JSONDecoder().decode(EditChanges.self, from: Data(changes.utf8))
+            } catch let DecodingError.dataCorrupted(context) {
+                throw ValidationError("--changes: \(context.debugDescription)")
+            } catch {
+                throw ValidationError("--changes must be a JSON object of fields: \(error)")
+            }
+        }
+        if let sku { patch.sku = sku }
+        if let upc { patch.upc = upc }
+        if let archived { patch.archived = archived }
+        for location in soldOutAt { patch.soldOut = (patch.soldOut ?? [:]).merging([location: true]) { $1 } }
+        for location in inStockAt { patch.soldOut = (patch.soldOut ?? [:]).merging([location: false]) { $1 } }
+        return patch.isEmpty ? nil : patch
     }
 
     /// "4.5" -> 450, "4.50" -> 450, "4" -> 400.
@@ -81,7 +128,8 @@ struct EditCommand: AsyncParsableCommand {
             let client = SquareCatalogClient(configuration: try square.configuration(), logger: logger)
             let request = EditRequest(
                 objectID: id, price: price.flatMap(Self.minorUnits).map { .init(amount: $0, currency: currency, locationID: location) },
-                name: name, actor: actor, device: device, baseVersion: baseVersion, idempotencyKey: idempotencyKey)
+                name: name, actor: actor, device: device, baseVersion: baseVersion, idempotencyKey: idempotencyKey,
+                changes: try patch())
             let merchantID = try merchant.merchantID()
             let ledger = try LedgerAccess(options: global).existingWriter()
             let result: EditResult

@@ -1,0 +1,171 @@
+import CatalogLedger
+import CatalogModel
+import SquareAPI
+import SquareWire
+
+// An edit of many objects: fetched, changed and sent as batch-upserts within Square's limits,
+// each part proposed and answered in the ledger under its own key.
+
+/// How many objects a batch-upsert batch and request may hold (nested variations count).
+public struct UpsertLimits: Sendable, Hashable {
+    public var batchObjectsMax: Int
+    public var requestObjectsMax: Int
+
+    public init(batchObjectsMax: Int, requestObjectsMax: Int) {
+        precondition(batchObjectsMax >= 1 && requestObjectsMax >= batchObjectsMax, "limits must be positive")
+        self.batchObjectsMax = batchObjectsMax
+        self.requestObjectsMax = requestObjectsMax
+    }
+
+    /// Square's: 1000 objects a batch, 10000 a request.
+    public static let square = UpsertLimits(batchObjectsMax: 1000, requestObjectsMax: 10_000)
+}
+
+extension SafeEditor {
+    /// Ids one batch-retrieve may name.
+    static let retrieveIDsMax = 1000
+
+    /// The key of part `index` (0-based) of an edit with `key`: the key itself, then `key/2`, ...
+    static func partKey(_ key: String, index: Int) -> String {
+        index == 0 ? key : "\(key.prefix(120))/\(index + 1)"
+    }
+
+    /// Groups objects (with their sizes, nested children counted) into requests of batches within
+    /// Square's limits, in order. An object larger than a batch goes alone.
+    package static func split<T>(_ objects: [(value: T, size: Int)], limits: UpsertLimits) -> [[[T]]] {
+        let batchMax = limits.batchObjectsMax
+        let requestMax = limits.requestObjectsMax
+        var requests: [[[T]]] = []
+        var batches: [[T]] = []
+        var batch: [T] = []
+        var batchSize = 0
+        var requestSize = 0
+        for (value, size) in objects {
+            if !batch.isEmpty, batchSize + size > batchMax {
+                batches.append(batch)
+                batch = []
+                batchSize = 0
+            }
+            if requestSize + size > requestMax, !(batches.isEmpty && batch.isEmpty) {
+                if !batch.isEmpty { batches.append(batch) }
+                requests.append(batches)
+                batches = []
+                batch = []
+                batchSize = 0
+                requestSize = 0
+            }
+            batch.append(value)
+            batchSize += size
+            requestSize += size
+        }
+        if !batch.isEmpty { batches.append(batch) }
+        if !batches.isEmpty { requests.append(batches) }
+        return requests
+    }
+
+    /// `edit` for a request naming `objectIDs`: one fetch of every target and its item, the change
+    /// applied to each, then one batch-upsert per part (see `split`), each recorded. A retry with
+    /// the same key answers the parts the ledger holds an outcome for and sends the others.
+    func editMany(_ request: EditRequest, key: String, client: SquareCatalogClient) async throws -> EditResult {
+        var targetIDs: [String] = []
+        for id in [request.objectID] + request.objectIDs where !targetIDs.contains(id) { targetIDs.append(id) }
+        // Fetch the targets, then their top-level objects with every child (recorded).
+        var targets: [String: CatalogObjectEnvelope] = [:]
+        for chunk in stride(from: 0, to: targetIDs.count, by: Self.retrieveIDsMax) {
+            let ids = Array(targetIDs[chunk..<min(chunk + Self.retrieveIDsMax, targetIDs.count)])
+            for object in try await read(ids, client: client, correlation: key, record: false).objects {
+                targets[object.id] = object
+            }
+        }
+        let missing = targetIDs.filter { targets[$0] == nil }
+        guard missing.isEmpty else {
+            throw EditError(.notFound, "no live object \(missing.joined(separator: ", ")) at Square", location: key)
+        }
+        var topIDs: [String] = []
+        var topOf: [String: String] = [:]
+        for id in targetIDs {
+            let target = targets[id]!
+            let top = target.type == "ITEM_VARIATION" ? itemID(ofVariation: target) ?? id : id
+            topOf[id] = top
+            if !topIDs.contains(top) { topIDs.append(top) }
+        }
+        var tops: [String: JSONValue] = [:]
+        for chunk in stride(from: 0, to: topIDs.count, by: Self.retrieveIDsMax) {
+            let ids = Array(topIDs[chunk..<min(chunk + Self.retrieveIDsMax, topIDs.count)])
+            for object in try await read(ids, client: client, correlation: key, record: true).objects {
+                tops[object.id] = object.json
+            }
+        }
+        for id in targetIDs {
+            guard var top = tops[topOf[id]!] else {
+                throw EditError(.notFound, "no live parent \(topOf[id]!) at Square", location: id)
+            }
+            var one = request
+            one.objectID = id
+            one.objectIDs = []
+            try CatalogEditing.apply(one, to: &top)
+            tops[topOf[id]!] = top
+        }
+        let sized = topIDs.map { id -> (value: [UInt8], size: Int) in
+            let object = tops[id]!
+            let nested = (object["item_data"]?["variations"]?.arrayValue?.count ?? 0)
+                + (object["modifier_list_data"]?["modifiers"]?.arrayValue?.count ?? 0)
+            return (SquareJSON.encodeOrTrap(object), 1 + nested)
+        }
+        var parts: [EditResult] = []
+        for (index, batches) in Self.split(sized, limits: upsertLimits).enumerated() {
+            let partKey = Self.partKey(key, index: index)
+            parts.append(try await sendPart(batches, request: request, key: partKey, client: client))
+        }
+        var result = parts[0]
+        result.idempotencyKey = key
+        result.parts = parts
+        result.outcomeSequence = parts.map(\.outcomeSequence).max() ?? result.outcomeSequence
+        result.replayed = parts.allSatisfy(\.replayed)
+        for part in parts.dropFirst() {
+            result.newVersions.merge(part.newVersions) { $1 }
+            result.errorCodes += part.errorCodes.filter { !result.errorCodes.contains($0) }
+            if part.status == .rejected {
+                result.status = .rejected
+                result.httpStatus = part.httpStatus
+                result.diagnosis = result.diagnosis ?? part.diagnosis
+            }
+        }
+        return result
+    }
+
+    /// One part of a many-object edit: answered from the ledger, resent as recorded, or proposed and sent.
+    private func sendPart(_ batches: [[[UInt8]]], request: EditRequest, key: String,
+                          client: SquareCatalogClient) async throws -> EditResult {
+        if let editSequence = ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: .localEditProposed, idempotencyKey: key)) {
+            if let outcome = recordedOutcome(key: key) {
+                var result = try editResult(editSequence: editSequence, outcomeSequence: outcome, key: key)
+                result.replayed = true
+                return result
+            }
+            guard case .localEditProposed(let recorded) = try ledger.reader.event(at: editSequence).body,
+                  let body = try? JSONScanner.parse(recorded.requestBody), let sentBatches = body["batches"]?.arrayValue
+            else {
+                throw EditError(.idempotencyKeyReused, "idempotency key \"\(key)\" is recorded for another request",
+                                location: request.objectID)
+            }
+            let resend = sentBatches.map { ($0["objects"]?.arrayValue ?? []).map { SquareJSON.encodeOrTrap($0) } }
+            return try await send(.batchUpsert(batchesJSON: resend),
+                                  sent: CatalogEditing.versions(inRequestBody: recorded.requestBody),
+                                  editSequence: editSequence, key: key, client: client)
+        }
+        let requestBody = SquareCatalogClient.batchUpsertBody(batchesJSON: batches, idempotencyKey: key)
+        let sent = CatalogEditing.versions(inRequestBody: requestBody)
+        var proposal = RecordedExchange(type: .editProposed, at: "")
+        proposal.actor = request.actor
+        proposal.device = request.device
+        proposal.idempotencyKey = key
+        proposal.targetIDs = sent.topLevelIDs
+        proposal.baseVersions = sent.versions
+        proposal.requestBody = String(decoding: requestBody, as: UTF8.self)
+        proposal.correlationID = key
+        let proposed = try await append(proposal, location: "edit \(key)")[0]
+        return try await send(.batchUpsert(batchesJSON: batches), sent: sent, editSequence: proposed.sequence, key: key,
+                              client: client)
+    }
+}

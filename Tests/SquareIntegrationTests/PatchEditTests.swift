@@ -1,0 +1,157 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import HTTPTypes
+import LedgerServer
+import NIOCore
+import SquareAPI
+import SquareSimulator
+import SquareWire
+import Testing
+
+/// The patch edit (issue 18): every field the catalog app edits, fetch-before-update, recorded,
+/// unknown fields refused before anything is sent, many objects split into Square's limits.
+@Suite struct PatchEditTests {
+    typealias Kit = IngestKit
+
+    static func editor(_ ledger: Ledger, _ simulator: SquareSimulator) -> SafeEditor {
+        SafeEditor(ledger: ledger, client: Kit.client(simulator), merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
+    }
+
+    @Test func aPatchChangesEveryFieldTheAppEditsOnTheCurrentHierarchy() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let editor = Self.editor(ledger, simulator)
+        let small = try #require(ids["#Latte_Small"])
+        let latte = try #require(ids["#Latte"])
+        // Someone else moves the item on first: fetch-before-update sends the current versions.
+        await simulator.applyDeviceEdit(.renameItem(itemID: latte, name: "Latte (house)"), by: .dashboard)
+        let variationPatch = EditChanges(
+            name: "Small cup", sku: "LAT-S", upc: "012345678905", price: .init(amount: 460),
+            locationPrices: [.init(amount: 480, locationID: "HARBOR")], soldOut: ["MAIN": true])
+        let first = try await editor.edit(EditRequest(objectID: small, actor: "ana", device: "scanner-3",
+                                                      idempotencyKey: "patch-1", changes: variationPatch))
+        #expect(first.status == .accepted)
+        let variation = try #require(await simulator.engine.object(id: small))["item_variation_data"]
+        #expect(variation?["name"]?.stringValue == "Small cup")
+        #expect(variation?["sku"]?.stringValue == "LAT-S" && variation?["upc"]?.stringValue == "012345678905")
+        #expect(variation?["price_money"]?["amount"]?.int64Value == 460)
+        let overrides = variation?["location_overrides"]?.arrayValue ?? []
+        #expect(overrides.first { $0["location_id"]?.stringValue == "HARBOR" }?["price_money"]?["amount"]?.int64Value == 480)
+        #expect(overrides.first { $0["location_id"]?.stringValue == "MAIN" }?["sold_out"]?.boolValue == true)
+
+        let tea = try #require(ids["#Tea"])
+        let syrup = try #require(ids["#Syrup"])
+        let itemPatch = EditChanges(categoryIDs: [tea], taxIDs: [], modifierListIDs: [syrup],
+                                    presentAtAllLocations: false, presentAtLocationIDs: ["MAIN"], archived: true)
+        let second = try await editor.edit(EditRequest(objectID: latte, actor: "ana", device: "scanner-3",
+                                                       idempotencyKey: "patch-2", changes: itemPatch))
+        #expect(second.status == .accepted)
+        let item = try #require(await simulator.engine.object(id: latte))
+        #expect(item["item_data"]?["name"]?.stringValue == "Latte (house)", "the other device's rename is kept")
+        #expect(item["item_data"]?["categories"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == [tea])
+        #expect(item["item_data"]?["reporting_category"]?["id"]?.stringValue == tea)
+        #expect(item["item_data"]?["tax_ids"]?.arrayValue?.isEmpty == true)
+        #expect(item["item_data"]?["modifier_list_info"]?.arrayValue?.compactMap { $0["modifier_list_id"]?.stringValue } == [syrup])
+        #expect(item["item_data"]?["is_archived"]?.boolValue == true)
+        #expect(item["present_at_all_locations"]?.boolValue == false)
+        #expect(item["present_at_location_ids"]?.arrayValue?.first?.stringValue == "MAIN")
+        // Both edits are in the audit: proposal then outcome, with the fetched versions sent.
+        #expect(try Kit.events(ledger, kind: .localEditProposed).count == 2)
+        #expect(try Kit.events(ledger, kind: .upsertAccepted).count == 2)
+        // A retry of the same patch is the same edit, answered from the ledger.
+        let retried = try await editor.edit(EditRequest(objectID: latte, actor: "ana", device: "scanner-3",
+                                                        idempotencyKey: "patch-2", changes: itemPatch))
+        #expect(retried.replayed && retried.outcomeSequence == second.outcomeSequence)
+        try await ledger.close()
+    }
+
+    @Test func aFieldThatDoesNotFitTheTargetIsRefusedBeforeAnythingIsRecordedOrSent() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let latte = try #require(ids["#Latte"])
+        let error = await #expect(throws: EditError.self) {
+            _ = try await Self.editor(ledger, simulator).edit(EditRequest(
+                objectID: latte, actor: "ana", device: "d", idempotencyKey: "sku-on-item", changes: EditChanges(sku: "X")))
+        }
+        #expect(error?.code == .invalidRequest && error?.message.contains("sku") == true)
+        #expect(try Kit.events(ledger, kind: .localEditProposed).isEmpty)
+        #expect(await simulator.receivedRequests.allSatisfy { $0.path != "/v2/catalog/object" })
+        try await ledger.close()
+    }
+
+    @Test func aPatchNamingAnUnknownFieldIs400AndNothingIsSent() async throws {
+        try await ServerEditTests.withRouter { service, simulator, ids, client in
+            let variation = try #require(ids["#Latte_Small"])
+            let requests = await simulator.receivedRequests.count
+            let events = try #require(service.merchant(Kit.merchant)).ledger.nextSequence
+            let body = #"{"object_id":"\#(variation)","changes":{"sku":"A","colour":"red"},"idempotency_key":"unknown-1"}"#
+            let response = try await client.execute(uri: "/merchants/\(Kit.merchant)/edits", method: .post,
+                                                    headers: [.contentType: "application/json"],
+                                                    body: ByteBuffer(string: body))
+            #expect(response.status == .badRequest)
+            let answer = try JSONScanner.parse(Array(buffer: response.body))
+            #expect(answer["message"]?.stringValue?.contains("colour") == true, "\(answer)")
+            #expect(await simulator.receivedRequests.count == requests, "nothing was sent to Square")
+            #expect(try #require(service.merchant(Kit.merchant)).ledger.nextSequence == events)
+        }
+    }
+
+    @Test func splittingKeepsOrderAndSquaresLimits() {
+        let limits = UpsertLimits(batchObjectsMax: 1000, requestObjectsMax: 10_000)
+        let sizes = Array(repeating: 3, count: 4000)
+        let requests = SafeEditor.split(sizes.enumerated().map { (value: $0.offset, size: $0.element) }, limits: limits)
+        #expect(requests.flatMap { $0.flatMap { $0 } } == Array(0..<4000))
+        for request in requests {
+            #expect(request.reduce(0) { $0 + $1.count * 3 } <= 10_000)
+            for batch in request { #expect(batch.count * 3 <= 1000) }
+        }
+        #expect(requests.count == 2)
+        #expect(SafeEditor.split([(value: "big", size: 1500)], limits: limits) == [[["big"]]])
+    }
+
+    @Test func anEditOfManyObjectsIsSentInPartsEachRecorded() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        var editor = Self.editor(ledger, simulator)
+        editor.upsertLimits = UpsertLimits(batchObjectsMax: 3, requestObjectsMax: 6)
+        let items = ["#Espresso", "#Latte", "#Cappuccino", "#DripCoffee", "#BlackTea", "#GreenTea"].compactMap { ids[$0] }
+        #expect(items.count == 6)
+        let request = EditRequest(objectID: items[0], actor: "ana", device: "backoffice", idempotencyKey: "archive-all",
+                                  changes: EditChanges(archived: true))
+        var many = request
+        many.objectIDs = Array(items.dropFirst())
+        let result = try await editor.edit(many)
+        #expect(result.status == .accepted)
+        #expect(result.parts.count >= 2)
+        #expect(result.parts.map(\.idempotencyKey) == (0..<result.parts.count).map { $0 == 0 ? "archive-all" : "archive-all/\($0 + 1)" })
+        for id in items { #expect(await simulator.engine.object(id: id)?["item_data"]?["is_archived"]?.boolValue == true) }
+        let batchUpserts = await simulator.receivedRequests.filter { $0.path == "/v2/catalog/batch-upsert" }
+        #expect(batchUpserts.count == result.parts.count)
+        for sent in batchUpserts {
+            let body = try JSONScanner.parse(sent.body)
+            let batches = try #require(body["batches"]?.arrayValue)
+            let sizes = batches.map { batch in
+                (batch["objects"]?.arrayValue ?? []).reduce(0) { $0 + 1 + ($1["item_data"]?["variations"]?.arrayValue?.count ?? 0) }
+            }
+            #expect(sizes.allSatisfy { $0 <= 3 } || batches.allSatisfy { $0["objects"]?.arrayValue?.count == 1 })
+        }
+        #expect(try Kit.events(ledger, kind: .localEditProposed).count == result.parts.count)
+        #expect(try Kit.events(ledger, kind: .upsertAccepted).count == result.parts.count)
+        // A retry answers every part from the ledger.
+        let requests = await simulator.receivedRequests.count
+        let retried = try await editor.edit(many)
+        #expect(retried.replayed && retried.parts.count == result.parts.count)
+        #expect(await simulator.receivedRequests.count == requests + 2, "only the fetches")
+        try await ledger.close()
+    }
+}

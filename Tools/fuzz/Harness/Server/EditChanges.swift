@@ -1,0 +1,1 @@
+../../../../Sources/CatalogIngest/EditChanges.swift

@@ -142,6 +142,7 @@ extension LedgerServer {
                 }
             }
         }
+        addPageRoutes(router, service: service)
         routeMethods.record(router.routes.map { ("\($0.path)", $0.method.rawValue) })
         return router
     }

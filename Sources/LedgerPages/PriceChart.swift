@@ -212,7 +212,7 @@ public enum PriceChart {
         let day = 24 * hour
         let span = end - start
         let steps: [Int64] = span < 2 * day ? [1, 2, 3, 6, 12, 24].map { $0 * hour } : [1, 2, 7, 14, 28, 56, 91, 182, 364].map { $0 * day }
-        let step = steps.first { span / $0 <= 7 } ?? steps.last!
+        let step: Int64 = steps.first(where: { span / $0 <= 7 }) ?? steps[steps.count - 1]
         var tick = (start / step + 1) * step
         if step >= day { tick = (start / day + 1) * day }
         var result: [(Int64, String)] = []

@@ -1,4 +1,4 @@
-import CatalogModel
+@testable import CatalogModel
 import Foundation
 @testable import LedgerPages
 import Testing
@@ -49,7 +49,7 @@ import Testing
     @Test("dated axis, money with currency, names in the legend below the plot, step lines")
     func readable() throws {
         let svg = Self.render()
-        for date in ["2026-10-01", "2026-10-08", "2026-10-15", "2026-10-22", "2026-10-29"] {
+        for date in ["2026-10-02", "2026-10-09", "2026-10-16", "2026-10-23", "2026-10-30"] {
             #expect(svg.contains(">\(date)</text>"), "x axis tick \(date)")
         }
         #expect(svg.contains(">$4.00</text>") && svg.contains(">$14.00</text>"), "money on the y axis")

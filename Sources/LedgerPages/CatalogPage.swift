@@ -39,7 +39,7 @@ extension Pages {
         """
         body += notice
         let live = moment.liveByType.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" as String }.joined(separator: ", ")
-        body += "<p>As of <strong>\(point == .latest ? "now" : point.description)</strong>: \(all.items.count) item(s) in \(all.categories.count) categor\(all.categories.count == 1 ? "y" : "ies") (\(live)). <button type=\"button\" data-copy-link>Copy link</button></p>"
+        body += "<p>As of <strong>\(Clock.point(point))</strong>: \(all.items.count) item(s) in \(all.categories.count) categor\(all.categories.count == 1 ? "y" : "ies") (\(live)). <button type=\"button\" data-copy-link>Copy link</button></p>"
 
         if let other {
             body += try comparison(context, from: other, to: point)
@@ -81,7 +81,7 @@ extension Pages {
             "<tr><td>\(context.object(change.objectID))<br><small>\(change.objectType.rawValue) v\(change.versionBefore) → v\(change.versionAfter)</small></td><td>\(changeList(change.changes))</td></tr>"
         }
         return """
-        <section aria-labelledby="compare"><h2 id="compare">From \(from.description) to \(to == .latest ? "now" : to.description)</h2>
+        <section aria-labelledby="compare"><h2 id="compare">From \(Clock.point(from)) to \(Clock.point(to))</h2>
         <div class="cards"><div class="card"><h3>Created (\(diff.created.count))</h3><ul>\(created)</ul></div>\
         <div class="card"><h3>Deleted (\(diff.deleted.count))</h3><ul>\(deleted)</ul></div></div>
         <h3>Changed (\(diff.changed.count))</h3>

@@ -87,7 +87,7 @@ extension Pages {
             let links: [HTML] = request.matches.map { match in
                 "<li><a href=\"\(context.link("/changes", query.without("q", "object", "page") + [("object", match.id.rawValue)]).description)\">\(match.name)</a> <code class=\"id\">\(match.id.rawValue)</code></li>"
             }
-            body += "<details class=\"matches\"><summary>Showing the changes of \(request.matches.count) matching item(s)</summary><ul>\(links)</ul></details>"
+            body += "<div class=\"notice matches\"><p>Changes of the \(request.matches.count) match(es) of the search; pick one to see only its changes:</p><ul>\(links)</ul></div>"
         } else if query.first("q") != nil {
             body += Layout.notice("No item matches \"\(query.first("q") ?? "")\".")
         }
@@ -149,11 +149,25 @@ extension Pages {
         }
         let items: [HTML] = changes.map { change in
             """
-            <li><code>\(change.path)</code>: <span class="before">\(cut(change.shownBefore))</span> → \
+            <li><span class="path" title="\(change.path)">\(fieldLabel(change.path))</span>: <span class="before">\(cut(change.shownBefore))</span> → \
             <span class="after">\(cut(change.shownAfter))</span></li>
             """
         }
         return "<ul class=\"changes\">\(items)</ul>"
+    }
+
+    /// A field's path as people read it: without the `<type>_data.` prefix, a location override as
+    /// `price_money at LOCATION` (the whole path stays in the title).
+    static func fieldLabel(_ path: String) -> String {
+        var label = path
+        if let dot = label.firstIndex(of: "."), label[..<dot].hasSuffix("_data") { label = String(label[label.index(after: dot)...]) }
+        let prefix = "location_overrides[location_id="
+        if label.hasPrefix(prefix), let close = label.firstIndex(of: "]") {
+            let location = label[label.index(label.startIndex, offsetBy: prefix.count)..<close]
+            let rest = label[label.index(after: close)...].drop { $0 == "." }
+            label = (rest.isEmpty ? "location override" : String(rest)) + " at " + location
+        }
+        return label
     }
 
     static func changeLogForm(_ context: PageContext, _ query: PageQuery) throws -> HTML {

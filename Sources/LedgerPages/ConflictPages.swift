@@ -79,7 +79,10 @@ extension Pages {
             body += "<dt>Request</dt><dd>event \(editSequence)\(diagnosis.requestedAt.map { " at \(Clock.text($0))" } ?? "") by \(diagnosis.actor ?? "unknown") on \(diagnosis.device ?? "unknown device")</dd>"
         }
         body += "<dt>Fix</dt><dd><strong>\(diagnosis.fix)</strong></dd></dl>"
-        let cards: [HTML] = diagnosis.findings.map { finding in
+        // The objects that caused the refusal first, then those that were current.
+        let findings = diagnosis.findings.filter { $0.classification != .current && $0.classification != .newObject }
+            + diagnosis.findings.filter { $0.classification == .current || $0.classification == .newObject }
+        let cards: [HTML] = findings.map { finding in
             let parent: HTML = finding.parentID.map { " in \(context.object($0))" } ?? ""
             let evidence: [HTML] = finding.movedBy.map { event in
                 let link = context.objectLink(finding.objectID).description + "#seq-\(event.sequence)"

@@ -38,6 +38,7 @@ enum Layout {
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
         <title>\(title) · catledger</title>
+        <link rel="icon" href="data:,">
         <link rel="stylesheet" href="/ui/assets/pages.css">
         <script src="/ui/assets/pages.js" defer></script>
         </head>
@@ -121,6 +122,8 @@ enum Layout {
     .tag.deleted, .tag.bad { background: #f8d7da; }
     .tag.created, .tag.good { background: #d4edda; }
     .notice { padding: .6em .8em; background: var(--soft); border-left: 4px solid var(--accent); }
+    .notice.matches ul { margin: .2em 0; }
+    .path { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .85em; }
     .notice.error { border-left-color: var(--bad); background: #fdecea; }
     .pager { display: flex; gap: 1em; align-items: center; margin: .6em 0; }
     .cards { display: flex; flex-wrap: wrap; gap: 1em; }

@@ -33,7 +33,7 @@ extension Pages {
         var body = notice
         body += "<p><code class=\"id\">\(rawID)</code> · <a href=\"\(context.link("/changes", [("object", rawID)]).description)\">changes of this object in the change log</a> · <button type=\"button\" data-copy-link>Copy link</button></p>"
         body += asOfForm(context, id: id, query)
-        body += "<h2>\(point == .latest ? "Now" : "As of \(point.description)")</h2>"
+        body += "<h2>\(point == .latest ? "Now" : "As of \(Clock.point(point))")</h2>"
         if let now {
             body += objectFacts(context, now)
         } else {
@@ -41,7 +41,8 @@ extension Pages {
         }
 
         if let changes = try context.queries.prices(of: id), !changes.isEmpty {
-            let chart = PriceChart.svg(changes, title: "Price history of \(name ?? rawID)", end: context.now)
+            let chart = PriceChart.svg(changes, title: "Price history of \(name ?? rawID)", end: context.now,
+                                       marker: point.squareTimeMax.map { ($0, "as of") })
             body += "<h2>Prices</h2><figure class=\"chart\">\(HTML(raw: chart))<figcaption>Step lines: a price holds until the next change. Square time on the axis.</figcaption></figure>"
             body += priceTable(context, changes)
         }

@@ -149,6 +149,12 @@ enum Clock {
         }
     }
 
+    /// A point in both clocks as people read it: `2026-10-05 00:00:00 UTC`, `now`, plus `as known at ...`.
+    static func point(_ point: AsOf) -> String {
+        let square = point.squareTimeMax.map(text) ?? "now"
+        return point.ledgerTimeMax.map { "\(square), as known at \(text($0))" } ?? square
+    }
+
     /// A ledger time for a `datetime-local` field's value (`2026-10-05T14:00`).
     static func inputValue(_ nanoseconds: Int64?) -> String {
         guard let nanoseconds else { return "" }

@@ -102,8 +102,9 @@ public enum PriceChart {
     static let legendRow = 20.0
 
     /// The chart as a standalone SVG document. `end` is where the last prices stop (default: the last
-    /// change plus a twentieth of the span), so a price is seen to hold.
-    public static func svg(_ changes: [PriceChange], title: String, end: Int64? = nil,
+    /// change plus a twentieth of the span), so a price is seen to hold; `marker` draws a labelled
+    /// dashed line at a moment (the page's "view as of").
+    public static func svg(_ changes: [PriceChange], title: String, end: Int64? = nil, marker: (Int64, String)? = nil,
                            name: (CatalogObjectID) -> String? = { _ in nil },
                            locationName: (LocationID) -> String? = { _ in nil }) -> String {
         let all = series(changes, name: name, locationName: locationName)
@@ -138,6 +139,13 @@ public enum PriceChart {
             grid += """
             <line x1="\(x(time))" y1="\(plotBottom)" x2="\(x(time))" y2="\(plotBottom + 5)" stroke="#555"/>\
             <text x="\(x(time))" y="\(plotBottom + 19)" text-anchor="middle" font-size="12">\(text)</text>
+
+            """
+        }
+        if let (time, text) = marker, time >= start, time <= stop {
+            grid += """
+            <line x1="\(x(time))" y1="\(plotTop)" x2="\(x(time))" y2="\(plotBottom)" stroke="#555" stroke-dasharray="4 3"/>\
+            <text x="\(x(time) + 4)" y="\(plotTop + 12)" font-size="12">\(text) \(String(RFC3339.format(nanoseconds: time).prefix(10)))</text>
 
             """
         }

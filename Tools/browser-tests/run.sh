@@ -50,6 +50,7 @@ metrics_token=$("$CATLEDGER" token create --data-dir "$work/data" --merchant "$M
     | grep -o 'catl_[0-9a-f]*_[0-9a-f]*')
 
 "$CATLEDGER" serve --data-dir "$work/data" --merchant "$MERCHANT" --host 127.0.0.1 --port 0 --offline --json \
+    --signature-key browser-test-signature-key --notification-url http://127.0.0.1/webhooks/square \
     >"$work/serve.out" 2>"$work/serve.log" &
 server=$!
 url=""
@@ -61,7 +62,7 @@ for _ in $(seq 1 300); do
 done
 if [ -z "$url" ]; then
     echo "browser-tests: catledger serve did not start" >&2
-    cat "$work/serve.log" >&2
+    cat "$work/serve.out" "$work/serve.log" >&2
     exit 2
 fi
 mkdir -p "$SCREENSHOTS"

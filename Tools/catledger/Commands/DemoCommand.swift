@@ -186,7 +186,8 @@ struct DemoCommand: AsyncParsableCommand {
                     "the conflicts and the ledger's health, in a browser:")
             print("""
               catledger token create --data-dir \(dataRoot) --merchant \(merchant) --scope read --name me   # prints a token once
-              catledger serve --data-dir \(dataRoot) --merchant \(merchant) --offline --port 8080
+              catledger serve --data-dir \(dataRoot) --merchant \(merchant) --offline --port 8080 \\
+                --signature-key demo-key --notification-url http://127.0.0.1:8080/webhooks/square
 
             Then open http://127.0.0.1:8080/ui and paste the token into the form.
             """)

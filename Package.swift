@@ -305,7 +305,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerPagesTests",
-            dependencies: ["LedgerPages", "LedgerQueries", "CatalogLedger", "CatalogModel", "CatalogIngest", "TestSupport"],
+            dependencies: ["LedgerPages", "LedgerQueries", "CatalogLedger", "CatalogModel", "CatalogIngest", "SquareWire", "TestSupport"],
             exclude: ["Golden"]
         ),
         .testTarget(

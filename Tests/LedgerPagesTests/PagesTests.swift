@@ -1,6 +1,7 @@
 import CatalogIngest
 import CatalogLedger
 import CatalogModel
+import SquareWire
 import Foundation
 @testable import LedgerPages
 import LedgerQueries
@@ -105,5 +106,42 @@ import Testing
         #expect(moment.contains("Created (") && moment.contains("Changed ("))
         let health = Self.html(try Pages.health(context))
         #expect(health.contains("Events by kind") && health.contains("Disk use"))
+    }
+}
+
+/// The change log answer (`LedgerQueries.changeLog`) on the sample: each filter keeps exactly what it names.
+@Suite struct ChangeLogAnswerTests {
+    @Test("filters: type, source, actor and device of our edits, location, category, a window of Square time")
+    func filters() async throws {
+        let queries = try await PagesTests.Sample.shared.context().queries
+        let all = try queries.changeLog()
+        #expect(all.count > 200)
+        #expect(Set(all.map { "\($0.objectID.rawValue) \($0.version) \($0.sequence)" }).count == all.count, "each version once")
+
+        let edits = try queries.changeLog(ChangeLogFilter(sources: [.upsertResponse]))
+        #expect(!edits.isEmpty && edits.allSatisfy { $0.source == .upsertResponse })
+        #expect(edits.contains { $0.actor != nil && $0.device != nil }, "accepted edits carry their actor and device")
+        let device = try #require(edits.compactMap(\.device).first)
+        let byDevice = try queries.changeLog(ChangeLogFilter(device: device))
+        #expect(!byDevice.isEmpty && byDevice.allSatisfy { $0.device == device })
+
+        let harbor = try queries.changeLog(ChangeLogFilter(location: "LCAFEHARBOR02"))
+        #expect(!harbor.isEmpty && harbor.allSatisfy { entry in
+            entry.objectID.rawValue == "LCAFEHARBOR02" || entry.changes.contains { "\($0.path) \($0.before ?? "") \($0.after ?? "")".contains("LCAFEHARBOR02") }
+        })
+
+        let pastries = try #require(try queries.catalog(asOf: .latest).categories.first { $0.name == "Pastries" })
+        let inPastries = try queries.changeLog(ChangeLogFilter(category: pastries.id))
+        #expect(inPastries.contains { $0.objectID.rawValue == "CDACBVH7G3LMUXI6US6IH3I5" }, "the slice's item is a pastry")
+        #expect(!inPastries.contains { $0.objectID.rawValue == "PSQ7LNM54BXSYRVYWWQVRFVK" && $0.types == [.deleted] })
+        #expect(inPastries.count < all.count)
+
+        let october5 = try #require(RFC3339.nanoseconds("2026-10-05T00:00:00Z"))
+        let october6 = october5 + 86_400_000_000_000
+        let day = try queries.changeLog(ChangeLogFilter(since: october5, until: october6))
+        #expect(day.allSatisfy { (october5...october6).contains($0.updatedAtNanos) })
+
+        let names = try queries.changeLog(ChangeLogFilter(types: [.name]))
+        #expect(!names.isEmpty && names.allSatisfy { $0.changes.contains { $0.path.hasSuffix(".name") } })
     }
 }

@@ -141,6 +141,14 @@ def test_object_page(b):
     price = b.driver.find_element(By.XPATH, "//dl[@class='facts']/dt[normalize-space()='Price']/following-sibling::dd[1]")
     expect(price.text == "$3.50", f"the Banana Bread slice at $3.50 on 2026-10-05, not {price.text!r}")
     b.screenshot("05-object-as-of-2026-10-05")
+    # Its parent, the item: its variations and one chart with every variation's prices.
+    parent = b.driver.find_element(By.XPATH, "//h2[normalize-space()='Parent']/following-sibling::p[1]/a")
+    parent.click()
+    WebDriverWait(b.driver, 20).until(expected_conditions.staleness_of(parent))
+    expect("Variations and nested objects" in b.text(), "the item lists its variations")
+    expect(b.driver.find_elements(By.CSS_SELECTOR, f"a[href$='/objects/{SLICE}']"), "the item links to the slice")
+    expect(b.driver.find_elements(By.CSS_SELECTOR, "figure.chart svg"), "the item's chart")
+    b.screenshot("06-item")
 
 
 def test_conflicts(b):
@@ -153,7 +161,7 @@ def test_conflicts(b):
     WebDriverWait(b.driver, 20).until(expected_conditions.staleness_of(button))
     expect("class=staleMovedOnByOtherWriter" in b.path(), b.path())
     expect("edit-0004" in b.text(), "edit-0004 is listed under its class")
-    b.screenshot("06-conflicts")
+    b.screenshot("07-conflicts")
     row = b.driver.find_element(By.XPATH, "//tr[td/code[text()='edit-0004']]")
     row.find_element(By.CSS_SELECTOR, "td a").click()
     WebDriverWait(b.driver, 20).until(lambda d: "/conflicts/" in d.current_url)
@@ -161,7 +169,7 @@ def test_conflicts(b):
     text = b.text()
     expect(STALE_OBJECT in text, "the incident names the object that moved")
     expect("Fix" in text and "Square had" in text and "Ledger believed" in text, "sent, believed, Square's version, the fix")
-    b.screenshot("07-incident-edit-0004")
+    b.screenshot("08-incident-edit-0004")
     b.driver.find_element(By.CSS_SELECTOR, f"section.finding h2 a[href$='/objects/{STALE_OBJECT}']").click()
     WebDriverWait(b.driver, 20).until(lambda d: STALE_OBJECT in d.current_url)
     expect("Timeline" in b.text(), "the incident links to the object's page")
@@ -178,9 +186,9 @@ def test_catalog_moment(b):
     text = b.text()
     expect("Banana Bread" in text and "$3.50" in text, "the slice at $3.50 in the catalog of 2026-10-05")
     expect("Created (" in text and "Changed (" in text and "Deleted (" in text, "the comparison of two moments")
-    b.screenshot("08-catalog-2026-10-05")
+    b.screenshot("09-catalog-2026-10-05")
     b.open(f"/ui/{b.args.merchant}/catalog")
-    b.screenshot("09-catalog-now")
+    b.screenshot("10-catalog-now")
 
 
 def test_health(b):
@@ -188,7 +196,7 @@ def test_health(b):
     text = b.text()
     for part in ("Events by kind", "Last sync", "Webhooks by signature", "Compaction runs", "Verification", "Disk use"):
         expect(part in text, f"health shows {part}")
-    b.screenshot("10-health")
+    b.screenshot("11-health")
 
 
 def test_scope(b):
@@ -201,7 +209,7 @@ def test_scope(b):
     b.sign_in(b.args.metrics_token)
     expect(b.heading() == "Not allowed", f"a metrics token may not read the ledger: {b.heading()}")
     expect("may not read" in b.text(), "the page says why")
-    b.screenshot("11-not-allowed")
+    b.screenshot("12-not-allowed")
 
 
 TESTS = [test_sign_in, test_keyboard, test_change_log_filters, test_object_page, test_conflicts, test_catalog_moment,

@@ -24,6 +24,14 @@ public struct AsOf: Sendable, Hashable, Codable, CustomStringConvertible {
         return true
     }
 
+    /// True when the fact (first learned at `firstRecordedAt`) is part of a state as of this point.
+    @inline(__always)
+    public func admits(_ fact: ObjectFact) -> Bool {
+        if let k = ledgerTimeMax, fact.firstRecordedAt > k { return false }
+        if let t = squareTimeMax, fact.header.updatedAtNanos > t { return false }
+        return true
+    }
+
     public var description: String {
         let t = squareTimeMax.map { RFC3339.format(nanoseconds: $0) } ?? "latest"
         let k = ledgerTimeMax.map { RFC3339.format(nanoseconds: $0) } ?? "latest"

@@ -87,8 +87,13 @@ public struct VersionMismatchDiagnosis: Sendable, Hashable, Codable {
 }
 
 extension VersionMismatchDiagnosis {
-    public var renderedText: String {
-        func time(_ nanos: Int64?) -> String { nanos.map { RFC3339.format(nanoseconds: $0) } ?? "?" }
+    public var renderedText: String { renderedText(time: { RFC3339.format(nanoseconds: $0) }, name: { _ in nil }) }
+
+    /// The diagnosis for people: ledger times through `time` (a zone of the reader's choice), each
+    /// object id followed by its name when `name` knows one.
+    public func renderedText(time format: (Int64) -> String, name: (CatalogObjectID) -> String?) -> String {
+        func time(_ nanos: Int64?) -> String { nanos.map(format) ?? "?" }
+        func named(_ id: CatalogObjectID) -> String { name(id).map { "\(id) \"\($0)\"" } ?? id.rawValue }
         func v(_ version: Int64?) -> String { version.map(String.init) ?? "none" }
         var lines: [String] = []
         lines.append("VERSION_MISMATCH diagnosis for idempotency key \(idempotencyKey)")
@@ -99,7 +104,7 @@ extension VersionMismatchDiagnosis {
         lines.append("  classification: \(classifications.map(\.rawValue).joined(separator: ", "))")
         for finding in findings {
             let parent = finding.parentID.map { " in \($0)" } ?? ""
-            lines.append("  \(finding.objectType) \(finding.objectID)\(parent): \(finding.classification.rawValue)")
+            lines.append("  \(finding.objectType) \(named(finding.objectID))\(parent): \(finding.classification.rawValue)")
             lines.append("    sent \(v(finding.sentVersion)), editor base \(v(finding.editorBaseVersion)), ledger believed \(v(finding.ledgerBelievedVersion)), Square had \(v(finding.actualVersion))\(finding.actualIsDeleted ? " (deleted)" : "")")
             lines.append("    \(finding.explanation)")
             for e in finding.movedBy {

@@ -61,7 +61,7 @@ public final class LedgerQueries: Sendable {
     public func diagnosisIndex() throws -> DiagnosisIndex { DiagnosisIndex(events: try events.all()) }
 
     /// The history holding at least every fact of `ids` (all of them on the full-scan path).
-    private func history(of ids: [CatalogObjectID]) throws -> CatalogHistory {
+    func history(of ids: [CatalogObjectID]) throws -> CatalogHistory {
         guard let index else { return try fullHistory() }
         try catchUp()
         return try index.history(of: ids)

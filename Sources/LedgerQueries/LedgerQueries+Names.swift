@@ -1,0 +1,116 @@
+import CatalogLedger
+import CatalogModel
+import SquareWire
+
+/// Display names of catalog objects as of one point, for every answer that shows ids to people
+/// (the CLI's text, the `name` beside each id in JSON, the pages). Made by
+/// `LedgerQueries.names(of:asOf:)`; a value, cheap to ask many times.
+///
+/// - An item, category, tax, discount, modifier list, modifier, ... shows its `<type>_data.name`.
+/// - A variation shows as "Item name (Variation name)", a modifier as "List name (Modifier name)".
+/// - The name is the one of the object's fact in force at the point; a deleted object keeps the
+///   last name it had; an object that did not exist yet at the point shows the first name the
+///   ledger learned for it; an id the ledger never learned (or an object without a name) has no
+///   name, and `display` shows the id itself.
+/// - Locations: the ledger records no Square Location objects (no Locations API call is
+///   recorded), so `location(_:)` is the location id until it does.
+public struct CatalogNames: Sendable, Hashable {
+    /// What one object is called at the point.
+    public struct Entry: Sendable, Hashable {
+        public var type: CatalogObjectType
+        /// The object's own `<type>_data.name`, when it has one.
+        public var ownName: String?
+        /// The parent whose nested array holds it (an item for a variation), when nested.
+        public var parentID: CatalogObjectID?
+        public var isDeleted: Bool
+    }
+
+    public private(set) var entries: [CatalogObjectID: Entry]
+
+    public init() { entries = [:] }
+
+    /// The names of `ids` (and of their parents) as `history` knows them at `point`.
+    public init(history: CatalogHistory, ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) {
+        entries = [:]
+        for id in ids { add(id, history: history, point: point) }
+        let parents = Set(entries.values.compactMap(\.parentID)).filter { entries[$0] == nil }
+        for parent in parents { add(parent, history: history, point: point) }
+    }
+
+    private mutating func add(_ id: CatalogObjectID, history: CatalogHistory, point: AsOf) {
+        let facts = history.facts(of: id)
+        guard !facts.isEmpty else { return }
+        let admitted = facts.filter { point.admits($0) }
+        // The fact in force at the point (the join's winner), and the one whose name is shown: the
+        // winner, or for a tombstone without payload the best-ranked admitted fact with one.
+        let inForce = admitted.max(by: Self.ranksBelow)
+        let named = admitted.filter { !$0.payload.isEmpty }.max(by: Self.ranksBelow)
+            ?? facts.first { !$0.payload.isEmpty }
+        let shown = inForce ?? named ?? facts[0]
+        entries[id] = Entry(type: shown.header.objectType, ownName: named.flatMap(Self.ownName),
+                            parentID: shown.header.parentID ?? named?.header.parentID,
+                            isDeleted: inForce?.header.isDeleted ?? false)
+    }
+
+    /// The join's order as `max(by:)` wants it: `a` ranks below `b`.
+    static func ranksBelow(_ a: ObjectFact, _ b: ObjectFact) -> Bool {
+        ObjectFact.ranks(b.header, b.firstSequence, above: a.header, a.firstSequence)
+    }
+
+    /// `<type>_data.name` of a fact's payload, read by span (not the whole tree).
+    static func ownName(of fact: ObjectFact) -> String? {
+        let payload = fact.payload
+        guard let whole = try? JSONScanner.valueSpan(payload),
+              let data = try? JSONScanner.member(fact.header.objectType.dataKey, payload, span: whole),
+              let span = try? JSONScanner.member("name", payload, span: data) else { return nil }
+        return (try? JSONScanner.parse(payload, span: span))?.stringValue
+    }
+
+    /// The name people read: "Latte (Large)" for a variation of the item Latte, the object's own
+    /// name otherwise; nil when the ledger knows no name for `id`.
+    public func name(of id: CatalogObjectID) -> String? {
+        guard let entry = entries[id] else { return nil }
+        guard let parentID = entry.parentID, let parentName = entries[parentID]?.ownName else { return entry.ownName }
+        return Self.nested(parentName, entry.ownName ?? id.rawValue)
+    }
+
+    /// How a nested object's name reads: "Latte (Large)".
+    public static func nested(_ parentName: String, _ ownName: String) -> String { "\(parentName) (\(ownName))" }
+
+    /// The name, or the id itself when there is none.
+    public func display(_ id: CatalogObjectID) -> String { name(of: id) ?? id.rawValue }
+
+    /// "Latte (Large) [CDAC...]": the name with the id kept for copy and paste; the id alone when
+    /// there is no name.
+    public func labelled(_ id: CatalogObjectID) -> String {
+        name(of: id).map { "\($0) [\(id.rawValue)]" } ?? id.rawValue
+    }
+
+    /// A location's name: its id, since the ledger does not record Square's Location objects.
+    public func location(_ id: String) -> String { id }
+
+    /// The type the ledger knows for `id`, or nil when it never learned it.
+    public func type(of id: CatalogObjectID) -> CatalogObjectType? { entries[id]?.type }
+
+    /// These names and `other`'s (`other` wins for an id both hold).
+    public func merging(_ other: CatalogNames) -> CatalogNames {
+        var merged = self
+        merged.entries.merge(other.entries) { _, new in new }
+        return merged
+    }
+}
+
+extension LedgerQueries {
+    /// The display names of `ids` as of `point` (`CatalogNames`; default: now). Reads only the
+    /// events of those objects and of their parents through the history index (the whole log,
+    /// decoded once and cached, when there is no index).
+    public func names(of ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) throws -> CatalogNames {
+        let ids = Array(Set(ids))
+        guard !ids.isEmpty else { return CatalogNames() }
+        let first = try history(of: ids)
+        let own = CatalogNames(history: first, ids: ids, asOf: point)
+        let parents = Set(ids.compactMap { own.entries[$0]?.parentID }).subtracting(ids)
+        guard !parents.isEmpty, historyPath == .index else { return own }
+        return CatalogNames(history: try history(of: ids + parents), ids: ids, asOf: point)
+    }
+}

@@ -1,0 +1,99 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import Foundation
+import LedgerQueries
+import SquareWire
+import TestSupport
+import Testing
+
+/// Names beside ids (`LedgerQueries.names(of:asOf:)`, `CatalogNames`) on the bundled cafe history:
+/// as they were at a point, a variation with its item's name, the id for an unknown id, and the
+/// same through the history index as from the whole log.
+@Suite("names beside ids", .serialized)
+struct LedgerQueriesNamesTests {
+    static let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../data-samples/cafe/cafe-history.jsonl").standardized.path
+
+    /// The cafe history imported once for the suite.
+    static let ledger: (Ledger, String) = {
+        let root = Scratch.path("names")
+        var options = LedgerOptions()
+        options.storage.durability = .none
+        let ledger = try! Ledger.open(layout: LedgerLayout(root: root), options: options)
+        let semaphore = DispatchSemaphore(value: 0)
+        Task {
+            _ = try! await RecordingImporter(ledger: ledger).importFiles([sample])
+            semaphore.signal()
+        }
+        semaphore.wait()
+        return (ledger, root)
+    }()
+
+    // Seeded ids of the sample (data-samples/README.md).
+    static let houseBlend = CatalogObjectID("JW7W6GGANIO5XXI57RU2R7AM")
+    static let croissantAlmond = CatalogObjectID("NOBY45VOG5MZYXNO26GNKVU5")
+
+    static func at(_ text: String) -> AsOf { AsOf(squareTimeMax: RFC3339.nanoseconds(text)!) }
+
+    @Test("an item's name as of a point follows its renames")
+    func renamedItem() throws {
+        let queries = LedgerQueries(reader: Self.ledger.0.reader)
+        #expect(try queries.names(of: [Self.houseBlend], asOf: Self.at("2026-11-01T00:00:00Z")).name(of: Self.houseBlend)
+            == "House Blend Beans")
+        // Renamed on 2026-11-02 and back on 2026-11-12.
+        #expect(try queries.names(of: [Self.houseBlend], asOf: Self.at("2026-11-05T00:00:00Z")).name(of: Self.houseBlend)
+            == "House Blend Beans (House)")
+        #expect(try queries.names(of: [Self.houseBlend]).name(of: Self.houseBlend) == "House Blend Beans")
+        // Known by the ledger on 2026-11-05 (ledger time) only as it was then, whatever Square time asked.
+        #expect(try queries.names(of: [Self.houseBlend], asOf: AsOf(ledgerTimeMax: RFC3339.nanoseconds("2026-11-05T00:00:00Z")!))
+            .name(of: Self.houseBlend) == "House Blend Beans (House)")
+        #expect(try queries.names(of: [Self.houseBlend]).type(of: Self.houseBlend) == .item)
+    }
+
+    @Test("a variation shows as \"Item (Variation)\"; an unknown id as itself")
+    func variationAndUnknown() throws {
+        let queries = LedgerQueries(reader: Self.ledger.0.reader)
+        let unknown = CatalogObjectID("NO_SUCH_OBJECT")
+        let names = try queries.names(of: [Self.croissantAlmond, unknown])
+        let name = try #require(names.name(of: Self.croissantAlmond))
+        #expect(name.hasPrefix("Croissant"), "\(name)")
+        #expect(name.hasSuffix(")") && name.contains(" ("), "\(name)")
+        #expect(names.name(of: unknown) == nil)
+        #expect(names.display(unknown) == "NO_SUCH_OBJECT")
+        #expect(names.labelled(Self.croissantAlmond) == "\(name) [\(Self.croissantAlmond)]")
+        #expect(names.location("LCAFEHARBOR02") == "LCAFEHARBOR02")
+    }
+
+    @Test("the history index and the whole log give the same names for every object")
+    func indexAgreesWithFullScan() throws {
+        let reader = Self.ledger.0.reader
+        let state = try reader.state(asOf: .latest).state
+        let ids = Array(state.objects.keys)
+        let point = Self.at("2026-10-20T00:00:00Z")
+        let indexed = LedgerQueries(reader: reader)
+        let scanned = LedgerQueries(reader: reader, historyIndex: false)
+        #expect(indexed.historyPath == .index)
+        #expect(scanned.historyPath == .fullScan)
+        for point in [AsOf.latest, point] {
+            let a = try indexed.names(of: ids, asOf: point)
+            let b = try scanned.names(of: ids, asOf: point)
+            for id in ids { #expect(a.name(of: id) == b.name(of: id), "\(id)") }
+        }
+        // Every live item and variation of the sample has a name.
+        let named = try indexed.names(of: ids)
+        for fact in state.liveObjects where [.item, .itemVariation, .category].contains(fact.header.objectType) {
+            #expect(named.name(of: fact.header.objectID) != nil, "\(fact.header.objectID)")
+        }
+    }
+
+    @Test("a deleted object keeps the last name it had")
+    func deletedObject() throws {
+        let reader = Self.ledger.0.reader
+        let state = try reader.state(asOf: .latest).state
+        let deleted = try #require(state.objects.values.first { $0.header.isDeleted })
+        let names = try LedgerQueries(reader: reader).names(of: [deleted.header.objectID])
+        #expect(names.name(of: deleted.header.objectID) != nil)
+        #expect(names.entries[deleted.header.objectID]?.isDeleted == true)
+    }
+}

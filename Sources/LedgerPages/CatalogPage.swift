@@ -75,6 +75,7 @@ extension Pages {
 
     static func comparison(_ context: PageContext, from: AsOf, to: AsOf) throws -> HTML {
         let diff = try context.queries.diff(from: from, to: to)
+        let context = try context.naming(diff.created + diff.deleted + diff.changed.map(\.objectID), asOf: to)
         let created: [HTML] = diff.created.map { "<li>\(context.object($0))</li>" }
         let deleted: [HTML] = diff.deleted.map { "<li>\(context.object($0))</li>" }
         let changed: [HTML] = diff.changed.map { change in

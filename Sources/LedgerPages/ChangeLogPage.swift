@@ -71,6 +71,7 @@ extension Pages {
     }
 
     public static func changeLog(_ context: PageContext, _ query: PageQuery) throws -> PageResponse {
+        var context = context
         let request: ChangeLogRequest
         do {
             request = try changeLogRequest(context, query)
@@ -82,6 +83,9 @@ extension Pages {
         let pages = max(1, (entries.count + changesPerPage - 1) / changesPerPage)
         let page = min(request.page, pages)
         let shown = entries.dropFirst((page - 1) * changesPerPage).prefix(changesPerPage)
+        // Names as they are now (a rename shows in its own row's diff).
+        context = try context.naming(shown.flatMap { [$0.objectID] + ($0.parentID.map { [$0] } ?? []) }
+            + query.all("object").map { CatalogObjectID($0) })
         var body = try changeLogForm(context, query)
         if !request.matches.isEmpty {
             let links: [HTML] = request.matches.map { match in
@@ -207,11 +211,13 @@ extension Pages {
         } catch let error as PageInputError {
             return PageResponse(status: 400, contentType: "text/plain; charset=utf-8", body: Array((error.message + "\n").utf8))
         }
-        var csv = CSV(header: ["square_time", "ledger_time", "sequence", "object_id", "object_type", "parent_id", "version",
+        var csv = CSV(header: ["square_time", "ledger_time", "sequence", "object_id", "name", "object_type", "parent_id", "version",
                                "change_types", "field", "before", "after", "source", "actor", "device"])
-        for entry in try context.queries.changeLog(request.filter) {
+        let entries = try context.queries.changeLog(request.filter)
+        let names = try context.queries.names(of: entries.map(\.objectID))
+        for entry in entries {
             let common = [entry.updatedAt, RFC3339.format(nanoseconds: entry.recordedAt), "\(entry.sequence)", entry.objectID.rawValue,
-                          entry.objectType.rawValue, entry.parentID?.rawValue ?? "", "\(entry.version)",
+                          names.name(of: entry.objectID) ?? "", entry.objectType.rawValue, entry.parentID?.rawValue ?? "", "\(entry.version)",
                           entry.types.map(\.rawValue).joined(separator: " ")]
             let tail = [entry.source.description, entry.actor ?? "", entry.device ?? ""]
             if entry.changes.isEmpty {

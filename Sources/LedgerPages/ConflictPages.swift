@@ -24,6 +24,7 @@ extension Pages {
         filter.device = query.first("device")
         filter.actor = query.first("actor")
         let incidents = try context.queries.conflicts(filter).reversed()
+        let context = try context.naming(incidents.flatMap(\.staleObjectIDs))
         let classes = [("", "any class")] + VersionMismatchDiagnosis.Classification.allCases.map { ($0.rawValue, $0.rawValue) }
         var body: HTML = """
         <form class="filters" method="get" action="\(context.link("/conflicts").description)" aria-label="Filter the incidents">
@@ -68,6 +69,9 @@ extension Pages {
             return .html(Layout.page("No such incident", context, section: .conflicts, body), status: 404)
         }
         let diagnosis = answer.diagnosis
+        // Names as the ledger knew them when the write was refused.
+        let context = try context.naming(diagnosis.findings.flatMap { [$0.objectID] + ($0.parentID.map { [$0] } ?? []) },
+                                         asOf: AsOf(ledgerTimeMax: diagnosis.rejectedAt))
         func version(_ value: Int64?) -> String { value.map { "v\($0)" } ?? "none" }
         var body: HTML = """
         <p><a href="\(context.link("/conflicts").description)">← All incidents</a> · <button type="button" data-copy-link>Copy link</button></p>

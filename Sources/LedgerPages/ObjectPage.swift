@@ -24,10 +24,16 @@ extension Pages {
             notice = Layout.notice(error.message, error: true)
             point = .latest
         }
+        var context = context
         let now = try context.queries.object(id, asOf: point)
         let current = try context.queries.object(id, asOf: .latest)
         let decoded = (now ?? current).flatMap { $0.payload.isEmpty ? nil : try? CatalogObject(bytes: $0.payload) }
-        let name = decoded?.name ?? (current?.payload).flatMap { try? CatalogObject(bytes: $0) }?.name
+        let prices = try context.queries.prices(of: id) ?? []
+        let children = NestedArray.of(parentType: versions[0].objectType) != nil ? try context.queries.childHistories(of: id) : []
+        // Names as of the point viewed: the object, its parent and children, categories, priced objects.
+        context = try context.naming([id] + children.map(\.id) + prices.map(\.objectID) + (decoded?.categoryIDs ?? [])
+            + ((now ?? current)?.fact.header.parentID.map { [$0] } ?? []), asOf: point)
+        let name = context.displayName(id)
         let title = (name.map { "\($0) " } ?? "") + "(\(versions[0].objectType.rawValue))"
 
         var body = notice
@@ -40,9 +46,12 @@ extension Pages {
             body += Layout.notice("The ledger knew nothing of this object at that point: it was created later, or learned later.")
         }
 
-        if let changes = try context.queries.prices(of: id), !changes.isEmpty {
+        if !prices.isEmpty {
+            let changes = prices
+            let names = context.names
             let chart = PriceChart.svg(changes, title: "Price history of \(name ?? rawID)", end: context.now,
-                                       marker: point.squareTimeMax.map { ($0, "as of") })
+                                       marker: point.squareTimeMax.map { ($0, "as of") }, name: { names.name(of: $0) },
+                                       locationName: { names.location($0.rawValue) })
             body += "<h2>Prices</h2><figure class=\"chart\">\(HTML(raw: chart))<figcaption>Step lines: a price holds until the next change. Square time on the axis.</figcaption></figure>"
             body += priceTable(context, changes)
         }
@@ -50,8 +59,7 @@ extension Pages {
         if let parent = (now ?? current)?.fact.header.parentID {
             body += "<h2>Parent</h2><p>\(context.object(parent))</p>"
         }
-        if NestedArray.of(parentType: versions[0].objectType) != nil {
-            let children = try context.queries.childHistories(of: id)
+        do {
             if !children.isEmpty {
                 let rows: [HTML] = children.map { child in
                     let last = child.versions.last!

@@ -21,6 +21,8 @@ public struct PageContext: Sendable {
     public var mayReadMetrics: Bool
     /// Ledger nanoseconds of the request.
     public var now: Int64
+    /// The names of the objects the page shows (`LedgerQueries.names`), set by the page (`naming`).
+    var names = CatalogNames()
 
     public init(merchantID: String, queries: LedgerQueries, projector: CatalogProjector?, viewer: String?,
                 mayReadMetrics: Bool, now: Int64) {
@@ -51,7 +53,14 @@ public struct PageContext: Sendable {
     }
 
     /// The name shown beside an id; nil shows the id alone.
-    func displayName(_ id: CatalogObjectID) -> String? { nil }
+    func displayName(_ id: CatalogObjectID) -> String? { names.name(of: id) }
+
+    /// This context with the names of `ids` (and their parents) as of `point`, in one query.
+    func naming(_ ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) throws -> PageContext {
+        var context = self
+        context.names = try queries.names(of: ids, asOf: point)
+        return context
+    }
 }
 
 /// The query of a page's URL (or a posted form), in order.

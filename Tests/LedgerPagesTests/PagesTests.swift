@@ -80,7 +80,8 @@ import Testing
         #expect(page.contains("<dt>Price</dt><dd>$3.50</dd>"))
         #expect(page.contains("<svg") && page.contains("Price (USD)"))
         #expect(page.contains("<h2>Timeline</h2>") && page.contains("id=\"seq-"))
-        #expect(page.contains("Banana Bread") || page.contains("Slice"))
+        #expect(page.contains("<h1>Banana Bread (Slice) (ITEM_VARIATION)</h1>"), "the name beside the id")
+        #expect(page.contains(">Banana Bread (Slice) (base)</text>"), "names in the chart's legend")
         let missing = try Pages.object(try await Sample.shared.context(), id: "NOPE", PageQuery())
         #expect(missing.status == 404)
     }
@@ -92,6 +93,7 @@ import Testing
         #expect(list.contains("edit-0004"))
         let incident = Self.html(try Pages.conflict(context, incident: "edit-0004"))
         #expect(incident.contains("SNQO5I4QBQ6OSX3WME4RXAEW"))
+        #expect(incident.contains(">Danish (Cheese)</a> <code class=\"id\">SNQO5I4QBQ6OSX3WME4RXAEW</code>"), "names beside ids")
         #expect(incident.contains("Incident") && incident.contains("staleMovedOnByOtherWriter"))
         #expect(incident.contains("<dt>Fix</dt>"))
         let filtered = Self.html(try Pages.conflicts(context, PageQuery([("class", "targetDeleted"), ("device", "no such device")])))

@@ -16,7 +16,8 @@ deps:
 	fi
 
 # The official Square Python SDK: the conformance test drives the simulator with it. schemathesis: the
-# live server against docs/openapi.json (Tools/api-conformance/run-schemathesis.sh).
+# live server against docs/openapi.json (Tools/api-conformance/run-schemathesis.sh). Chromium, its
+# WebDriver and selenium: the pages in a real browser (Tools/browser-tests/run.sh).
 deps-test: deps
 	@if ! python3 -c 'import square' 2>/dev/null; then \
 		echo "installing the official Square Python SDK (pip install squareup)"; \
@@ -26,14 +27,25 @@ deps-test: deps
 		echo "installing schemathesis (pip install schemathesis): the API conformance run"; \
 		python3 -m pip install -q 'schemathesis>=4.1,<5'; \
 	fi
+	@if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then \
+		echo "installing chromium and chromium-driver (apt-get): the browser test of the pages"; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	fi
+	@if ! python3 -c 'import selenium' 2>/dev/null; then \
+		echo "installing selenium (pip install selenium): drives Chromium in the browser test"; \
+		python3 -m pip install -q 'selenium>=4.20,<5'; \
+	fi
 
 build: deps
 	$(SWIFT) build
 
+# The demo's ledger is the sample merchant's directory under $(DEMO_DIR), so `catledger serve
+# --data-dir $(DEMO_DIR)` serves it; the tour ends with how to open the pages.
 demo: deps
 	$(SWIFT) build --product catledger
 	rm -rf $(DEMO_DIR)
-	$(SWIFT) run catledger demo --data-dir $(DEMO_DIR)
+	$(SWIFT) run catledger demo --data-dir $(DEMO_DIR)/ML8CAFE0SIM01
 
 # The build is strict about our own code: every module a target imports must be one it declares in
 # Package.swift, and a warning in our targets is an error (SwiftPM compiles remote dependencies with
@@ -41,12 +53,14 @@ demo: deps
 STRICT_BUILD_FLAGS := --explicit-target-dependency-import-check error -Xswiftc -warnings-as-errors
 
 # First schemathesis fuzzes a live `catledger serve` against docs/openapi.json (bounded: well under a
-# minute), then every Swift test runs. The tests' whole output goes to .build/test-output.log too; when
+# minute), then headless Chromium drives the pages (screenshots in .build/screenshots), then every
+# Swift test runs. The tests' whole output goes to .build/test-output.log too; when
 # a test fails, its issues are printed again at the end, where a CI log that keeps only its tail still
 # shows them.
 test: deps-test
 	$(SWIFT) build --build-tests $(STRICT_BUILD_FLAGS)
 	Tools/api-conformance/run-schemathesis.sh
+	Tools/browser-tests/run.sh
 	@set -o pipefail; $(SWIFT) test --skip-build --parallel 2>&1 | tee .build/test-output.log || { \
 		status=$$?; \
 		echo; echo "== failed tests and their issues (whole output: .build/test-output.log) =="; \

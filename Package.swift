@@ -141,6 +141,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The pages of `catledger serve` and the one price chart renderer (CLI and pages): HTML and
+        // SVG from the answers of LedgerQueries (and the projection's fuzzy search), no HTTP.
+        .target(
+            name: "LedgerPages",
+            dependencies: ["CatalogModel", "CatalogProjections", "LedgerQueries", "SquareWire"]
+        ),
 
         // MARK: Square.
         .target(
@@ -198,6 +204,7 @@ let package = Package(
                 "CatalogLedger",
                 "CatalogModel",
                 "LedgerQueries",
+                "LedgerPages",
                 "CatalogProjections",
                 "SquareAPI",
                 "SquareWire",
@@ -222,7 +229,8 @@ let package = Package(
             name: "catledger",
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
-                "LedgerQueries", "SquareAPI", "SquareSimulator", "SquareWire", "CatalogIngest", "LedgerServer", "MerchantRegistry",
+                "LedgerQueries", "LedgerPages", "SquareAPI", "SquareSimulator", "SquareWire", "CatalogIngest", "LedgerServer",
+                "MerchantRegistry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -234,7 +242,7 @@ let package = Package(
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
                 "LedgerIndex", "SquareAPI", "SquareSimulator", "SquareWire", "LedgerServer", "CatalogIngest", "CLZ4",
-                "LedgerStorageTesting",
+                "LedgerStorageTesting", "LedgerQueries", "LedgerPages",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -311,6 +319,11 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             exclude: ["conformance", "WebhookSignatureVectors.json"]
+        ),
+        .testTarget(
+            name: "LedgerPagesTests",
+            dependencies: ["LedgerPages", "LedgerQueries", "CatalogLedger", "CatalogModel", "CatalogIngest", "SquareWire", "TestSupport"],
+            exclude: ["Golden"]
         ),
         .testTarget(
             name: "SampleDataTests",

@@ -5,7 +5,7 @@ import LedgerIndex
 import Logging
 
 /// The one home of the ledger's answers: entity history, child histories, price history, an object
-/// as of a point in the two clocks, and time diffs. The CLI, the server (and the pages to come) are
+/// as of a point in the two clocks, and time diffs. The CLI, the server and its pages are
 /// thin adapters over it, so each question has one implementation (docs/DESIGN.md, "Where each
 /// answer lives").
 ///
@@ -19,6 +19,8 @@ public final class LedgerQueries: Sendable {
     public let reader: LedgerReader
     let index: HistoryIndex?
     let events: EventCache
+    /// The change log of the pages, rebuilt when the log grew (`changeLog(_:)`).
+    let changeLogs = ChangeLogCache()
     let logger: Logger
 
     /// Where history and price answers come from.

@@ -149,6 +149,7 @@ extension LedgerServer {
                 }
             }
         }
+        addPageRoutes(router, service: service)
         routeMethods.record(router.routes.map { ("\($0.path)", $0.method.rawValue) })
         return router
     }

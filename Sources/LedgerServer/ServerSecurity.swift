@@ -58,6 +58,17 @@ extension LedgerServer {
         case (.post, "/merchants/{merchant}/reports"): return .scope(.report)
         case (.post, "/merchants/{merchant}/sync"): return .scope(.sync)
         case (.post, "/merchants/{merchant}/seal"): return .scope(.sync)
+        // The pages (PageRoutes.swift): the sign-in form, sign-out and the two assets are open; the
+        // merchant list needs any token; every page of a merchant reads.
+        case (.get, "/ui/login"), (.post, "/ui/login"), (.post, "/ui/logout"),
+             (.get, "/ui/assets/pages.css"), (.get, "/ui/assets/pages.js"):
+            return .open
+        case (.get, "/ui"): return .authenticated
+        case (.get, "/ui/{merchant}/changes"), (.get, "/ui/{merchant}/changes.csv"),
+             (.get, "/ui/{merchant}/objects/{object}"), (.get, "/ui/{merchant}/catalog"),
+             (.get, "/ui/{merchant}/conflicts"), (.get, "/ui/{merchant}/conflicts/{incident}"),
+             (.get, "/ui/{merchant}/health"):
+            return .scope(.read)
         case (.get, "/merchants/{merchant}/objects/{object}"),
              (.get, "/merchants/{merchant}/objects/{object}/history"),
              (.get, "/merchants/{merchant}/objects/{object}/prices"),
@@ -71,6 +82,12 @@ extension LedgerServer {
             return .scope(.read)
         default: return .scope(.admin)
         }
+    }
+
+    /// Whether a route template is one of the pages (HTML, cookie sign-in) rather than the JSON API.
+    static func isPage(_ endpoint: String?) -> Bool {
+        guard let endpoint else { return false }
+        return endpoint == "/ui" || endpoint.hasPrefix("/ui/")
     }
 
     /// A response with the JSON error shape.
@@ -174,7 +191,9 @@ struct AuthMiddleware: RouterMiddleware {
                 next: (Request, LedgerRequestContext) async throws -> Response) async throws -> Response {
         let access = LedgerServer.access(method: request.method, endpoint: context.endpointPath)
         if access == .open || service.configuration.insecureNoAuth { return try await next(request, context) }
-        switch check(request, context: context, access: access) {
+        let verdict = LedgerServer.isPage(context.endpointPath)
+            ? checkPage(request, context: context, access: access) : check(request, context: context, access: access)
+        switch verdict {
         case .allowed(let context): return try await next(request, context)
         case .refused(var response):
             // The body of a refused request is not read: the connection closes after the answer.

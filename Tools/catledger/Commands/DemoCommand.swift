@@ -3,6 +3,7 @@ import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerPages
 import LedgerQueries
 import SquareWire
 
@@ -175,6 +176,20 @@ struct DemoCommand: AsyncParsableCommand {
                 --notification-url http://127.0.0.1:8080/webhooks/square
               SQUARE_ACCESS_TOKEN=sim catledger check-replay --at "5 minutes ago" --data-dir ledgers/ML8CAFE0SIM01 \\
                 --square-base-url http://127.0.0.1:8081     # the replay against the simulator's catalog_version
+            """)
+
+            // The audit pages: `serve` keeps one ledger per merchant under a data root, so the demo's
+            // ledger is served from its parent directory with its own directory name as the merchant.
+            let dataRoot = (root as NSString).deletingLastPathComponent.isEmpty ? "." : (root as NSString).deletingLastPathComponent
+            let merchant = (root as NSString).lastPathComponent
+            section("The audit pages", "The change log, each object's timeline and price chart, the catalog at any moment, " +
+                    "the conflicts and the ledger's health, in a browser:")
+            print("""
+              catledger token create --data-dir \(dataRoot) --merchant \(merchant) --scope read --name me   # prints a token once
+              catledger serve --data-dir \(dataRoot) --merchant \(merchant) --offline --port 8080 \\
+                --signature-key demo-key --notification-url http://127.0.0.1:8080/webhooks/square
+
+            Then open http://127.0.0.1:8080/ui and paste the token into the form.
             """)
         }
     }

@@ -2,6 +2,7 @@ import ArgumentParser
 import CatalogLedger
 import CatalogModel
 import CatalogProjections
+import LedgerPages
 import LedgerQueries
 import SquareWire
 import Foundation

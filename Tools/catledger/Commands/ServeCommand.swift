@@ -155,7 +155,7 @@ struct ServeCommand: AsyncParsableCommand {
                         let metricsAt = configuration.metricsListen.map { " (also on \($0.host):\($0.port))" } ?? ""
                         print("Serving \(merchantIDs.count == 1 ? "merchant" : "\(merchantIDs.count) merchants") \(shown) " +
                               "on http://\(configuration.host):\(boundPort): Square webhooks POST /webhooks/square; " +
-                              "API /merchants/{id}/... (bearer token); /healthz; /metrics\(metricsAt). Ctrl-C stops.")
+                              "API /merchants/{id}/... (bearer token); pages /ui (sign in with a read token); /healthz; /metrics\(metricsAt). Ctrl-C stops.")
                         fflush(nil)
                     }
                 }

@@ -1,0 +1,93 @@
+import CatalogModel
+import Foundation
+import LedgerQueries
+
+/// The catalog at a moment: pick a Square time (and optionally what the ledger knew at a ledger
+/// time), browse its categories and items as they were, search within it, and compare it with
+/// another moment (created, changed with field diffs, deleted).
+extension Pages {
+    public static func catalog(_ context: PageContext, _ query: PageQuery) throws -> PageResponse {
+        var point = AsOf.latest
+        var other: AsOf?
+        var notice = HTML()
+        do {
+            point.squareTimeMax = try Clock.parse(query.first("at"), field: "moment", now: context.now)
+            point.ledgerTimeMax = try Clock.parse(query.first("known"), field: "as known at", now: context.now)
+            if let compare = try Clock.parse(query.first("compare"), field: "compare with", now: context.now) {
+                other = AsOf(squareTimeMax: compare, ledgerTimeMax: point.ledgerTimeMax)
+            }
+        } catch let error as PageInputError {
+            notice = Layout.notice(error.message, error: true)
+            point = .latest
+            other = nil
+        }
+        let category = query.first("category").map { CatalogObjectID($0) }
+        let moment = try context.queries.catalog(asOf: point, search: query.first("q"), category: category)
+        let all = try context.queries.catalog(asOf: point)
+        let categoryNames = Dictionary(all.categories.map { ($0.id, $0.name ?? $0.id.rawValue) }, uniquingKeysWith: { a, _ in a })
+        let options = [("", "all categories")] + all.categories.map { ($0.id.rawValue, $0.name ?? $0.id.rawValue) }
+        var body: HTML = """
+        <form class="filters" method="get" action="\(context.link("/catalog").description)" aria-label="Choose the moment">
+        \(Layout.field("Moment (Square time, UTC)", name: "at", value: query.first("at"), placeholder: "2026-10-05 12:00"))
+        \(Layout.field("As known at (ledger time, optional)", name: "known", value: query.first("known"), placeholder: "2026-10-06"))
+        \(Layout.select("Category", name: "category", options: options, selected: query.first("category")))
+        \(Layout.field("Search in this moment", name: "q", value: query.first("q"), type: "search", placeholder: "e.g. bread"))
+        \(Layout.field("Compare with (Square time)", name: "compare", value: query.first("compare"), placeholder: "2026-10-01"))
+        <div class="field"><button type="submit">Show</button></div>
+        <div class="field"><a href="\(context.link("/catalog").description)">Now</a></div>
+        </form>
+        """
+        body += notice
+        let live = moment.liveByType.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" as String }.joined(separator: ", ")
+        body += "<p>As of <strong>\(Clock.point(point))</strong>: \(all.items.count) item(s) in \(all.categories.count) categor\(all.categories.count == 1 ? "y" : "ies") (\(live)). <button type=\"button\" data-copy-link>Copy link</button></p>"
+
+        if let other {
+            body += try comparison(context, from: other, to: point)
+        }
+
+        let atQuery: [(String, String)] = [("at", query.first("at") ?? ""), ("known", query.first("known") ?? "")]
+        if moment.items.isEmpty {
+            body += Layout.notice("No item matches at this moment.")
+        } else {
+            let rows: [HTML] = moment.items.map { item in
+                let categories = item.categoryIDs.map { categoryNames[$0] ?? $0.rawValue }.joined(separator: ", ")
+                let variations: [HTML] = item.variations.map { variation in
+                    let overrides = variation.locationPrices.sorted { $0.key.rawValue < $1.key.rawValue }
+                        .map { "\($0.value.description) at \($0.key.rawValue)" as String }.joined(separator: ", ")
+                    return """
+                    <li><a href="\(context.objectLink(variation.id, atQuery).description)">\(variation.name ?? variation.id.rawValue)</a> \
+                    <strong>\(variation.price?.description ?? "variable price")</strong>\(overrides.isEmpty ? "" : " (\(overrides))")</li>
+                    """
+                }
+                return """
+                <tr><td><a href="\(context.objectLink(item.id, atQuery).description)">\(item.name ?? item.id.rawValue)</a> <code class="id">\(item.id.rawValue)</code></td>\
+                <td>\(categories)</td><td><ul class="changes">\(variations)</ul></td><td>v\(item.version)</td></tr>
+                """
+            }
+            body += """
+            <h2>Items (\(moment.items.count))</h2>
+            <table class="catalog"><thead><tr><th scope="col">Item</th><th scope="col">Categories</th><th scope="col">Variations and prices</th><th scope="col">Version</th></tr></thead>
+            <tbody>\(rows)</tbody></table>
+            """
+        }
+        return .html(Layout.page("Catalog at a moment", context, section: .catalog, body))
+    }
+
+    static func comparison(_ context: PageContext, from: AsOf, to: AsOf) throws -> HTML {
+        let diff = try context.queries.diff(from: from, to: to)
+        let context = try context.naming(diff.created + diff.deleted + diff.changed.map(\.objectID), asOf: to)
+        let created: [HTML] = diff.created.map { "<li>\(context.object($0))</li>" }
+        let deleted: [HTML] = diff.deleted.map { "<li>\(context.object($0))</li>" }
+        let changed: [HTML] = diff.changed.map { change in
+            "<tr><td>\(context.object(change.objectID))<br><small>\(change.objectType.rawValue) v\(change.versionBefore) → v\(change.versionAfter)</small></td><td>\(changeList(change.changes))</td></tr>"
+        }
+        return """
+        <section aria-labelledby="compare"><h2 id="compare">From \(Clock.point(from)) to \(Clock.point(to))</h2>
+        <div class="cards"><div class="card"><h3>Created (\(diff.created.count))</h3><ul>\(created)</ul></div>\
+        <div class="card"><h3>Deleted (\(diff.deleted.count))</h3><ul>\(deleted)</ul></div></div>
+        <h3>Changed (\(diff.changed.count))</h3>
+        <table><thead><tr><th scope="col">Object</th><th scope="col">Field changes</th></tr></thead><tbody>\(changed)</tbody></table>
+        </section>
+        """
+    }
+}

@@ -1,0 +1,249 @@
+import CatalogModel
+import Foundation
+import LedgerQueries
+import SquareWire
+
+/// The change log: every version of every object, newest first, paged, filtered by the URL's query
+/// (so a filtered view is a link to paste), and its CSV export (`changes.csv` with the same query).
+extension Pages {
+    static let changesPerPage = 50
+
+    /// The filter a change log query asks for, with the items its search box matched.
+    struct ChangeLogRequest {
+        var filter = ChangeLogFilter()
+        var matches: [(id: CatalogObjectID, name: String)] = []
+        var page = 1
+    }
+
+    static func sourceKey(_ source: EventSource) -> String { source.description.replacingOccurrences(of: " ", with: "-") }
+
+    static func changeLogRequest(_ context: PageContext, _ query: PageQuery) throws -> ChangeLogRequest {
+        var request = ChangeLogRequest()
+        var filter = ChangeLogFilter()
+        if let object = query.first("object") {
+            filter.objectIDs = [CatalogObjectID(object)]
+        } else if let text = query.first("q") {
+            request.matches = try search(context, text)
+            filter.objectIDs = Set(request.matches.map { $0.id })
+        }
+        for type in query.all("type") {
+            guard let kind = ChangeType(rawValue: type) else { throw PageInputError(message: "unknown change type \"\(type)\"") }
+            filter.types.insert(kind)
+        }
+        for name in query.all("source") {
+            guard let source = EventSource.allCases.first(where: { sourceKey($0) == name }) else {
+                throw PageInputError(message: "unknown source \"\(name)\"")
+            }
+            filter.sources.insert(source)
+        }
+        filter.actor = query.first("actor")
+        filter.device = query.first("device")
+        filter.location = query.first("location")
+        filter.category = query.first("category").map { CatalogObjectID($0) }
+        filter.since = try Clock.parse(query.first("since"), field: "from", now: context.now)
+        filter.until = try Clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
+        if let page = query.first("page") {
+            guard let number = Int(page), number >= 1 else { throw PageInputError(message: "page \"\(page)\" is not a page number") }
+            request.page = number
+        }
+        request.filter = filter
+        return request
+    }
+
+    /// Items whose names match `text`: the fuzzy index of the projection (typos, plurals), else the
+    /// names of the catalog as it is now.
+    static func search(_ context: PageContext, _ text: String) throws -> [(id: CatalogObjectID, name: String)] {
+        var seen = Set<CatalogObjectID>()
+        var result: [(id: CatalogObjectID, name: String)] = []
+        if let projector = context.projector {
+            for hit in try projector.queries.search(text, limit: 20) where result.count < 8 {
+                let id = CatalogObjectID(hit.variationID ?? hit.itemID)
+                if seen.insert(id).inserted {
+                    result.append((id, hit.variationName.map { "\(hit.itemName) — \($0)" } ?? hit.itemName))
+                }
+            }
+            return result
+        }
+        for item in try context.queries.catalog(asOf: .latest, search: text).items.prefix(8) {
+            result.append((item.id, item.name ?? item.id.rawValue))
+        }
+        return result
+    }
+
+    public static func changeLog(_ context: PageContext, _ query: PageQuery) throws -> PageResponse {
+        var context = context
+        let request: ChangeLogRequest
+        do {
+            request = try changeLogRequest(context, query)
+        } catch let error as PageInputError {
+            let body = try changeLogForm(context, query) + Layout.notice(error.message, error: true)
+            return .html(Layout.page("Change log", context, section: .changes, body), status: 400)
+        }
+        let entries = try context.queries.changeLog(request.filter)
+        let pages = max(1, (entries.count + changesPerPage - 1) / changesPerPage)
+        let page = min(request.page, pages)
+        let shown = entries.dropFirst((page - 1) * changesPerPage).prefix(changesPerPage)
+        // Names as they are now (a rename shows in its own row's diff).
+        context = try context.naming(shown.flatMap { [$0.objectID] + ($0.parentID.map { [$0] } ?? []) }
+            + query.all("object").map { CatalogObjectID($0) })
+        var body = try changeLogForm(context, query)
+        if !request.matches.isEmpty {
+            let links: [HTML] = request.matches.map { match in
+                "<li><a href=\"\(context.link("/changes", query.without("q", "object", "page") + [("object", match.id.rawValue)]).description)\">\(match.name)</a> <code class=\"id\">\(match.id.rawValue)</code></li>"
+            }
+            body += "<div class=\"notice matches\"><p>Changes of the \(request.matches.count) match(es) of the search; pick one to see only its changes:</p><ul>\(links)</ul></div>"
+        } else if query.first("q") != nil {
+            body += Layout.notice("No item matches \"\(query.first("q") ?? "")\".")
+        }
+        let csv = context.link("/changes.csv", query.without("page"))
+        body += """
+        <div class="pager"><span>\(entries.count) change(s), page \(page) of \(pages)</span>\
+        <a class="button" href="\(csv.description)" download>Export these changes as CSV</a>\
+        <button type="button" data-copy-link>Copy link</button></div>
+        """
+        if entries.isEmpty {
+            body += Layout.notice("No change matches these filters.")
+        } else {
+            let rows: [HTML] = shown.map { changeRow(context, $0) }
+            body += """
+            <table class="changelog"><caption class="visually-hidden">Changes, newest first</caption>
+            <thead><tr><th scope="col">When (Square time)</th><th scope="col">Object</th><th scope="col">Type</th>\
+            <th scope="col">Change</th><th scope="col">Source</th><th scope="col">Who</th><th scope="col" class="num">Event</th></tr></thead>
+            <tbody>\(rows)</tbody></table>
+            """
+        }
+        body += pager(context, query, page: page, pages: pages, path: "/changes")
+        return .html(Layout.page("Change log", context, section: .changes, body))
+    }
+
+    static func pager(_ context: PageContext, _ query: PageQuery, page: Int, pages: Int, path: String) -> HTML {
+        guard pages > 1 else { return "" }
+        let previous: HTML = page > 1
+            ? "<a rel=\"prev\" href=\"\(context.link(path, query.without("page") + [("page", "\(page - 1)")]).description)\">← Newer</a>" : ""
+        let next: HTML = page < pages
+            ? "<a rel=\"next\" href=\"\(context.link(path, query.without("page") + [("page", "\(page + 1)")]).description)\">Older →</a>" : ""
+        return "<nav class=\"pager\" aria-label=\"Pages of changes\">\(previous)<span>Page \(page) of \(pages)</span>\(next)</nav>"
+    }
+
+    static func changeRow(_ context: PageContext, _ entry: ChangeLogEntry) -> HTML {
+        let types: [HTML] = entry.types.map { "<span class=\"tag \($0.rawValue)\">\($0.rawValue)</span>" }
+        let parent: HTML = entry.parentID.map { "<br><small>of \(context.object($0))</small>" } ?? ""
+        var who: HTML = "<span class=\"id\">—</span>"
+        if let actor = entry.actor {
+            who = "\(actor)"
+            if let device = entry.device { who += "<br><small>on \(device)</small>" }
+        }
+        return """
+        <tr><td>\(Clock.both(square: entry.updatedAtNanos, squareText: entry.updatedAt, ledger: entry.recordedAt))</td>\
+        <td>\(context.object(entry.objectID))<br><small>\(entry.objectType.rawValue) v\(entry.version)</small>\(parent)</td>\
+        <td>\(types)</td><td>\(changeList(entry.changes, isDeleted: entry.types == [.deleted], isFirst: entry.types == [.created]))</td>\
+        <td>\(entry.source.description)</td><td>\(who)</td>\
+        <td class="num" title="ledger sequence of the event that first brought this version">\(entry.sequence)</td></tr>
+        """
+    }
+
+    /// Field changes as `path: before → after`, money as money, long values cut.
+    static func changeList(_ changes: [FieldChange], isDeleted: Bool = false, isFirst: Bool = false) -> HTML {
+        if changes.isEmpty {
+            return isDeleted ? "deleted" : isFirst ? "first version learned" : "<span class=\"id\">no field changes</span>"
+        }
+        func cut(_ text: String?) -> String {
+            guard let text else { return "(absent)" }
+            return text.count > 160 ? String(text.prefix(157)) + "…" : text
+        }
+        let items: [HTML] = changes.map { change in
+            """
+            <li><span class="path" title="\(change.path)">\(fieldLabel(change.path))</span>: <span class="before">\(cut(change.shownBefore))</span> → \
+            <span class="after">\(cut(change.shownAfter))</span></li>
+            """
+        }
+        return "<ul class=\"changes\">\(items)</ul>"
+    }
+
+    /// A field's path as people read it: without the `<type>_data.` prefix, a location override as
+    /// `price_money at LOCATION` (the whole path stays in the title).
+    static func fieldLabel(_ path: String) -> String {
+        var label = path
+        if let dot = label.firstIndex(of: "."), label[..<dot].hasSuffix("_data") { label = String(label[label.index(after: dot)...]) }
+        let prefix = "location_overrides[location_id="
+        if label.hasPrefix(prefix), let close = label.firstIndex(of: "]") {
+            let location = label[label.index(label.startIndex, offsetBy: prefix.count)..<close]
+            let rest = label[label.index(after: close)...].drop { $0 == "." }
+            label = (rest.isEmpty ? "location override" : String(rest)) + " at " + location
+        }
+        return label
+    }
+
+    static func changeLogForm(_ context: PageContext, _ query: PageQuery) throws -> HTML {
+        let categories = try context.queries.catalog(asOf: .latest).categories
+        let types: [HTML] = ChangeType.allCases.map { type in
+            let checked: HTML = query.all("type").contains(type.rawValue) ? " checked" : ""
+            return "<label class=\"check\"><input type=\"checkbox\" name=\"type\" value=\"\(type.rawValue)\"\(checked)> \(type.rawValue)</label>"
+        }
+        let sources = [("", "any source")] + EventSource.allCases.map { (sourceKey($0), $0.description) }
+        let categoryOptions = [("", "any category")] + categories.map { ($0.id.rawValue, $0.name ?? $0.id.rawValue) }
+        let object: HTML = query.first("object").map {
+            "<input type=\"hidden\" name=\"object\" value=\"\($0)\"><p class=\"notice\">Showing one object: \(context.object(CatalogObjectID($0))) · <a href=\"\(context.link("/changes", query.without("object", "page")).description)\">show all objects</a></p>"
+        } ?? ""
+        return """
+        <form class="filters" method="get" action="\(context.link("/changes").description)" role="search" aria-label="Filter the changes">
+        \(object)
+        \(Layout.field("Item or variation", name: "q", value: query.first("q"), type: "search", placeholder: "e.g. banana bread"))
+        <fieldset class="field"><legend>Change type</legend>\(types)</fieldset>
+        \(Layout.select("Source", name: "source", options: sources, selected: query.first("source")))
+        \(Layout.field("Actor", name: "actor", value: query.first("actor")))
+        \(Layout.field("Device", name: "device", value: query.first("device")))
+        \(Layout.field("Location id", name: "location", value: query.first("location")))
+        \(Layout.select("Category", name: "category", options: categoryOptions, selected: query.first("category")))
+        \(Layout.field("From (UTC)", name: "since", value: query.first("since"), placeholder: "2026-10-01"))
+        \(Layout.field("To (UTC)", name: "until", value: query.first("until"), placeholder: "2026-10-31"))
+        <div class="field"><button type="submit">Apply filters</button></div>
+        <div class="field"><a href="\(context.link("/changes").description)">Clear</a></div>
+        </form>
+        """
+    }
+
+    /// The filtered change log as CSV: one row per field change (one for a first version or a deletion).
+    public static func changeLogCSV(_ context: PageContext, _ query: PageQuery) throws -> PageResponse {
+        let request: ChangeLogRequest
+        do {
+            request = try changeLogRequest(context, query)
+        } catch let error as PageInputError {
+            return PageResponse(status: 400, contentType: "text/plain; charset=utf-8", body: Array((error.message + "\n").utf8))
+        }
+        var csv = CSV(header: ["square_time", "ledger_time", "sequence", "object_id", "name", "object_type", "parent_id", "version",
+                               "change_types", "field", "before", "after", "source", "actor", "device"])
+        let entries = try context.queries.changeLog(request.filter)
+        let names = try context.queries.names(of: entries.map(\.objectID))
+        for entry in entries {
+            let common = [entry.updatedAt, RFC3339.format(nanoseconds: entry.recordedAt), "\(entry.sequence)", entry.objectID.rawValue,
+                          names.name(of: entry.objectID) ?? "", entry.objectType.rawValue, entry.parentID?.rawValue ?? "", "\(entry.version)",
+                          entry.types.map(\.rawValue).joined(separator: " ")]
+            let tail = [entry.source.description, entry.actor ?? "", entry.device ?? ""]
+            if entry.changes.isEmpty {
+                csv.append(common + ["", "", ""] + tail)
+            }
+            for change in entry.changes {
+                csv.append(common + [change.path, change.shownBefore ?? "", change.shownAfter ?? ""] + tail)
+            }
+        }
+        return PageResponse(status: 200, contentType: "text/csv; charset=utf-8", body: Array(csv.text.utf8),
+                            headers: [("Content-Disposition", "attachment; filename=\"changes-\(context.merchantID).csv\"")])
+    }
+}
+
+/// RFC 4180 CSV: fields with a comma, a quote or a line break are quoted, quotes doubled; CRLF rows.
+struct CSV {
+    private(set) var text = ""
+
+    init(header: [String]) { append(header) }
+
+    mutating func append(_ fields: [String]) {
+        text += fields.map { field in
+            // A leading =, +, - or @ would be read as a formula by a spreadsheet: quote it with a '.
+            let guarded = field.first.map { "=+-@".contains($0) } == true && Double(field) == nil ? "'" + field : field
+            return guarded.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
+                ? "\"" + guarded.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : guarded
+        }.joined(separator: ",") + "\r\n"
+    }
+}

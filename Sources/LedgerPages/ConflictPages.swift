@@ -1,0 +1,120 @@
+import CatalogModel
+import Foundation
+import LedgerQueries
+
+/// Rejected writes: the incidents list (filtered by date, class, device, actor) and one incident with
+/// its diagnosis, each object's sent / believed / Square's version, the events that moved it, the fix.
+extension Pages {
+    public static func conflicts(_ context: PageContext, _ query: PageQuery) throws -> PageResponse {
+        var filter = ConflictFilter()
+        var notice = HTML()
+        do {
+            filter.since = try Clock.parse(query.first("since"), field: "from", now: context.now)
+            filter.until = try Clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
+        } catch let error as PageInputError {
+            notice = Layout.notice(error.message, error: true)
+        }
+        if let classification = query.first("class") {
+            if VersionMismatchDiagnosis.Classification(rawValue: classification) == nil {
+                notice += Layout.notice("unknown class \"\(classification)\"", error: true)
+            } else {
+                filter.classification = classification
+            }
+        }
+        filter.device = query.first("device")
+        filter.actor = query.first("actor")
+        let incidents = try context.queries.conflicts(filter).reversed()
+        let context = try context.naming(incidents.flatMap(\.staleObjectIDs))
+        let classes = [("", "any class")] + VersionMismatchDiagnosis.Classification.allCases.map { ($0.rawValue, $0.rawValue) }
+        var body: HTML = """
+        <form class="filters" method="get" action="\(context.link("/conflicts").description)" aria-label="Filter the incidents">
+        \(Layout.field("From (UTC)", name: "since", value: query.first("since"), placeholder: "2026-10-01"))
+        \(Layout.field("To (UTC)", name: "until", value: query.first("until"), placeholder: "2026-10-31"))
+        \(Layout.select("Class", name: "class", options: classes, selected: query.first("class")))
+        \(Layout.field("Device", name: "device", value: query.first("device")))
+        \(Layout.field("Actor", name: "actor", value: query.first("actor")))
+        <div class="field"><button type="submit">Apply filters</button></div>
+        <div class="field"><a href="\(context.link("/conflicts").description)">Clear</a></div>
+        </form>
+        """
+        body += notice
+        if incidents.isEmpty {
+            body += Layout.notice("No rejected write matches.")
+        } else {
+            let rows: [HTML] = incidents.map { answer in
+                let diagnosis = answer.diagnosis
+                let stale: [HTML] = answer.staleObjectIDs.map { context.object($0) }
+                return """
+                <tr><td class="num"><a href="\(context.link("/conflicts/\(answer.sequence)").description)">\(answer.sequence)</a></td>\
+                <td>\(Clock.ledger(diagnosis.rejectedAt))</td><td><code>\(diagnosis.idempotencyKey)</code></td>\
+                <td>\(diagnosis.actor ?? "—")</td><td>\(diagnosis.device ?? "—")</td>\
+                <td>HTTP \(diagnosis.httpStatus) \(diagnosis.errorCodes.joined(separator: ", "))</td>\
+                <td><span class="tag bad">\(diagnosis.primaryClassification.rawValue)</span></td><td>\(stale.joined(separator: "<br>"))</td></tr>
+                """
+            }
+            body += """
+            <p>\(incidents.count) incident(s), newest first.</p>
+            <table class="conflicts"><thead><tr><th scope="col" class="num">Incident</th><th scope="col">Rejected at (ledger time)</th>\
+            <th scope="col">Idempotency key</th><th scope="col">Actor</th><th scope="col">Device</th><th scope="col">Error</th>\
+            <th scope="col">Class</th><th scope="col">Objects</th></tr></thead><tbody>\(rows)</tbody></table>
+            """
+        }
+        return .html(Layout.page("Conflicts", context, section: .conflicts, body))
+    }
+
+    public static func conflict(_ context: PageContext, incident: String) throws -> PageResponse {
+        guard let answer = try context.queries.conflict(named: incident) else {
+            let body = Layout.notice("No rejected write \"\(incident)\" (give its incident number or idempotency key).", error: true)
+                + "<p><a href=\"\(context.link("/conflicts").description)\">All incidents</a></p>"
+            return .html(Layout.page("No such incident", context, section: .conflicts, body), status: 404)
+        }
+        let diagnosis = answer.diagnosis
+        // Names as the ledger knew them when the write was refused.
+        let context = try context.naming(diagnosis.findings.flatMap { [$0.objectID] + ($0.parentID.map { [$0] } ?? []) },
+                                         asOf: AsOf(ledgerTimeMax: diagnosis.rejectedAt))
+        func version(_ value: Int64?) -> String { value.map { "v\($0)" } ?? "none" }
+        var body: HTML = """
+        <p><a href="\(context.link("/conflicts").description)">← All incidents</a> · <button type="button" data-copy-link>Copy link</button></p>
+        <dl class="facts"><dt>Classification</dt><dd>\(diagnosis.classifications.map { "<span class=\"tag bad\">\($0.rawValue)</span>" as HTML }.joined())</dd>\
+        <dt>Idempotency key</dt><dd><code>\(diagnosis.idempotencyKey)</code></dd>\
+        <dt>Rejected</dt><dd>\(Clock.ledger(diagnosis.rejectedAt)), event \(diagnosis.rejectionSequence), HTTP \(diagnosis.httpStatus) \(diagnosis.errorCodes.joined(separator: ", "))</dd>
+        """
+        if let editSequence = diagnosis.editSequence {
+            body += "<dt>Request</dt><dd>event \(editSequence)\(diagnosis.requestedAt.map { " at \(Clock.text($0))" } ?? "") by \(diagnosis.actor ?? "unknown") on \(diagnosis.device ?? "unknown device")</dd>"
+        }
+        body += "<dt>Fix</dt><dd><strong>\(diagnosis.fix)</strong></dd></dl>"
+        // The objects that caused the refusal first, then those that were current.
+        let findings = diagnosis.findings.filter { $0.classification != .current && $0.classification != .newObject }
+            + diagnosis.findings.filter { $0.classification == .current || $0.classification == .newObject }
+        let cards: [HTML] = findings.map { finding in
+            let parent: HTML = finding.parentID.map { " in \(context.object($0))" } ?? ""
+            let evidence: [HTML] = finding.movedBy.map { event in
+                let link = context.objectLink(finding.objectID).description + "#seq-\(event.sequence)"
+                return """
+                <li><a href="\(link)">event \(event.sequence)</a> \(event.kind) via \(event.source.description), \
+                recorded \(Clock.ledger(event.recordedAt)), \(version(event.version)) updated_at \(event.updatedAt ?? "?")\
+                \(event.correlationID.isEmpty ? "" : " [\(event.correlationID)]"): \(event.note)</li>
+                """
+            }
+            let changed: HTML = finding.changedFields.isEmpty ? "" : "<p>What the other write changed:</p>" + changeList(finding.changedFields)
+            return """
+            <section class="card finding"><h2>\(context.object(finding.objectID))</h2>
+            <p>\(finding.objectType.rawValue)\(parent) · <span class="tag \(finding.classification == .current || finding.classification == .newObject ? "good" : "bad")">\(finding.classification.rawValue)</span></p>
+            <table><thead><tr><th scope="col">Sent</th><th scope="col">Editor's base</th><th scope="col">Ledger believed</th><th scope="col">Square had</th></tr></thead>
+            <tbody><tr><td>\(version(finding.sentVersion))</td><td>\(version(finding.editorBaseVersion))</td>\
+            <td>\(version(finding.ledgerBelievedVersion))</td><td>\(version(finding.actualVersion))\(finding.actualIsDeleted ? " (deleted)" : "")</td></tr></tbody></table>
+            <p>\(finding.explanation)</p>
+            \(evidence.isEmpty ? "" : "<p>The events that moved it:</p><ul>\(evidence)</ul>" as HTML)
+            \(changed)
+            </section>
+            """
+        }
+        body += "<h2>Objects of the request</h2><div class=\"cards\">\(cards)</div>"
+        if !diagnosis.missingKnowledge.isEmpty {
+            let missing: [HTML] = diagnosis.missingKnowledge.map { "<li>\($0)</li>" }
+            body += "<h2>What the ledger does not know</h2><ul>\(missing)</ul>"
+        }
+        return .html(Layout.page("Incident \(answer.sequence): \(diagnosis.primaryClassification.rawValue)", context,
+                                 section: .conflicts, body))
+    }
+}

@@ -1,0 +1,214 @@
+// The audit pages (issue 21) under `/ui`: thin routes over `LedgerPages`, behind the same tokens as
+// the API. A browser signs in once with a token (the form at `/ui/login` posts it; the server sets it
+// as an HttpOnly, SameSite=Strict cookie for Path=/) and the pages accept the cookie; the JSON API
+// keeps bearer tokens only. A page without a valid token redirects to the form; a token without the
+// route's scope for the path's merchant gets a 403 page (`AuthMiddleware.checkPage`). Access rules:
+// `LedgerServer.access`, docs/SECURITY.md.
+
+import Foundation
+import HTTPTypes
+import Hummingbird
+import LedgerPages
+import Logging
+import NIOCore
+
+extension LedgerServer {
+    /// The cookie that carries a signed-in browser's token.
+    static let pageCookie = "catledger_token"
+    /// The sign-in form's body is a token and a path: a few hundred bytes.
+    static let signInBodyBytesMax = 4_096
+
+    static func addPageRoutes(_ router: Router<LedgerRequestContext>, service: LedgerService) {
+        let configuration = service.configuration
+        router.get("ui/assets/pages.css") { _, _ in response(Pages.asset("pages.css")!) }
+        router.get("ui/assets/pages.js") { _, _ in response(Pages.asset("pages.js")!) }
+        router.get("ui/login") { request, _ in
+            response(Pages.signIn(next: safeNext(request.uri.queryParameters.get("next")),
+                                  error: request.uri.queryParameters.get("expired") != nil
+                                    ? "Your token is no longer valid (unknown or revoked): sign in again." : nil))
+        }
+        router.post("ui/login") { request, context in
+            let client = context.clientAddress
+            if let retryAfter = service.authFailures.retryAfter(client: client) {
+                var answer = response(Pages.signIn(next: "/ui", error: "Too many failed sign-ins from this address: try again in \(retryAfter) s.", status: 429))
+                answer.headers[.retryAfter] = "\(retryAfter)"
+                return answer
+            }
+            let read = await request.collectBody(upTo: signInBodyBytesMax, within: configuration.requestReadTimeout)
+            guard case .complete(let body) = read else {
+                return refuse(read.refusal(bytesMax: signInBodyBytesMax, timeout: configuration.requestReadTimeout)!, context)
+            }
+            let form = PageQuery(parsing: String(buffer: body))
+            let next = safeNext(form.first("next"))
+            guard let presented = form.first("token") else {
+                return response(Pages.signIn(next: next, error: "Paste an API token.", status: 400))
+            }
+            let token: APITokenRecord?
+            do {
+                token = try service.tokens.verify(presented)
+            } catch {
+                context.logger.error("the token file cannot be read", metadata: ["error": "\(error)"])
+                return response(Pages.error(status: 503, title: "Sign-in unavailable",
+                                            message: "Tokens cannot be checked right now (request \(context.requestID))."))
+            }
+            guard let token, presented.utf8.allSatisfy(isCookieSafe) else {
+                service.authFailures.recordFailure(client: client)
+                service.metrics.authFailure()
+                context.logger.warning("page sign-in refused: bad_token", metadata: ["client": "\(client)"])
+                return response(Pages.signIn(next: next, error: "That token is unknown or revoked.", status: 401))
+            }
+            context.logger.info("page sign-in", metadata: ["token": "\(token.id)"])
+            return response(.redirect(next, headers: [
+                ("Set-Cookie", "\(pageCookie)=\(presented); Path=/; HttpOnly; SameSite=Strict"),
+            ]))
+        }
+        router.post("ui/logout") { _, _ in
+            response(.redirect("/ui/login", headers: [("Set-Cookie", "\(pageCookie)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")]))
+        }
+        router.get("ui") { _, context in
+            // Where a sign-in lands: the merchants the token may read (straight to the one, if one).
+            let readable = service.merchants.keys.map(\.rawValue).sorted().filter { merchant in
+                context.token?.allows(.read, merchant: merchant) ?? service.configuration.insecureNoAuth
+            }
+            if readable.count == 1 { return response(.redirect("/ui/\(PageLink.encode(readable[0]))/changes")) }
+            return response(Pages.merchants(readable, viewer: context.token?.name))
+        }
+        router.get("ui/:merchant/changes") { request, context in
+            await page(service, context) { try Pages.changeLog($0, query(request)) }
+        }
+        router.get("ui/:merchant/changes.csv") { request, context in
+            await page(service, context) { try Pages.changeLogCSV($0, query(request)) }
+        }
+        router.get("ui/:merchant/objects/:object") { request, context in
+            await page(service, context) { try Pages.object($0, id: context.parameters.get("object") ?? "", query(request)) }
+        }
+        router.get("ui/:merchant/catalog") { request, context in
+            await page(service, context) { try Pages.catalog($0, query(request)) }
+        }
+        router.get("ui/:merchant/conflicts") { request, context in
+            await page(service, context) { try Pages.conflicts($0, query(request)) }
+        }
+        router.get("ui/:merchant/conflicts/:incident") { _, context in
+            await page(service, context) { try Pages.conflict($0, incident: context.parameters.get("incident") ?? "") }
+        }
+        router.get("ui/:merchant/health") { _, context in
+            await page(service, context) { try Pages.health($0) }
+        }
+    }
+
+    /// The query of a page's URL, decoded.
+    static func query(_ request: Request) -> PageQuery {
+        PageQuery(parsing: request.uri.query ?? "")
+    }
+
+    /// Where a sign-in may send the browser: a path of the pages, never another site.
+    static func safeNext(_ next: String?) -> String {
+        guard let next, next.hasPrefix("/ui"), !next.hasPrefix("//"),
+              next.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && $0 != "\\" }) else { return "/ui" }
+        return next
+    }
+
+    static func isCookieSafe(_ byte: UInt8) -> Bool {
+        byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: ";") && byte != UInt8(ascii: ",") && byte != UInt8(ascii: "\"")
+            && byte != UInt8(ascii: "\\")
+    }
+
+    /// Answers one page of the merchant the path names; an unknown merchant is a 404 page, a failure a
+    /// 500 page naming the request id (the detail goes to the log only).
+    static func page(_ service: LedgerService, _ context: LedgerRequestContext,
+                     _ body: (PageContext) throws -> PageResponse) async -> Response {
+        let id = context.parameters.get("merchant") ?? ""
+        guard let merchant = service.merchant(id) else {
+            return response(Pages.error(status: 404, title: "No such merchant", message: "This server keeps no ledger for merchant \(id)."))
+        }
+        let pageContext = PageContext(
+            merchantID: id, queries: merchant.queries, projector: merchant.projector, viewer: context.token?.name,
+            mayReadMetrics: context.token?.allows(.metrics, merchant: nil) ?? service.configuration.insecureNoAuth,
+            now: Int64(Date().timeIntervalSince1970 * 1_000_000_000))
+        do {
+            return response(try body(pageContext))
+        } catch {
+            context.logger.error("page failed", metadata: ["merchant": "\(id)", "error": "\(error)"])
+            return response(Pages.error(status: 500, title: "Something went wrong",
+                                        message: "The page could not be made (request \(context.requestID)).", context: pageContext))
+        }
+    }
+
+    /// A page as an HTTP answer, with the headers every page carries: nothing from elsewhere may
+    /// run, frame it or be posted to, and pages holding ledger data are not cached.
+    static func response(_ page: PageResponse) -> Response {
+        var headers: HTTPFields = [
+            .contentType: page.contentType,
+            .contentSecurityPolicy: "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+            HTTPField.Name("X-Content-Type-Options")!: "nosniff",
+            HTTPField.Name("Referrer-Policy")!: "same-origin",
+        ]
+        if !page.headers.contains(where: { $0.0 == "Cache-Control" }) { headers[.cacheControl] = "no-store" }
+        for (name, value) in page.headers {
+            if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
+        }
+        return Response(status: .init(code: page.status), headers: headers,
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: page.body)))
+    }
+}
+
+extension AuthMiddleware {
+    /// The token of a page request: the sign-in cookie, else a bearer header.
+    static func pageToken(_ request: Request) -> String? {
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == LedgerServer.pageCookie {
+                    let value = parts[1].trimmingCharacters(in: .whitespaces)
+                    return value.isEmpty || value.utf8.count > 512 ? nil : value
+                }
+            }
+        }
+        return bearer(request.headers[.authorization])
+    }
+
+    /// The access check of a page (`/ui...`): as `check`, but a person without a valid token is sent to
+    /// the sign-in form and a refusal is a page, not JSON.
+    func checkPage(_ request: Request, context: LedgerRequestContext, access: RouteAccess) -> Verdict {
+        let client = context.clientAddress
+        if let retryAfter = service.authFailures.retryAfter(client: client) {
+            var answer = LedgerServer.response(Pages.error(status: 429, title: "Too many failed sign-ins",
+                                                           message: "Try again in \(retryAfter) s."))
+            answer.headers[.retryAfter] = "\(retryAfter)"
+            return .refused(answer)
+        }
+        let next = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
+        let signIn = "/ui/login?next=" + PageLink.encode(LedgerServer.safeNext(next))
+        guard let presented = Self.pageToken(request) else {
+            return .refused(LedgerServer.response(.redirect(signIn)))
+        }
+        let token: APITokenRecord?
+        do {
+            token = try service.tokens.verify(presented)
+        } catch {
+            context.logger.error("the token file cannot be read", metadata: ["error": "\(error)"])
+            return .refused(LedgerServer.response(Pages.error(status: 503, title: "Sign-in unavailable",
+                                                              message: "Tokens cannot be checked right now (request \(context.requestID)).")))
+        }
+        guard let token else {
+            service.authFailures.recordFailure(client: client)
+            service.metrics.authFailure()
+            context.logger.warning("page refused: bad_token", metadata: ["client": "\(client)", "route": "\(context.endpointPath ?? "none")"])
+            return .refused(LedgerServer.response(.redirect(signIn + "&expired=1", headers: [
+                ("Set-Cookie", "\(LedgerServer.pageCookie)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+            ])))
+        }
+        let merchant = context.parameters.get("merchant")
+        if case .scope(let scope) = access, !token.allows(scope, merchant: merchant) {
+            context.logger.notice("page refused: token lacks the scope or merchant", metadata: ["token": "\(token.id)"])
+            return .refused(LedgerServer.response(Pages.error(
+                status: 403, title: "Not allowed",
+                message: "The token \"\(token.name)\" may not \(scope.rawValue)" + (merchant.map { " merchant \($0)'s ledger" } ?? "")
+                    + ". Sign out and sign in with a token that has the \(scope.rawValue) scope for it.")))
+        }
+        var context = context
+        context.token = token
+        context.logger[metadataKey: "token"] = "\(token.id)"
+        return .allowed(context)
+    }
+}

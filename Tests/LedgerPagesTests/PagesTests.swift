@@ -1,0 +1,149 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import SquareWire
+import Foundation
+@testable import LedgerPages
+import LedgerQueries
+import TestSupport
+import Testing
+
+/// The pages on the bundled cafe sample, rendered as the server renders them (no browser: the browser
+/// test `Tools/browser-tests` drives the same pages through Chromium).
+@Suite(.serialized) struct PagesTests {
+    static let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../data-samples/cafe/cafe-history.jsonl").standardized.path
+    static let slice = "CDACBVH7G3LMUXI6US6IH3I5"
+
+    /// The sample imported once into a scratch ledger, shared by the tests of this suite.
+    actor Sample {
+        static let shared = Sample()
+        var imported: (Ledger, PageContext)?
+
+        func context() async throws -> PageContext {
+            if let imported { return imported.1 }
+            let root = Scratch.path("pages")
+            var options = LedgerOptions()
+            options.storage.durability = .none
+            let ledger = try Ledger.open(layout: LedgerLayout(root: root), options: options)
+            _ = try await RecordingImporter(ledger: ledger).importFiles([PagesTests.sample])
+            let context = PageContext(merchantID: "ML8CAFE0SIM01", queries: LedgerQueries(reader: ledger.reader), projector: nil,
+                                      viewer: "tester", mayReadMetrics: false, now: 1_793_500_000_000_000_000)
+            imported = (ledger, context)
+            return context
+        }
+    }
+
+    static func html(_ response: PageResponse) -> String { String(decoding: response.body, as: UTF8.self) }
+
+    @Test("interpolated text is escaped; markup passes only as HTML")
+    func escaping() {
+        let hostile = "<script>alert('x')</script>&\""
+        let page: HTML = "<p title=\"\(hostile)\">\(hostile)</p>"
+        #expect(page.text == "<p title=\"&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;\">&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;&amp;&quot;</p>")
+        #expect(PageLink("/ui/M/changes", [("q", "a b&c"), ("empty", "")]).description == "/ui/M/changes?q=a%20b%26c")
+        #expect(PageQuery(parsing: "q=a+b%26c&type=price&type=name").all("type") == ["price", "name"])
+        #expect(PageQuery(parsing: "q=a+b%26c").first("q") == "a b&c")
+    }
+
+    @Test("change log: newest first, filters by type and object, money as money, a hostile query escaped")
+    func changeLog() async throws {
+        let context = try await Sample.shared.context()
+        let all = Self.html(try Pages.changeLog(context, PageQuery()))
+        #expect(all.contains("<table class=\"changelog\""))
+        let prices = try context.queries.changeLog(ChangeLogFilter(types: [.price]))
+        #expect(!prices.isEmpty && prices.allSatisfy { $0.types.contains(.price) })
+        #expect(zip(prices, prices.dropFirst()).allSatisfy { $0.updatedAtNanos >= $1.updatedAtNanos }, "newest first")
+        let slice = Self.html(try Pages.changeLog(context, PageQuery([("object", Self.slice), ("type", "price")])))
+        #expect(slice.contains("$3.50"), "the slice's price as money")
+        #expect(!slice.contains("\"amount\""), "no raw money JSON")
+        let hostile = Self.html(try Pages.changeLog(context, PageQuery([("q", "<img src=x onerror=alert(1)>")])))
+        #expect(!hostile.contains("<img src=x") && hostile.contains("&lt;img src=x onerror=alert(1)&gt;"))
+        let bad = try Pages.changeLog(context, PageQuery([("since", "yesterdayish")]))
+        #expect(bad.status == 400 && Self.html(bad).contains("role=\"alert\""))
+    }
+
+    @Test("CSV export: the filtered view, one row per field change, RFC 4180 quoting")
+    func csv() async throws {
+        let response = try Pages.changeLogCSV(try await Sample.shared.context(), PageQuery([("object", Self.slice), ("type", "price")]))
+        let text = Self.html(response)
+        #expect(response.contentType.hasPrefix("text/csv"))
+        let rows = text.split(separator: "\r\n")
+        #expect(rows[0].hasPrefix("square_time,ledger_time,sequence,object_id"))
+        #expect(rows.count > 1 && rows.dropFirst().allSatisfy { $0.contains(Self.slice) })
+        #expect(text.contains("$3.50"))
+    }
+
+    @Test("object page: the Banana Bread slice at $3.50 on 2026-10-05, its timeline and chart")
+    func objectPage() async throws {
+        let page = Self.html(try Pages.object(try await Sample.shared.context(), id: Self.slice, PageQuery([("at", "2026-10-05")])))
+        #expect(page.contains("<dt>Price</dt><dd>$3.50</dd>"))
+        #expect(page.contains("<svg") && page.contains("Price (USD)"))
+        #expect(page.contains("<h2>Timeline</h2>") && page.contains("id=\"seq-"))
+        #expect(page.contains("<h1>Banana Bread (Slice) (ITEM_VARIATION)</h1>"), "the name beside the id")
+        #expect(page.contains(">Banana Bread (Slice) (base)</text>"), "names in the chart's legend")
+        let missing = try Pages.object(try await Sample.shared.context(), id: "NOPE", PageQuery())
+        #expect(missing.status == 404)
+    }
+
+    @Test("conflicts: edit-0004 is classified and names the object that moved")
+    func conflicts() async throws {
+        let context = try await Sample.shared.context()
+        let list = Self.html(try Pages.conflicts(context, PageQuery()))
+        #expect(list.contains("edit-0004"))
+        let incident = Self.html(try Pages.conflict(context, incident: "edit-0004"))
+        #expect(incident.contains("SNQO5I4QBQ6OSX3WME4RXAEW"))
+        #expect(incident.contains(">Danish (Cheese)</a> <code class=\"id\">SNQO5I4QBQ6OSX3WME4RXAEW</code>"), "names beside ids")
+        #expect(incident.contains("Incident") && incident.contains("staleMovedOnByOtherWriter"))
+        #expect(incident.contains("<dt>Fix</dt>"))
+        let filtered = Self.html(try Pages.conflicts(context, PageQuery([("class", "targetDeleted"), ("device", "no such device")])))
+        #expect(filtered.contains("No rejected write matches."))
+    }
+
+    @Test("catalog at a moment and health render from the answers")
+    func catalogAndHealth() async throws {
+        let context = try await Sample.shared.context()
+        let moment = Self.html(try Pages.catalog(context, PageQuery([("at", "2026-10-05"), ("q", "banana"), ("compare", "2026-10-02")])))
+        #expect(moment.contains("Banana Bread") && moment.contains("$3.50"))
+        #expect(moment.contains("Created (") && moment.contains("Changed ("))
+        let health = Self.html(try Pages.health(context))
+        #expect(health.contains("Events by kind") && health.contains("Disk use"))
+    }
+}
+
+/// The change log answer (`LedgerQueries.changeLog`) on the sample: each filter keeps exactly what it names.
+@Suite struct ChangeLogAnswerTests {
+    @Test("filters: type, source, actor and device of our edits, location, category, a window of Square time")
+    func filters() async throws {
+        let queries = try await PagesTests.Sample.shared.context().queries
+        let all = try queries.changeLog()
+        #expect(all.count > 200)
+        #expect(Set(all.map { "\($0.objectID.rawValue) \($0.version) \($0.sequence)" }).count == all.count, "each version once")
+
+        let edits = try queries.changeLog(ChangeLogFilter(sources: [.upsertResponse]))
+        #expect(!edits.isEmpty && edits.allSatisfy { $0.source == .upsertResponse })
+        #expect(edits.contains { $0.actor != nil && $0.device != nil }, "accepted edits carry their actor and device")
+        let device = try #require(edits.compactMap(\.device).first)
+        let byDevice = try queries.changeLog(ChangeLogFilter(device: device))
+        #expect(!byDevice.isEmpty && byDevice.allSatisfy { $0.device == device })
+
+        let harbor = try queries.changeLog(ChangeLogFilter(location: "LCAFEHARBOR02"))
+        #expect(!harbor.isEmpty && harbor.allSatisfy { entry in
+            entry.objectID.rawValue == "LCAFEHARBOR02" || entry.changes.contains { "\($0.path) \($0.before ?? "") \($0.after ?? "")".contains("LCAFEHARBOR02") }
+        })
+
+        let pastries = try #require(try queries.catalog(asOf: .latest).categories.first { $0.name == "Pastries" })
+        let inPastries = try queries.changeLog(ChangeLogFilter(category: pastries.id))
+        #expect(inPastries.contains { $0.objectID.rawValue == "CDACBVH7G3LMUXI6US6IH3I5" }, "the slice's item is a pastry")
+        #expect(!inPastries.contains { $0.objectID.rawValue == "PSQ7LNM54BXSYRVYWWQVRFVK" && $0.types == [.deleted] })
+        #expect(inPastries.count < all.count)
+
+        let october5 = try #require(RFC3339.nanoseconds("2026-10-05T00:00:00Z"))
+        let october6 = october5 + 86_400_000_000_000
+        let day = try queries.changeLog(ChangeLogFilter(since: october5, until: october6))
+        #expect(day.allSatisfy { (october5...october6).contains($0.updatedAtNanos) })
+
+        let names = try queries.changeLog(ChangeLogFilter(types: [.name]))
+        #expect(!names.isEmpty && names.allSatisfy { $0.changes.contains { $0.path.hasSuffix(".name") } })
+    }
+}

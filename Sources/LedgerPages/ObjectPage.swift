@@ -28,7 +28,7 @@ extension Pages {
         let now = try context.queries.object(id, asOf: point)
         let current = try context.queries.object(id, asOf: .latest)
         let decoded = (now ?? current).flatMap { $0.payload.isEmpty ? nil : try? CatalogObject(bytes: $0.payload) }
-        let prices = try context.queries.prices(of: id) ?? []
+        let prices = try context.queries.prices(of: id)?.changes ?? []
         let children = NestedArray.of(parentType: versions[0].objectType) != nil ? try context.queries.childHistories(of: id) : []
         // Names as of the point viewed: the object, its parent and children, categories, priced objects.
         context = try context.naming([id] + children.map(\.id) + prices.map(\.objectID) + (decoded?.categoryIDs ?? [])

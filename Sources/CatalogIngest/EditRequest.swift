@@ -36,6 +36,9 @@ public struct EditRequest: Sendable, Codable, Equatable {
     /// batch-upserts split into Square's limits (`UpsertLimits.square`: 1000 objects a batch, 10000
     /// a request), each part recorded with its own key (`key`, `key/2`, ...).
     public var objectIDs: [String] = []
+    /// Delete `objectID` (and `objectIDs`) instead of changing them: batch-deletes of at most
+    /// `SquareCatalogClient.batchDeleteIDsMax` (200) ids each, each part recorded with its own key.
+    public var delete = false
     public var actor: String
     public var device: String
     /// The version the editor's change is based on. When given, the target object is sent with this
@@ -62,6 +65,7 @@ public struct EditRequest: Sendable, Codable, Equatable {
         case price, name, actor, device, changes
         case objectID = "object_id"
         case objectIDs = "object_ids"
+        case delete
         case baseVersion = "base_version"
         case idempotencyKey = "idempotency_key"
     }
@@ -144,8 +148,9 @@ public struct EditResult: Sendable, Encodable {
     /// A retry with the key of an edit whose outcome the ledger held: this is that outcome, answered
     /// from the ledger without a request to Square.
     public var replayed = false
-    /// An edit of many objects: each part sent (one batch-upsert within Square's limits) with its
-    /// own key and outcome; the fields above sum them up. Empty for an edit of one object.
+    /// An edit of many objects (`object_ids`) or a delete: each part sent (one batch-upsert or
+    /// batch-delete within Square's limits) with its own key and outcome; the fields above sum
+    /// them up. Empty for an edit of one object.
     public var parts: [EditResult] = []
 
     enum CodingKeys: String, CodingKey {
@@ -188,6 +193,7 @@ extension EditRequest {
                   idempotencyKey: try container.decodeIfPresent(String.self, forKey: .idempotencyKey))
         changes = try container.decodeIfPresent(EditChanges.self, forKey: .changes)
         objectIDs = try container.decodeIfPresent([String].self, forKey: .objectIDs) ?? []
+        delete = try container.decodeIfPresent(Bool.self, forKey: .delete) ?? false
     }
 }
 

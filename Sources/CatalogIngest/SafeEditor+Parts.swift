@@ -117,21 +117,7 @@ extension SafeEditor {
             let partKey = Self.partKey(key, index: index)
             parts.append(try await sendPart(batches, request: request, key: partKey, client: client))
         }
-        var result = parts[0]
-        result.idempotencyKey = key
-        result.parts = parts
-        result.outcomeSequence = parts.map(\.outcomeSequence).max() ?? result.outcomeSequence
-        result.replayed = parts.allSatisfy(\.replayed)
-        for part in parts.dropFirst() {
-            result.newVersions.merge(part.newVersions) { $1 }
-            result.errorCodes += part.errorCodes.filter { !result.errorCodes.contains($0) }
-            if part.status == .rejected {
-                result.status = .rejected
-                result.httpStatus = part.httpStatus
-                result.diagnosis = result.diagnosis ?? part.diagnosis
-            }
-        }
-        return result
+        return Self.summary(of: parts, key: key)
     }
 
     /// One part of a many-object edit: answered from the ledger, resent as recorded, or proposed and sent.
@@ -167,5 +153,92 @@ extension SafeEditor {
         let proposed = try await append(proposal, location: "edit \(key)")[0]
         return try await send(.batchUpsert(batchesJSON: batches), sent: sent, editSequence: proposed.sequence, key: key,
                               client: client)
+    }
+
+    /// A delete of `objectID` and `objectIDs`: batch-deletes of at most 200 ids each, each part
+    /// proposed (`{"object_ids":[…]}`) and answered (`writeAccepted` BatchDeleteCatalogObjects
+    /// and a tombstone per deleted id, cascades included) under its own key. A retry answers the
+    /// parts the ledger holds an outcome for and sends the others again.
+    func deleteMany(_ request: EditRequest, key: String, client: SquareCatalogClient) async throws -> EditResult {
+        var ids: [String] = []
+        for id in [request.objectID] + request.objectIDs where !ids.contains(id) { ids.append(id) }
+        var parts: [EditResult] = []
+        let size = SquareCatalogClient.batchDeleteIDsMax
+        for (index, start) in stride(from: 0, to: ids.count, by: size).enumerated() {
+            let chunk = Array(ids[start..<min(start + size, ids.count)])
+            parts.append(try await deletePart(chunk, request: request, key: Self.partKey(key, index: index), client: client))
+        }
+        return Self.summary(of: parts, key: key)
+    }
+
+    private func deletePart(_ ids: [String], request: EditRequest, key: String,
+                            client: SquareCatalogClient) async throws -> EditResult {
+        let requestBody = SquareJSON.encodeOrTrap(["object_ids": .array(ids.map(JSONValue.string))] as JSONValue)
+        let editSequence: UInt64
+        if let recorded = ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: .localEditProposed, idempotencyKey: key)) {
+            guard case .localEditProposed(let edit) = try ledger.reader.event(at: recorded).body,
+                  edit.targetIDs.map(\.rawValue) == ids
+            else {
+                throw EditError(.idempotencyKeyReused, "idempotency key \"\(key)\" belongs to another request; nothing was sent",
+                                location: request.objectID)
+            }
+            if let outcome = recordedOutcome(key: key) {
+                var result = try editResult(editSequence: recorded, outcomeSequence: outcome, key: key)
+                result.replayed = true
+                return result
+            }
+            editSequence = recorded
+        } else {
+            var proposal = RecordedExchange(type: .editProposed, at: "")
+            proposal.actor = request.actor
+            proposal.device = request.device
+            proposal.idempotencyKey = key
+            proposal.targetIDs = ids
+            proposal.requestBody = String(decoding: requestBody, as: UTF8.self)
+            proposal.correlationID = key
+            editSequence = try await append(proposal, location: "delete \(key)")[0].sequence
+        }
+        var response = RecordedExchange(type: .squareResponse, at: "")
+        response.endpoint = "batch-delete"
+        response.idempotencyKey = key
+        response.correlationID = key
+        response.squareVersion = client.configuration.squareVersion
+        var read: SquareCatalogResponse?
+        do {
+            read = try await client.batchDelete(objectIDs: ids)
+            response.status = 200
+        } catch let error as SquareAPIError {
+            guard let status = error.httpStatus, status < 500, status != 429 else {
+                throw EditError(.squareUnavailable, "Square did not accept or refuse the delete: \(error.message)",
+                                location: error.location)
+            }
+            response.status = status
+            response.body = String(decoding: SquareJSON.encodeOrTrap(SquareErrorBody(errors: error.errors)), as: UTF8.self)
+        }
+        let outcomes = try await append(response, response: read, location: "response to \(key)")
+        guard let first = outcomes.first else {
+            throw EditError(.invalidRequest, "Square's response produced no event", location: key)
+        }
+        return try editResult(editSequence: editSequence, outcomeSequence: first.sequence, key: key)
+    }
+
+    /// One result for the parts of an edit or delete: the first part's, with every version, the
+    /// union of error codes, rejected if any part was, replayed if every part was.
+    static func summary(of parts: [EditResult], key: String) -> EditResult {
+        var result = parts[0]
+        result.idempotencyKey = key
+        result.parts = parts
+        result.outcomeSequence = parts.map(\.outcomeSequence).max() ?? result.outcomeSequence
+        result.replayed = parts.allSatisfy(\.replayed)
+        for part in parts.dropFirst() {
+            result.newVersions.merge(part.newVersions) { $1 }
+            result.errorCodes += part.errorCodes.filter { !result.errorCodes.contains($0) }
+            if part.status == .rejected {
+                result.status = .rejected
+                result.httpStatus = part.httpStatus
+                result.diagnosis = result.diagnosis ?? part.diagnosis
+            }
+        }
+        return result
     }
 }

@@ -48,13 +48,20 @@ public struct SafeEditor: Sendable {
         guard let client else {
             throw EditError(.invalidRequest, "this ledger has no Square connection for edits", location: request.objectID)
         }
-        guard request.price != nil || request.name != nil || !(request.changes?.isEmpty ?? true) else {
-            throw EditError(.invalidRequest, "the edit changes nothing: give a price, a name or changes",
-                            location: request.objectID)
-        }
         let key = request.idempotencyKey ?? SquareCatalogClient.makeIdempotencyKey()
         guard (1...128).contains(key.utf8.count) else {
             throw EditError(.invalidRequest, "idempotency key must be 1 to 128 bytes", location: request.objectID)
+        }
+        if request.delete {
+            guard request.price == nil, request.name == nil, request.changes == nil else {
+                throw EditError(.invalidRequest, "a delete changes nothing else: leave out price, name and changes",
+                                location: request.objectID)
+            }
+            return try await deleteMany(request, key: key, client: client)
+        }
+        guard request.price != nil || request.name != nil || !(request.changes?.isEmpty ?? true) else {
+            throw EditError(.invalidRequest, "the edit changes nothing: give a price, a name or changes",
+                            location: request.objectID)
         }
         if !request.objectIDs.isEmpty {
             return try await editMany(request, key: key, client: client)

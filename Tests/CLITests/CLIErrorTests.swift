@@ -37,6 +37,15 @@ struct CLIErrorTests {
                           status: 64, mentions: ["next blue moon", "2h ago", "RFC 3339"])
     }
 
+    @Test("a patch naming an unknown field exits 64 before anything is read or sent, naming the field")
+    func unknownPatchField() throws {
+        try expectFailure(["edit", "VAR_1", "--changes", #"{"sku":"A","colour":"red"}"#, "--data-dir", CLIGoldenTests.ledger],
+                          status: 64, mentions: ["colour", "sold_out"])
+        try expectFailure(["edit", "VAR_1", "--data-dir", CLIGoldenTests.ledger], status: 64, mentions: ["--changes"])
+        try expectFailure(["edit", "VAR_1", "--delete", "--sku", "A", "--data-dir", CLIGoldenTests.ledger], status: 64,
+                          mentions: ["--delete"])
+    }
+
     @Test("a missing data directory exits 4 and says how to create a ledger")
     func missingDataDirectory() throws {
         try expectFailure(["stats", "--data-dir", "/nonexistent/catledger"], status: 4,

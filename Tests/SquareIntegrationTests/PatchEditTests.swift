@@ -154,4 +154,35 @@ import Testing
         #expect(await simulator.receivedRequests.count == requests + 2, "only the fetches")
         try await ledger.close()
     }
+
+    @Test func aDeleteOfManyIDsIsSplitIntoBatchDeletesOf200EachRecorded() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let editor = Self.editor(ledger, simulator)
+        let espresso = try #require(ids["#Espresso"])
+        let tea = try #require(ids["#BlackTea"])
+        var request = EditRequest(objectID: espresso, actor: "ana", device: "backoffice", idempotencyKey: "cleanup")
+        request.delete = true
+        request.objectIDs = (0..<398).map { "GONE\($0)" } + [tea]
+        let result = try await editor.edit(request)
+        #expect(result.status == .accepted)
+        #expect(result.parts.map(\.idempotencyKey) == ["cleanup", "cleanup/2"])
+        let deletes = await simulator.receivedRequests.filter { $0.path == "/v2/catalog/batch-delete" }
+        #expect(deletes.map { try? JSONScanner.parse($0.body)["object_ids"]?.arrayValue?.count } == [200, 200])
+        let engine = await simulator.engine
+        #expect(!engine.isLive(id: espresso) && !engine.isLive(id: tea))
+        let written = try Kit.events(ledger, kind: .writeAccepted)
+        #expect(written.count == 2)
+        #expect(written.allSatisfy { if case .writeAccepted(let a) = $0.body { a.call == "BatchDeleteCatalogObjects" } else { false } })
+        let tombstones = try Kit.events(ledger, kind: .objectDeleted).compactMap(\.header?.objectID.rawValue)
+        #expect(Set(tombstones).isSuperset(of: [espresso, tea, try #require(ids["#Espresso_Single"])]))
+        #expect(result.newVersions[espresso] != nil && result.newVersions[tea] != nil)
+        // A retry is answered from the ledger.
+        let retried = try await editor.edit(request)
+        #expect(retried.replayed)
+        #expect(await simulator.receivedRequests.filter { $0.path == "/v2/catalog/batch-delete" }.count == 2)
+        try await ledger.close()
+    }
 }

@@ -20,7 +20,9 @@ struct EditCommand: AsyncParsableCommand {
         name, sku, upc, price, location_prices, category_ids, tax_ids, modifier_list_ids, \
         present_at_all_locations, present_at_location_ids, absent_at_location_ids, sold_out ({"LOCATION": true}), \
         archived. A field not among them is refused before anything is sent. --sku, --upc, --sold-out-at, \
-        --in-stock-at and --archived add to it.
+        --in-stock-at and --archived add to it. --also makes the same change to more objects, sent as \
+        batch-upserts within Square's limits (1000 objects a batch, 10000 a request); --delete deletes the \
+        objects instead, 200 ids a batch-delete; each part is recorded with its own key (KEY, KEY/2, ...).
 
         Retrying with the same --idempotency-key is safe: an edit whose outcome the ledger holds gets that \
         outcome again (the same exit code) without a request to Square; one whose outcome is missing (Square \
@@ -64,6 +66,12 @@ struct EditCommand: AsyncParsableCommand {
     @Option(help: "Archive (true) or unarchive (false) the item.")
     var archived: Bool?
 
+    @Option(help: "Another object to make the same change to (repeatable); sent in parts within Square's batch limits.")
+    var also: [String] = []
+
+    @Flag(help: "Delete the object (and every --also) instead: batch-deletes of at most 200 ids, each part recorded.")
+    var delete = false
+
     @Option(help: "The version the change is based on (refused by Square if the object has moved on).")
     var baseVersion: Int64?
 
@@ -80,8 +88,14 @@ struct EditCommand: AsyncParsableCommand {
 
     func validate() throws {
         let patch = try patch()
+        if delete {
+            guard price == nil, name == nil, patch == nil else {
+                throw ValidationError("--delete changes nothing else: leave out --price, --name and the fields")
+            }
+            return
+        }
         guard price != nil || name != nil || patch != nil else {
-            throw ValidationError("give --price, --name, --changes or another field to change")
+            throw ValidationError("give --price, --name, --changes or another field to change, or --delete")
         }
         if let price, Self.minorUnits(price) == nil {
             throw ValidationError("--price must be a non-negative amount with up to two decimals, e.g. 4.50")
@@ -126,10 +140,12 @@ struct EditCommand: AsyncParsableCommand {
         try await reportingErrors(json: global.json) {
             let logger = try global.logger("catledger.edit")
             let client = SquareCatalogClient(configuration: try square.configuration(), logger: logger)
-            let request = EditRequest(
+            var request = EditRequest(
                 objectID: id, price: price.flatMap(Self.minorUnits).map { .init(amount: $0, currency: currency, locationID: location) },
                 name: name, actor: actor, device: device, baseVersion: baseVersion, idempotencyKey: idempotencyKey,
                 changes: try patch())
+            request.objectIDs = also
+            request.delete = delete
             let merchantID = try merchant.merchantID()
             let ledger = try LedgerAccess(options: global).existingWriter()
             let result: EditResult

@@ -197,4 +197,42 @@ final class ManualServerClock: @unchecked Sendable {
         }
         try await server.stop()
     }
+
+    /// Square announced changes while the server was down and gave up delivering them: the catch-up
+    /// at start records them from Square's Events API (the delivery audit is whole again), once.
+    @Test func catchUpRecordsTheWebhooksSquareNeverDeliveredFromItsEventsAPI() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let (simulator, _) = await Kit.seededSimulator(webhook: WebhookConfiguration(
+            notificationURL: Kit.notificationURL, signatureKey: Kit.signatureKey, burstMax: 2))
+        await simulator.runDeviceScript(count: 4)  // notifications queued, never delivered
+        let announced = Set(try await Kit.client(simulator).searchEvents(SquareEventSearch()).map(\.eventID))
+        #expect(announced.count >= 4)
+        func recorded(_ merchant: MerchantLedger) throws -> [String] {
+            try merchant.ledger.reader.allEvents().compactMap { event in
+                guard case .webhookReceived(let receipt) = event.body, event.correlationID.hasPrefix("events-api:") else { return nil }
+                return receipt.eventID
+            }
+        }
+        for start in 1...2 {
+            let clock = ManualServerClock()
+            let (service, server, merchant, runner) = try await Self.serve(
+                root: root, simulator: simulator, clock: clock, schedule: SyncSchedule(reconcileInterval: nil))
+            do {
+                #expect(await ServerKit.eventually(timeout: .seconds(120)) { await runner.runsStarted == 1 })
+                await runner.waitUntilIdle()
+                let ids = try recorded(merchant)
+                #expect(Set(ids) == announced, "start \(start)")
+                #expect(ids.count == announced.count, "start \(start): each once")
+                if start == 1 {
+                    #expect(Self.metrics(service).contains(
+                        #"catledger_backfilled_webhooks_total{merchant="\#(Kit.merchant)"} \#(announced.count)"#))
+                }
+            } catch {
+                try? await server.stop()
+                throw error
+            }
+            try await server.stop()
+        }
+    }
 }

@@ -82,6 +82,14 @@ public final class ServerMetrics: Sendable {
             labels: [("merchant", merchant)]).increment()
     }
 
+    /// Webhooks Square announced but never delivered, recorded at start from its Events API.
+    func backfilled(merchant: String, _ count: Int) {
+        registry.makeCounter(
+            descriptor: .named("catledger_backfilled_webhooks_total",
+                               help: "Webhooks never delivered, recorded from Square's Events API at start"),
+            labels: [("merchant", merchant)]).increment(by: Int64(count))
+    }
+
     /// The staleness gauges of one merchant at `now` (rendered with every scrape).
     func staleness(merchant: String, health: SyncHealth, now: Date) {
         let labels = [("merchant", merchant)]

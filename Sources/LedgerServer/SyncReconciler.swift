@@ -4,9 +4,11 @@
 // subscription after a day or so). Webhook syncs keep the ledger fresh meanwhile, and then the
 // reconciling sync never runs.
 
+import CatalogIngest
 import Foundation
 import Logging
 import ServiceLifecycle
+import SquareWire
 
 /// When the server syncs on its own (besides webhooks and `POST .../sync`).
 public struct SyncSchedule: Sendable, Hashable {
@@ -105,6 +107,7 @@ public struct SyncReconciler: Service {
         if schedule.catchUpAtStart {
             for merchant in merchants {
                 guard !Task.isCancelled else { return }
+                await backfillEvents(merchant)
                 await sync(merchant, reason: "catch-up at start")
             }
         }
@@ -151,6 +154,21 @@ public struct SyncReconciler: Service {
             due = max(due, attempt.addingTimeInterval(Self.seconds(min(schedule.retryAfterFailure, interval))))
         }
         return due
+    }
+
+    /// Records the catalog events Square announced since an hour before the last completed sync (the
+    /// last 28 days for a new ledger) that no webhook delivered (`EventsBackfill`): the server may have
+    /// been down longer than Square retries. A failure is logged; the sync goes on.
+    func backfillEvents(_ merchant: MerchantLedger) async {
+        guard let client = merchant.syncer?.client else { return }
+        let since = merchant.health.lastSuccess.map { RFC3339.format(nanoseconds: Int64(($0.timeIntervalSince1970 - 3600) * 1e9)) }
+        do {
+            let report = try await EventsBackfill.run(ledger: merchant.ledger, client: client, merchantID: merchant.merchantID,
+                                                      since: since, logger: logger)
+            service.metrics.backfilled(merchant: merchant.merchantID.rawValue, report.recorded)
+        } catch {
+            logger.warning("events back-fill failed", metadata: ["merchant": "\(merchant.merchantID.rawValue)", "error": "\(error)"])
+        }
     }
 
     /// One sync through the merchant's runner, waited for.

@@ -15,6 +15,8 @@ extension SquareSimulator {
             return try search(try Self.jsonBody(request))
         case (.post, "/v2/catalog/batch-retrieve"):
             return try batchRetrieve(try Self.jsonBody(request))
+        case (.post, "/v2/events"):
+            return try searchEvents(try Self.jsonBody(request))
         case (.post, "/v2/catalog/object"):
             let body = try Self.jsonBody(request)
             let key = try Self.idempotencyKey(body)

@@ -23,6 +23,10 @@ public actor SquareSimulator: SquareTransport {
     var idempotentResponses: [String: (fingerprint: JSONValue?, response: SquareHTTPResponse)] = [:]
     var webhookOutbox: [WebhookDelivery] = []
     var webhookSink: (any WebhookSink)?
+    /// Every event Square would keep for its Events API (`POST /v2/events`), delivered or not, oldest first.
+    var eventLog: [LoggedEvent] = []
+    /// Event ids when no webhook is configured (a stream apart, so the devices' seeded choices stay as they were).
+    var eventIDRandom: SeededRandom
     /// Every request received, in order (for tests and the demo's narration).
     public private(set) var receivedRequests: [SquareHTTPRequest] = []
 
@@ -31,6 +35,7 @@ public actor SquareSimulator: SquareTransport {
         self.logger = logger
         engine = CatalogEngine(seed: configuration.seed)
         chaosRandom = SeededRandom(seed: configuration.seed ^ 0x5EED_C4A0_5000_0001)
+        eventIDRandom = SeededRandom(seed: configuration.seed ^ 0x5EED_E7E4_7000_0002)
         switch configuration.clock {
         case .system: clockNanoseconds = 0
         case .manual(let start, _): clockNanoseconds = start

@@ -106,15 +106,26 @@ extension SquareSimulator {
     }
 
     /// Queues `burst` notifications (distinct event ids) for the current catalog version, plus
-    /// seeded duplicates. Nothing is queued when webhooks are not configured.
+    /// seeded duplicates, and keeps each event for the Events API. Without webhooks configured,
+    /// nothing is queued and one event is kept, created at the catalog version's time (the clock and
+    /// the devices' seeded choices are left as they were).
     func enqueueCatalogVersionUpdated(burst: Int) {
-        guard let webhook = configuration.webhook, engine.catalogVersion > 0 else { return }
+        guard engine.catalogVersion > 0 else { return }
+        guard let webhook = configuration.webhook else {
+            let createdAt = engine.catalogVersion * 1_000_000
+            logEvent(CatalogVersionUpdatedEvent(
+                merchantID: configuration.merchantID, eventID: eventIDRandom.uuidString(),
+                createdAt: RFC3339.format(nanoseconds: createdAt, fractionDigits: 9),
+                catalogUpdatedAt: RFC3339.format(milliseconds: engine.catalogVersion)), at: createdAt)
+            return
+        }
         for _ in 0..<burst {
             let createdAt = now()
             let event = CatalogVersionUpdatedEvent(
                 merchantID: configuration.merchantID, eventID: chaosRandom.uuidString(),
                 createdAt: RFC3339.format(nanoseconds: createdAt, fractionDigits: 9),
                 catalogUpdatedAt: RFC3339.format(milliseconds: engine.catalogVersion))
+            logEvent(event, at: createdAt)
             let delivery = WebhookDelivery(
                 eventID: event.event_id, body: SquareJSON.encodeOrTrap(event),
                 initialDeliveryTimestamp: RFC3339.format(nanoseconds: createdAt, fractionDigits: 6), retryNumber: 0)

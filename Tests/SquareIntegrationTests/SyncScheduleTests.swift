@@ -113,7 +113,7 @@ final class ManualServerClock: @unchecked Sendable {
             root: root, simulator: simulator, clock: clock, schedule: SyncSchedule(reconcileInterval: .seconds(600), jitter: 0))
         do {
             // The catch-up: one full sync, then the reconciler sleeps until its window ends.
-            #expect(await ServerKit.eventually { await runner.runsStarted == 1 && clock.sleeping == 1 })
+            #expect(await ServerKit.eventually(timeout: .seconds(120)) { await runner.runsStarted == 1 && clock.sleeping == 1 })
             await runner.waitUntilIdle()
             #expect(try Kit.events(merchant.ledger, kind: .syncCompleted).count == 1)
             #expect(try await merchant.syncer?.watermark() != nil)
@@ -121,17 +121,17 @@ final class ManualServerClock: @unchecked Sendable {
             // Minute 6: a webhook's sync. Minute 11: still within its window, nothing runs.
             clock.advance(by: 360)
             await runner.trigger()
-            #expect(await ServerKit.eventually { await runner.runsStarted == 2 })
+            #expect(await ServerKit.eventually(timeout: .seconds(120)) { await runner.runsStarted == 2 })
             await runner.waitUntilIdle()
             clock.advance(by: 300)
-            #expect(await ServerKit.eventually { clock.sleeping == 1 })
+            #expect(await ServerKit.eventually(timeout: .seconds(120)) { clock.sleeping == 1 })
             #expect(await runner.runsStarted == 2, "a sync completed within the window: no reconciling run")
 
             // Minute 17, ten minutes after the webhook's sync: the reconciling sync runs and sees the change.
             let variation = try #require(ids["#Latte_Small"])
             await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 535), by: .dashboard)
             clock.advance(by: 360)
-            #expect(await ServerKit.eventually { await runner.runsStarted == 3 })
+            #expect(await ServerKit.eventually(timeout: .seconds(120)) { await runner.runsStarted == 3 })
             await runner.waitUntilIdle()
             let state = try merchant.ledger.reader.state(asOf: .latest).state
             #expect(state.object(CatalogObjectID(variation))?.priceMoney?.amount == 535)
@@ -155,7 +155,7 @@ final class ManualServerClock: @unchecked Sendable {
             root: root, simulator: simulator, clock: clock, schedule: SyncSchedule(reconcileInterval: .seconds(120), jitter: 0.1))
         do {
             // The catch-up: one full sync, then the reconciler sleeps until its window ends.
-            #expect(await ServerKit.eventually { await runner.runsStarted == 1 && clock.sleeping == 1 })
+            #expect(await ServerKit.eventually(timeout: .seconds(120)) { await runner.runsStarted == 1 && clock.sleeping == 1 })
             await runner.waitUntilIdle()
             #expect(Self.gauge(Self.metrics(service), "catledger_watermark_age_seconds") == 0)
             #expect(Self.gauge(Self.metrics(service), "catledger_last_webhook_timestamp_seconds") == 0)
@@ -168,7 +168,7 @@ final class ManualServerClock: @unchecked Sendable {
                 let before = await runner.runsStarted
                 clock.advance(by: 20)
                 // Once the reconciler sleeps again, any sync it found due (every 108 to 132 s) has ended.
-                #expect(await ServerKit.eventually { clock.sleeping == 1 }, "step \(step): the reconciler waits again")
+                #expect(await ServerKit.eventually(timeout: .seconds(120)) { clock.sleeping == 1 }, "step \(step): the reconciler waits again")
                 if await runner.runsStarted > before { runs += 1 }
                 ages.append(try #require(Self.gauge(Self.metrics(service), "catledger_watermark_age_seconds")))
             }
@@ -183,7 +183,7 @@ final class ManualServerClock: @unchecked Sendable {
 
             // Past the last edit's window: every change Square holds is in the ledger.
             clock.advance(by: 140)
-            #expect(await ServerKit.eventually { await runner.runsStarted == runs + 1 })
+            #expect(await ServerKit.eventually(timeout: .seconds(120)) { await runner.runsStarted == runs + 1 })
             await runner.waitUntilIdle()
             let missing = try await Kit.squareVersions(simulator).subtracting(Set(try Kit.ledgerObservations(merchant.ledger).keys))
             #expect(missing.isEmpty, "versions Square holds that the ledger never learned: \(missing.sorted())")
@@ -196,5 +196,43 @@ final class ManualServerClock: @unchecked Sendable {
             throw error
         }
         try await server.stop()
+    }
+
+    /// Square announced changes while the server was down and gave up delivering them: the catch-up
+    /// at start records them from Square's Events API (the delivery audit is whole again), once.
+    @Test func catchUpRecordsTheWebhooksSquareNeverDeliveredFromItsEventsAPI() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let (simulator, _) = await Kit.seededSimulator(webhook: WebhookConfiguration(
+            notificationURL: Kit.notificationURL, signatureKey: Kit.signatureKey, burstMax: 2))
+        await simulator.runDeviceScript(count: 4)  // notifications queued, never delivered
+        let announced = Set(try await Kit.client(simulator).searchEvents(SquareEventSearch()).map(\.eventID))
+        #expect(announced.count >= 4)
+        func recorded(_ merchant: MerchantLedger) throws -> [String] {
+            try merchant.ledger.reader.allEvents().compactMap { event in
+                guard case .webhookReceived(let receipt) = event.body, event.correlationID.hasPrefix("events-api:") else { return nil }
+                return receipt.eventID
+            }
+        }
+        for start in 1...2 {
+            let clock = ManualServerClock()
+            let (service, server, merchant, runner) = try await Self.serve(
+                root: root, simulator: simulator, clock: clock, schedule: SyncSchedule(reconcileInterval: nil))
+            do {
+                #expect(await ServerKit.eventually(timeout: .seconds(120)) { await runner.runsStarted == 1 })
+                await runner.waitUntilIdle()
+                let ids = try recorded(merchant)
+                #expect(Set(ids) == announced, "start \(start)")
+                #expect(ids.count == announced.count, "start \(start): each once")
+                if start == 1 {
+                    #expect(Self.metrics(service).contains(
+                        #"catledger_backfilled_webhooks_total{merchant="\#(Kit.merchant)"} \#(announced.count)"#))
+                }
+            } catch {
+                try? await server.stop()
+                throw error
+            }
+            try await server.stop()
+        }
     }
 }

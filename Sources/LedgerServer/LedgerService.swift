@@ -86,6 +86,11 @@ public final class LedgerService: Sendable {
                 let clock = configuration.clock
                 let runner = syncer.map { syncer in
                     CoalescingRunner(debounce: configuration.syncDebounce) { [metrics] in
+                        if let revocation = health.revocation {
+                            merchantLogger.notice("sync skipped: the merchant's Square authorization was revoked",
+                                                  metadata: ["reason": "\(revocation)"])
+                            return
+                        }
                         let started = ContinuousClock.now
                         do {
                             let report = try await syncer.syncIncremental()
@@ -133,16 +138,42 @@ public final class LedgerService: Sendable {
 
     public func merchant(_ id: String) -> MerchantLedger? { merchants[MerchantID(id)] }
 
+    /// Square says the merchant revoked this app's authorization: no more syncs for it here, and the
+    /// registry marks it paused with why (registering it if it was only given by `--merchant`), so
+    /// the next start leaves it out. Its ledger is kept as it is.
+    func authorizationRevoked(_ merchant: MerchantLedger, eventID: String) {
+        let reason = "Square authorization revoked (webhook \(eventID))"
+        merchant.health.revoke(reason: reason)
+        let id = merchant.merchantID.rawValue
+        let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1e9).rounded())
+        do {
+            guard let registry = try MerchantRegistry.open(dataRoot: configuration.dataRoot, create: true) else { return }
+            if try registry.record(id) == nil {
+                try registry.add(id, credentials: nil, signatureKeys: [], notificationURL: nil, now: now)
+            }
+            try registry.setState(id, .paused, reason: reason, now: now)
+            logger.warning("merchant paused: its Square authorization was revoked", metadata: ["merchant": "\(id)", "event_id": "\(eventID)"])
+        } catch {
+            logger.error("the revocation could not be written to the merchant registry; the merchant is paused until the server stops",
+                         metadata: ["merchant": "\(id)", "error": "\(error)"])
+        }
+    }
+
     /// The merchants `serve` keeps ledgers for: those it was given, then the active merchants of the
-    /// data root's registry (`catledger merchant add`), each once, in that order.
+    /// data root's registry (`catledger merchant add`), each once, in that order. A merchant the
+    /// registry holds paused (its authorization revoked, or an operator's pause) or removed is left
+    /// out even when given: `catledger merchant resume` brings it back.
     public static func merchantIDs(configured: [String], dataRoot: String) throws -> [String] {
         let registered: [String]
+        let stopped: Set<String>
         do {
-            registered = try MerchantRegistry.open(dataRoot: dataRoot, create: false)?.activeMerchantIDs() ?? []
+            let registry = try MerchantRegistry.open(dataRoot: dataRoot, create: false)
+            registered = try registry?.activeMerchantIDs() ?? []
+            stopped = Set(try registry?.list(includingRemoved: true).filter { $0.state != .active }.map(\.merchantID) ?? [])
         } catch let error as RegistryError {
             throw EditError(.invalidRequest, error.description, location: "merchant registry")
         }
-        var seen = Set<String>()
+        var seen = stopped
         return (configured + registered).filter { seen.insert($0).inserted }
     }
 
@@ -186,6 +217,10 @@ public final class LedgerService: Sendable {
         let now = configuration.clock.now()
         for (id, merchant) in merchants {
             if merchant.syncRunner != nil { metrics.staleness(merchant: id.rawValue, health: merchant.health, now: now) }
+            metrics.registry.makeGauge(
+                descriptor: .named("catledger_merchant_authorization_revoked",
+                                   help: "1 when Square told this server the merchant revoked its authorization (the merchant is paused), else 0"),
+                labels: [("merchant", id.rawValue)]).set(Int64(merchant.health.revocation == nil ? 0 : 1))
             metrics.registry.makeGauge(descriptor: .named("catledger_ledger_events", help: "Events in the merchant's ledger"),
                                        labels: [("merchant", id.rawValue)]).set(Int64(merchant.ledger.nextSequence))
             if let applied = merchant.projection?.applied {

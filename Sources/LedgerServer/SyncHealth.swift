@@ -24,6 +24,7 @@ public final class SyncHealth: @unchecked Sendable {
     private var attempt: Date?
     private var webhook: Date?
     private var failuresInARow = 0
+    private var revoked: String?
 
     public init() {}
 
@@ -54,6 +55,12 @@ public final class SyncHealth: @unchecked Sendable {
     }
 
     func webhookAccepted(at time: Date) { lock.withLock { webhook = time } }
+
+    /// Why the merchant's Square authorization is gone (an `oauth.authorization.revoked` webhook),
+    /// nil while it holds. No sync runs for a revoked merchant: its calls could only be refused.
+    public var revocation: String? { lock.withLock { revoked } }
+
+    func revoke(reason: String) { lock.withLock { revoked = reason } }
 
     /// Seconds since the last completed sync at `now` (nil: never synced): how far behind Square the
     /// ledger may be, whatever webhooks say.

@@ -114,6 +114,9 @@ public struct WebhookReceiver: Sendable {
                                         signatureKeys: own.signatureKeys)
     }
 
+    /// Square's notification that a seller revoked the app's access (OAuth).
+    static let authorizationRevokedType = "oauth.authorization.revoked"
+
     /// `headers` are keyed by lower-case name.
     public func receive(body: [UInt8], headers: [String: String]) async -> JSONAnswer {
         let metrics = service.metrics
@@ -154,6 +157,10 @@ public struct WebhookReceiver: Sendable {
         metrics.appendDuration.record(ContinuousClock.now - started)
         // Square is delivering (a redelivery too): the staleness metrics' last webhook time.
         merchant.health.webhookAccepted(at: configuration.clock.now())
+        // A redelivery too (the first may have been recorded by a process that stopped before this).
+        if notification.eventType == Self.authorizationRevokedType {
+            service.authorizationRevoked(merchant, eventID: notification.eventID)
+        }
         if outcome.duplicate {
             metrics.webhook(.duplicate)
             return .encoded(Accepted(status: "duplicate", eventID: notification.eventID, sequence: outcome.sequence))

@@ -66,3 +66,58 @@ import Testing
         try await service.close()
     }
 }
+
+extension MerchantRegistryServeTests {
+    /// Square's `oauth.authorization.revoked` notification, as it delivers one.
+    static func revocation(eventID: String, merchant: String) -> [UInt8] {
+        Array("""
+        {"merchant_id":"\(merchant)","type":"oauth.authorization.revoked","event_id":"\(eventID)",\
+        "created_at":"2026-11-20T09:00:00Z","data":{"type":"revocation","id":"\(eventID)",\
+        "object":{"revocation":{"revoked_at":"2026-11-20T08:59:59Z","revoker_type":"MERCHANT"}}}}
+        """.utf8)
+    }
+
+    @Test("a revoked authorization pauses the merchant: the webhook is recorded, no sync runs, the registry and /metrics say so, the next start leaves it out")
+    func revocationPausesTheMerchant() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let (simulator, _) = await Kit.seededSimulator()
+        let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root, square: simulator),
+                                                   logger: Kit.logger)
+        do {
+            let merchant = try #require(service.merchant(Kit.merchant))
+            let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+            let admin = try ServerKit.adminToken(root: root)
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                func deliver(_ body: [UInt8]) async throws -> HTTPResponse.Status {
+                    var headers: HTTPFields = [.contentType: "application/json"]
+                    headers[HTTPField.Name(WebhookSignature.headerName)!] = ServerKit.signature(body)
+                    return try await client.execute(uri: "/webhooks/square", method: .post, headers: headers,
+                                                    body: ByteBuffer(bytes: body)).status
+                }
+                #expect(try await deliver(Self.revocation(eventID: "revoked-1", merchant: Kit.merchant)) == .ok)
+                #expect(try await deliver(Self.revocation(eventID: "revoked-1", merchant: Kit.merchant)) == .ok, "a redelivery")
+                // A catalog change announced afterwards is recorded, but no sync calls Square for it.
+                #expect(try await deliver(ServerKit.notification(eventID: "after-revocation")) == .ok)
+                let runner = try #require(merchant.syncRunner)
+                #expect(await ServerKit.eventually { await runner.runsStarted >= 1 })
+                await runner.waitUntilIdle()
+                let metrics = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: ServerKit.bearer(admin)])
+                #expect(String(buffer: metrics.body).contains(#"catledger_merchant_authorization_revoked{merchant="\#(Kit.merchant)"} 1"#))
+            }
+            let events = try merchant.ledger.reader.allEvents()
+            #expect(events.filter { $0.kind == .webhookReceived }.count == 2, "both notifications kept")
+            #expect(!events.contains { $0.kind == .syncStarted }, "no sync after the revocation")
+            #expect(merchant.health.revocation?.contains("revoked-1") == true)
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+        // The registry holds the pause (the merchant was only given by --merchant), and serve leaves it out.
+        let registry = try #require(try MerchantRegistry.open(dataRoot: root.path, create: false))
+        let record = try #require(try registry.record(Kit.merchant))
+        #expect(record.state == .paused && record.stateReason?.contains("authorization revoked") == true)
+        #expect(try LedgerService.merchantIDs(configured: [Kit.merchant], dataRoot: root.path).isEmpty)
+    }
+}

@@ -22,7 +22,7 @@ struct CatLedger: AsyncParsableCommand {
             PricesCommand.self, DiffCommand.self, ItemsCommand.self, CategoriesCommand.self, LocationsCommand.self,
             SearchCommand.self, ReplayCommand.self, ConflictsCommand.self,
             DiagnoseCommand.self, RebuildCommand.self, SealCommand.self, CompactCommand.self, VerifyCommand.self, RepairCommand.self, SyncCommand.self,
-            EditCommand.self, ServeCommand.self, TokenCommand.self, MerchantCommand.self, SimulatorCommand.self, DemoCommand.self, CheckReplayCommand.self,
+            EditCommand.self, ServeCommand.self, TokenCommand.self, MerchantCommand.self, StockCommand.self, SimulatorCommand.self, DemoCommand.self, CheckReplayCommand.self,
         ]
     )
 }

@@ -1,0 +1,83 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import Foundation
+import LedgerQueries
+import SquareWire
+import Testing
+
+/// `LedgerQueries.stock(of:)` (behind `catledger stock`): inventory counts from the recorded
+/// `inventory.count.updated` webhooks, with the sold-out flips of the catalog beside them.
+@Suite struct StockHistoryTests {
+    typealias Kit = IngestKit
+
+    static func variationPage(soldOut: Bool, version: Int64, updatedAt: String) -> [UInt8] {
+        Array("""
+        {"objects":[{"type":"ITEM","id":"MUFFIN","version":\(version),"updated_at":"\(updatedAt)","item_data":{"name":"Muffin",\
+        "variations":[{"type":"ITEM_VARIATION","id":"MUFFIN-REG","version":\(version),"updated_at":"\(updatedAt)",\
+        "item_variation_data":{"item_id":"MUFFIN","name":"Regular","pricing_type":"FIXED_PRICING",\
+        "price_money":{"amount":325,"currency":"USD"},"track_inventory":true,\
+        "location_overrides":[{"location_id":"HARBOR","track_inventory":true,"sold_out":\(soldOut)}]}}]}}]}
+        """.utf8)
+    }
+
+    /// Square's `inventory.count.updated` body (its own example's shape) for one count.
+    static func countWebhook(eventID: String, quantity: String, calculatedAt: String) -> [UInt8] {
+        Array("""
+        {"created_at":"\(calculatedAt)","data":{"id":"\(eventID)","object":{"inventory_counts":[{"calculated_at":"\(calculatedAt)",\
+        "catalog_object_id":"MUFFIN-REG","catalog_object_type":"ITEM_VARIATION","location_id":"HARBOR","quantity":"\(quantity)",\
+        "state":"IN_STOCK"}]},"type":"inventory_counts"},"event_id":"\(eventID)","merchant_id":"\(Kit.merchant)",\
+        "type":"inventory.count.updated"}
+        """.utf8)
+    }
+
+    @Test("counts per location in Square's time, the sold-out flip beside the count that explains it, an item answers for its variations")
+    func countsAndSoldOutFlips() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let ledger = try Kit.ledger(in: directory)
+        func observe(_ body: [UInt8], _ run: String) async throws {
+            for event in try EventBuilder.eventsFromReadResponse(body: body, merchantID: MerchantID(Kit.merchant),
+                                                                  source: .incrementalSync, correlationID: run) {
+                _ = try await ledger.append(event)
+            }
+        }
+        func webhook(_ body: [UInt8]) async throws {
+            _ = try await ledger.append(try EventBuilder.webhookEvent(body: body, headers: [], signatureVerdict: .valid,
+                                                                       correlationID: "webhook"))
+        }
+        try await observe(Self.variationPage(soldOut: false, version: 1000, updatedAt: "2026-11-01T09:00:00.000Z"), "sync-1")
+        try await webhook(Self.countWebhook(eventID: "count-1", quantity: "12", calculatedAt: "2026-11-01T10:00:00.5Z"))
+        try await webhook(Self.countWebhook(eventID: "count-2", quantity: "0", calculatedAt: "2026-11-02T15:30:00Z"))
+        try await observe(Self.variationPage(soldOut: true, version: 2000, updatedAt: "2026-11-02T15:30:05.000Z"), "sync-2")
+        // A webhook of another kind and a count of another object are not this variation's stock.
+        try await webhook(Array(#"{"event_id":"other","type":"catalog.version.updated","merchant_id":"M","data":{}}"#.utf8))
+
+        let queries = LedgerQueries(reader: ledger.reader)
+        let answer = try #require(try queries.stock(of: CatalogObjectID("MUFFIN-REG")))
+        #expect(answer.rows.map(\.kind) == [.count, .count, .soldOut])
+        #expect(answer.rows.map(\.quantity) == ["12", "0", nil])
+        #expect(answer.rows[2].soldOut == true && answer.rows[2].locationID == "HARBOR")
+        #expect(answer.rows[0].at == RFC3339.nanoseconds("2026-11-01T10:00:00.5Z"))
+        #expect(answer.rows.allSatisfy { $0.name == "Muffin (Regular)" })
+        #expect(try queries.stock(of: CatalogObjectID("MUFFIN"))?.rows == answer.rows, "an item answers for its variations")
+        #expect(try queries.stock(of: CatalogObjectID("NOPE")) == nil)
+
+        let json = String(decoding: try JSONEncoder().encode(answer), as: UTF8.self)
+        #expect(json.contains(#""quantity":"12""#) && json.contains(#""sold_out":true"#) && json.contains(#""schema_version":1"#), "\(json)")
+        try await ledger.close()
+    }
+
+    @Test("a sold-out flip is read from a sold_out change and from a whole location override appearing")
+    func soldOutFlipPaths() {
+        let nested = FieldChange(path: "item_variation_data.location_overrides[location_id=L1].sold_out", before: "false", after: "true")
+        #expect(LedgerQueries.soldOutFlip(nested).map { "\($0.location) \($0.soldOut)" } == "L1 true")
+        let cleared = FieldChange(path: "item_variation_data.location_overrides[location_id=L1].sold_out", before: "true", after: nil)
+        #expect(LedgerQueries.soldOutFlip(cleared).map { "\($0.location) \($0.soldOut)" } == "L1 false")
+        let whole = FieldChange(path: "item_variation_data.location_overrides[location_id=L2]", before: nil,
+                                after: #"{"location_id":"L2","sold_out":true}"#)
+        #expect(LedgerQueries.soldOutFlip(whole).map { "\($0.location) \($0.soldOut)" } == "L2 true")
+        let price = FieldChange(path: "item_variation_data.location_overrides[location_id=L2].price_money", before: nil, after: "{}")
+        #expect(LedgerQueries.soldOutFlip(price) == nil)
+    }
+}

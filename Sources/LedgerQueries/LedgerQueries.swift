@@ -119,7 +119,8 @@ public final class LedgerQueries: Sendable {
     public func object(_ id: CatalogObjectID, asOf point: AsOf) throws -> ObjectAsOf? {
         let state = try reader.state(asOf: point).state
         guard let fact = state[id] else { return nil }
-        return ObjectAsOf(fact: fact, payload: state.materializedPayload(of: id) ?? fact.payload, point: point)
+        return ObjectAsOf(fact: fact, payload: state.materializedPayload(of: id) ?? fact.payload, point: point,
+                          names: CatalogNames(state: state, ids: [id]))
     }
 
     /// Objects created, changed (field by field) and deleted between two points.
@@ -135,11 +136,13 @@ public struct ObjectAsOf: Sendable, Hashable {
     /// Square's JSON of the object as of the point; empty for a tombstone learned without payload.
     public var payload: [UInt8]
     public var point: AsOf
+    /// The object's name (and its parent's) as of the point, from the same state.
+    public var names: CatalogNames
 
     /// The answer's JSON (`catledger show --json`, `GET .../objects/{id}`): the fact's header
     /// (rules in Answers.swift, with the name) and `object`, Square's JSON spliced in byte for byte
     /// (null for a tombstone without payload).
-    public func json(names: CatalogNames) throws -> [UInt8] {
+    public func json() throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let header = Array(try encoder.encode(ObjectAsOf.Header(fact: fact, names: names)))

@@ -24,8 +24,7 @@ enum ReadAPI {
         guard let answer = try merchant.queries.object(CatalogObjectID(id), asOf: point) else {
             return .error(404, "not_found", "no object \(id) as of \(point)")
         }
-        let names = try merchant.queries.names(of: [answer.fact.header.objectID], asOf: point)
-        return JSONAnswer(status: 200, body: try answer.json(names: names))
+        return JSONAnswer(status: 200, body: try answer.json())
     }
 
     /// `GET /merchants/{id}/check-replay?at=RFC3339[&as_known_at=RFC3339][&sample=N][&seed=S]`: the

@@ -38,6 +38,7 @@ struct CLIGoldenTests {
         ("items-coffee.txt", ["items", "--category", "Coffee"]),
         ("categories.txt", ["categories", "--at", "2026-10-15"]),
         ("locations.txt", ["locations"]),
+        ("prices-all-coffee-harbor.txt", ["prices", "--all", "--category", "Coffee", "--location", "LCAFEHARBOR02"]),
     ]
 
     /// Text answers in another zone: both clocks (ledger and Square times) shown in it.

@@ -34,9 +34,9 @@ struct ShowCommand: AsyncParsableCommand {
             // A parent's nested array is rebuilt from its children's facts in force at the point.
             let materialized = answer.payload
             let payload = materialized.isEmpty ? "null" : String(decoding: materialized, as: UTF8.self)
-            let names = try queries.names(of: [fact.header.objectID], asOf: point)
+            let names = answer.names
             if global.json {
-                FileHandle.standardOutput.write(Data(try answer.json(names: names) + Array("\n".utf8)))
+                FileHandle.standardOutput.write(Data(try answer.json() + Array("\n".utf8)))
                 return
             }
             let time = try global.timeDisplay()

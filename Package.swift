@@ -311,7 +311,7 @@ let package = Package(
             name: "SquareIntegrationTests",
             dependencies: [
                 "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "SquareWire", "CatalogLedger",
-                "CatalogProjections", "LedgerQueries", "LedgerStorageTesting", "MerchantRegistry", "TestSupport",
+                "CatalogProjections", "LedgerQueries", "LedgerStorage", "LedgerStorageTesting", "MerchantRegistry", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

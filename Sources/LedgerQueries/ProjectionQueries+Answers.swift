@@ -71,9 +71,21 @@ public struct UnreadableConflictRow: Error, Sendable, CustomStringConvertible {
 }
 
 extension ProjectionQueries {
-    /// The catalog's price changes in a window of Square time (either bound open), with names.
-    public func catalogPrices(sinceNanos: Int64?, untilNanos: Int64?) throws -> CatalogPricesAnswer {
-        CatalogPricesAnswer(changes: try catalogPriceChanges(sinceNanos: sinceNanos, untilNanos: untilNanos))
+    /// The catalog's price changes in a window of Square time (either bound open), with names;
+    /// with `category` (an id or a name, case-insensitive) only those of the items now in it, with
+    /// `location` only that location's own prices. Nil when no category has that id or name.
+    public func catalogPrices(sinceNanos: Int64?, untilNanos: Int64?, category: String? = nil,
+                              location: String? = nil) throws -> CatalogPricesAnswer? {
+        var changes = try catalogPriceChanges(sinceNanos: sinceNanos, untilNanos: untilNanos)
+        if let category {
+            guard let items = try itemsAnswer(category: category) else { return nil }
+            let ids = Set(items.items.map(\.id))
+            changes = changes.filter { $0.itemID.map(ids.contains) ?? false }
+        }
+        if let location {
+            changes = changes.filter { CatalogPricesAnswer.scope($0.change).locationID == location }
+        }
+        return CatalogPricesAnswer(changes: changes)
     }
 
     /// The incidents a projection holds (its `version_conflicts` rows: each the diagnosis the one

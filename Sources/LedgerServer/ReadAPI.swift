@@ -24,12 +24,7 @@ enum ReadAPI {
         guard let answer = try merchant.queries.object(CatalogObjectID(id), asOf: point) else {
             return .error(404, "not_found", "no object \(id) as of \(point)")
         }
-        // The object's JSON as Square sent it, spliced in byte for byte (a parent's nested array
-        // rebuilt from its children's facts in force at the point, see `LedgerQueries.object`).
-        let names = try merchant.queries.names(of: [answer.fact.header.objectID], asOf: point)
-        let header = JSONAnswer.encoded(ObjectHeader(fact: answer.fact, names: names)).body
-        let payload = answer.payload.isEmpty ? Array("null".utf8) : answer.payload
-        return JSONAnswer(status: 200, body: Array(header.dropLast()) + Array(#","object":"#.utf8) + payload + [UInt8(ascii: "}")])
+        return JSONAnswer(status: 200, body: try answer.json())
     }
 
     /// `GET /merchants/{id}/check-replay?at=RFC3339[&as_known_at=RFC3339][&sample=N][&seed=S]`: the
@@ -66,43 +61,6 @@ enum ReadAPI {
                                                       asKnownAt: knownAt, sample: sampleSize, seed: seedValue))
         } catch let error as SquareAPIError {
             return .error(502, "square_error", "Square did not answer: \(error.message)")
-        }
-    }
-
-    /// The members before `object` (rules: LedgerQueries' Answers.swift).
-    struct ObjectHeader: Encodable {
-        var schemaVersion = AnswerSchema.version
-        var id: String
-        var name: String
-        var type: String
-        var version: Int64
-        var updatedAt: String
-        var isDeleted: Bool
-        var sequence: UInt64
-        var recordedAt: String
-        var recordedAtNs: Int64
-        var source: String
-
-        init(fact: ObjectFact, names: CatalogNames) {
-            id = fact.header.objectID.rawValue
-            name = names.display(fact.header.objectID)
-            type = fact.header.objectType.rawValue
-            version = fact.header.version
-            updatedAt = AnswerTime.square(fact.header.updatedAtNanos)
-            isDeleted = fact.header.isDeleted
-            sequence = fact.firstSequence
-            recordedAt = AnswerTime.ledger(fact.firstRecordedAt)
-            recordedAtNs = fact.firstRecordedAt
-            source = fact.source.word
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case id, name, type, version, sequence, source
-            case schemaVersion = "schema_version"
-            case updatedAt = "updated_at"
-            case isDeleted = "is_deleted"
-            case recordedAt = "recorded_at"
-            case recordedAtNs = "recorded_at_ns"
         }
     }
 

@@ -38,6 +38,7 @@ struct CLIGoldenTests {
         ("items-coffee.txt", ["items", "--category", "Coffee"]),
         ("categories.txt", ["categories", "--at", "2026-10-15"]),
         ("locations.txt", ["locations"]),
+        ("prices-all-coffee-harbor.txt", ["prices", "--all", "--category", "Coffee", "--location", "LCAFEHARBOR02"]),
     ]
 
     /// Text answers in another zone: both clocks (ledger and Square times) shown in it.
@@ -47,6 +48,7 @@ struct CLIGoldenTests {
         ("diagnose-paris.txt", ["diagnose", "edit-0004"]),
         ("conflicts-paris.txt", ["conflicts", "--until", "2026-10-20"]),
         ("diff-paris.txt", ["diff", "--from", "2026-11-01", "--to", "2026-11-03"]),
+        ("show-paris.txt", ["show", croissantAlmond, "--at", "2026-10-15 12:00"]),
     ]
 
     /// The JSON of each answer, the same whatever `--tz` and `TZ` say (checked by running each in
@@ -61,6 +63,7 @@ struct CLIGoldenTests {
         ("diagnose-stale.json", ["diagnose", "edit-0004", "--json"]),
         ("stats.json", ["stats", "--json"]),
         ("items.json", ["items", "--category", "Pastries", "--json"]),
+        ("show-at.json", ["show", croissantItem, "--at", "2026-10-15T12:00:00Z", "--json"]),
     ]
 
     @Test("output matches its golden file", arguments: cases.map(\.0))

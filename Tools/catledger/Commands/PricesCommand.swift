@@ -16,6 +16,7 @@ struct PricesCommand: AsyncParsableCommand {
           catledger prices CDACBVH7G3LMUXI6US6IH3I5 --chart
           catledger prices --all --since "last week" --format csv > repriced.csv
           catledger prices --all --since 2026-11-01 --until 2026-11-08
+          catledger prices --all --since "last month" --category Coffee --location LCAFEHARBOR02
         """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case table, json, csv }
@@ -37,6 +38,12 @@ struct PricesCommand: AsyncParsableCommand {
     @Option(help: "With --all: read this projection database (e.g. a replay) instead of the ledger's own.")
     var db: String?
 
+    @Option(help: "With --all: only the items now in this category (a name or an id).")
+    var category: String?
+
+    @Option(help: "With --all: only this location's own prices (a location id, see `catledger locations`).")
+    var location: String?
+
     @Option(help: "Only changes at or after this Square time.")
     var since: String?
 
@@ -57,6 +64,7 @@ struct PricesCommand: AsyncParsableCommand {
         guard given == 1 else { throw ValidationError("name exactly one of ID, --sku, --item or --all") }
         if all && (chart || svg != nil) { throw ValidationError("--chart and --svg draw one subject: name an ID, --sku or --item") }
         if db != nil && !all { throw ValidationError("--db reads a projection: use it with --all") }
+        if (category != nil || location != nil) && !all { throw ValidationError("--category and --location go with --all") }
     }
 
     func run() async throws {
@@ -92,7 +100,10 @@ extension PricesCommand {
         let access = LedgerAccess(options: global)
         let since = try self.since.map(global.time)
         let until = try self.until.map(global.time)
-        let answer = try access.projection(db: db).catalogPrices(sinceNanos: since, untilNanos: until)
+        guard let answer = try access.projection(db: db).catalogPrices(sinceNanos: since, untilNanos: until,
+                                                                       category: category, location: location) else {
+            throw CLIError(.notFound, "no category \"\(category ?? "")\" in the catalog", hint: "list them with `catledger categories`")
+        }
         if db == nil { access.warnIfLastVerificationFailed() }
         let time = try global.timeDisplay()
         switch format ?? (global.json ? .json : .table) {

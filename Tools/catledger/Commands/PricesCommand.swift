@@ -90,11 +90,19 @@ struct PricesCommand: AsyncParsableCommand {
             case .csv: print(PriceRendering.csv(changes, zone: zone), terminator: "")
             case .table: print("Price history of \(subject): \(changes.count) change(s)\n\n" + PriceRendering.table(changes, zone: zone))
             }
-            if chart { print("\n" + PriceChart.terminal(changes, width: 64, height: 12)) }
-            if let svg {
-                try PriceChart.svg(changes, title: "Price history of \(subject)")
-                    .write(toFile: svg, atomically: true, encoding: .utf8)
-                if !global.json { print("Wrote \(svg)") }
+            if chart || svg != nil {
+                // Names beside ids in the chart: the title and the legend (`LedgerQueries.names`).
+                let names = try history.names(of: changes.map(\.objectID) + ((item ?? id).map { [CatalogObjectID($0)] } ?? []))
+                let title = "Price history of " + ((item ?? id).flatMap { names.name(of: CatalogObjectID($0)) }.map { "\($0) (\(subject))" } ?? subject)
+                if chart {
+                    print("\n" + PriceChart.terminal(changes, width: 64, height: 12, name: { names.name(of: $0) },
+                                                     locationName: { names.location($0.rawValue) }))
+                }
+                if let svg {
+                    try PriceChart.svg(changes, title: title, name: { names.name(of: $0) }, locationName: { names.location($0.rawValue) })
+                        .write(toFile: svg, atomically: true, encoding: .utf8)
+                    if !global.json { print("Wrote \(svg)") }
+                }
             }
         }
     }

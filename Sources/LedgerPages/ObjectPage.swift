@@ -26,7 +26,8 @@ extension Pages {
         }
         var context = context
         let now = try context.queries.object(id, asOf: point)
-        let current = try context.queries.object(id, asOf: .latest)
+        // The object now, only when the point shows nothing (a point before it was learned).
+        let current = now == nil ? try context.queries.object(id, asOf: .latest) : now
         let decoded = (now ?? current).flatMap { $0.payload.isEmpty ? nil : try? CatalogObject(bytes: $0.payload) }
         let prices = try context.queries.prices(of: id) ?? []
         let children = NestedArray.of(parentType: versions[0].objectType) != nil ? try context.queries.childHistories(of: id) : []

@@ -131,8 +131,10 @@ let package = Package(
             name: "LedgerQueries",
             dependencies: [
                 "CatalogLedger",
+                "CatalogProjections",
                 "CatalogModel",
                 "LedgerIndex",
+                "LedgerStorage",
                 "SquareWire",
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -294,7 +296,7 @@ let package = Package(
             name: "SquareIntegrationTests",
             dependencies: [
                 "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "SquareWire", "CatalogLedger",
-                "CatalogProjections", "LedgerQueries", "LedgerStorageTesting", "TestSupport",
+                "CatalogProjections", "LedgerQueries", "LedgerStorage", "LedgerStorageTesting", "TestSupport",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

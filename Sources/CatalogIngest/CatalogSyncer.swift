@@ -100,12 +100,37 @@ public actor CatalogSyncer {
         try await run(full: true, beginTime: nil)
     }
 
+    /// One run, logged once at info level when it ends (merchant, mode, pages, objects, new events,
+    /// watermark, duration), or at error level when it fails.
     private func run(full: Bool, beginTime: String?) async throws -> SyncReport {
         let runID = "sync-" + UUID().uuidString.lowercased()
+        let started = ContinuousClock.now
+        func milliseconds() -> String {
+            let elapsed = ContinuousClock.now - started
+            return "\(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000)"
+        }
+        do {
+            let report = try await run(runID: runID, full: full, beginTime: beginTime)
+            logger.info("sync run", metadata: [
+                "merchant": "\(merchantID)", "run": "\(runID)", "mode": "\(report.mode)", "pages": "\(report.pages)",
+                "objects": "\(report.objectsReceived)", "new_events": "\(report.eventsAppended)",
+                "duplicates": "\(report.duplicates)", "begin_time": "\(beginTime ?? "-")",
+                "watermark": "\(report.latestTime ?? "-")", "duration_ms": "\(milliseconds())",
+            ])
+            return report
+        } catch {
+            logger.error("sync run failed", metadata: [
+                "merchant": "\(merchantID)", "run": "\(runID)", "mode": "\(full ? "full" : "incremental")",
+                "begin_time": "\(beginTime ?? "-")", "duration_ms": "\(milliseconds())", "error": "\(error)",
+            ])
+            throw error
+        }
+    }
+
+    private func run(runID: String, full: Bool, beginTime: String?) async throws -> SyncReport {
         var mapper = ExchangeMapper(defaultMerchant: merchantID)
         var report = SyncReport(runID: runID, mode: full ? "full" : "incremental", beginTime: beginTime)
         let location = "sync \(runID) of \(merchantID)"
-        logger.info("sync started", metadata: ["run": "\(runID)", "mode": "\(report.mode)", "begin_time": "\(beginTime ?? "-")"])
 
         var start = RecordedExchange(type: .syncStarted, at: "")
         start.runID = runID
@@ -141,10 +166,6 @@ public actor CatalogSyncer {
         report.latestTime = done.latestTime
         try await append(try mapper.events(for: done, state: CatalogState(), where: location), into: &report)
         if let time = done.latestTime { cachedWatermark = .some(time) }
-        logger.info("sync completed", metadata: [
-            "run": "\(runID)", "pages": "\(report.pages)", "objects": "\(report.objectsReceived)",
-            "new_events": "\(report.eventsAppended)", "latest_time": "\(report.latestTime ?? "-")",
-        ])
         return report
     }
 

@@ -20,7 +20,7 @@ public final class HistoryIndex: Sendable {
     /// Events folded per write transaction during a catch-up.
     static let batchEvents = 20_000
     /// Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-    static let schemaVersion = 1
+    static let schemaVersion = 2
 
     public let reader: LedgerReader
     let database: DatabaseQueue
@@ -121,6 +121,18 @@ public final class HistoryIndex: Sendable {
         try database.read { db in
             try String.fetchAll(db, sql: "SELECT object_id FROM object_children WHERE parent_id = ? ORDER BY object_id",
                                 arguments: [parent.rawValue]).map { CatalogObjectID($0) }
+        }
+    }
+
+    /// Sequences of the edit requests (`localEditProposed`) whose correlation id is one of `ids`.
+    public func editRequestSequences(correlationIDs ids: some Sequence<String>) throws -> [UInt64] {
+        try database.read { db in
+            var sequences: [UInt64] = []
+            for id in Set(ids) {
+                sequences += try UInt64.fetchAll(db, sql: "SELECT sequence FROM edit_requests WHERE correlation_id = ?",
+                                                 arguments: [id])
+            }
+            return sequences.sorted()
         }
     }
 

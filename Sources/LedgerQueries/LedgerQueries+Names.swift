@@ -37,6 +37,20 @@ public struct CatalogNames: Sendable, Hashable {
         for parent in parents { add(parent, history: history, point: point) }
     }
 
+    /// The names of `ids` (and of their parents) in a state folded as of a point (the facts in force
+    /// there, so no other event is read: for answers made from a snapshot, such as an object as of
+    /// a point). An object whose fact in force is a tombstone without payload has no name here.
+    public init(state: CatalogState, ids: some Sequence<CatalogObjectID>) {
+        entries = [:]
+        func add(_ id: CatalogObjectID) {
+            guard let fact = state[id] else { return }
+            entries[id] = Entry(type: fact.header.objectType, ownName: fact.payload.isEmpty ? nil : Self.ownName(of: fact),
+                                parentID: fact.header.parentID, isDeleted: fact.header.isDeleted)
+        }
+        for id in ids { add(id) }
+        for parent in Set(entries.values.compactMap(\.parentID)) where entries[parent] == nil { add(parent) }
+    }
+
     private mutating func add(_ id: CatalogObjectID, history: CatalogHistory, point: AsOf) {
         let facts = history.facts(of: id)
         guard !facts.isEmpty else { return }

@@ -1,9 +1,10 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerStorage
 
 /// What a ledger holds: events by kind and source, objects by type, the span of ledger time, size.
-public struct LedgerStats: Sendable, Hashable {
+public struct LedgerStats: Sendable, Hashable, Encodable {
     public var events = 0
     public var eventsByKind: [String: Int] = [:]
     public var eventsBySource: [String: Int] = [:]
@@ -12,10 +13,47 @@ public struct LedgerStats: Sendable, Hashable {
     /// Ledger time of the first and last event, nanoseconds since the epoch.
     public var firstRecordedAt: Int64?
     public var lastRecordedAt: Int64?
-    /// Bytes of the segment files (the lock file, whose length varies with the writer's pid, and the
+    /// Bytes of the log: the segment files without the zero-filled space the writer preallocates
+    /// ahead of its appends (the lock file, whose length varies with the writer's pid, and the
     /// disposable indexes are not counted).
     public var logBytes: UInt64 = 0
+    /// What the segment files take on disk, preallocated zeros included.
+    public var allocatedBytes: UInt64 = 0
     public var snapshots = 0
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case events, snapshots
+        case eventsByKind = "events_by_kind"
+        case eventsBySource = "events_by_source"
+        case liveObjectsByType = "live_objects_by_type"
+        case deletedObjectsByType = "deleted_objects_by_type"
+        case firstRecordedAt = "first_recorded_at"
+        case firstRecordedAtNs = "first_recorded_at_ns"
+        case lastRecordedAt = "last_recorded_at"
+        case lastRecordedAtNs = "last_recorded_at_ns"
+        case logBytes = "log_bytes"
+        case allocatedBytes = "allocated_bytes"
+    }
+
+    /// The JSON answer of `stats` (rules in Answers.swift): sources as words.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(AnswerSchema.version, forKey: .schemaVersion)
+        try container.encode(events, forKey: .events)
+        try container.encode(eventsByKind, forKey: .eventsByKind)
+        try container.encode(Dictionary(eventsBySource.map { (EventSource.named($0.key)?.word ?? $0.key, $0.value) }) { $0 + $1 },
+                             forKey: .eventsBySource)
+        try container.encode(liveObjectsByType, forKey: .liveObjectsByType)
+        try container.encode(deletedObjectsByType, forKey: .deletedObjectsByType)
+        try container.encodeIfPresent(firstRecordedAt.map(AnswerTime.ledger), forKey: .firstRecordedAt)
+        try container.encodeIfPresent(firstRecordedAt, forKey: .firstRecordedAtNs)
+        try container.encodeIfPresent(lastRecordedAt.map(AnswerTime.ledger), forKey: .lastRecordedAt)
+        try container.encodeIfPresent(lastRecordedAt, forKey: .lastRecordedAtNs)
+        try container.encode(logBytes, forKey: .logBytes)
+        try container.encode(allocatedBytes, forKey: .allocatedBytes)
+        try container.encode(snapshots, forKey: .snapshots)
+    }
 }
 
 extension LedgerQueries {
@@ -37,7 +75,9 @@ extension LedgerQueries {
             if fact.header.isDeleted { stats.deletedObjectsByType[type, default: 0] += 1 }
             else { stats.liveObjectsByType[type, default: 0] += 1 }
         }
-        stats.logBytes = Self.regularFileBytes(below: reader.layout.logDirectory.appending("segments").string)
+        stats.allocatedBytes = Self.regularFileBytes(below: reader.layout.logDirectory.appending("segments").string)
+        let preallocated = try LogReader(directory: reader.layout.logDirectory).preallocatedBytes()
+        stats.logBytes = stats.allocatedBytes - min(preallocated, stats.allocatedBytes)
         stats.snapshots = reader.snapshotInfos().count
         return stats
     }

@@ -115,20 +115,14 @@ public final class LedgerQueries: Sendable {
         return try index.history(of: try index.objectIDs(withSKU: sku)).priceHistory(ofSKU: sku)
     }
 
-    /// The prices of `id`: every variation's for an item, else the object's own; nil when the
-    /// ledger never learned it.
-    public func prices(of id: CatalogObjectID) throws -> [PriceChange]? {
-        guard let type = try objectType(of: id) else { return nil }
-        return type == .item ? try priceHistory(ofItem: id) : try priceHistory(of: id)
-    }
-
     /// An object as of `point`, with its payload as it was then (`CatalogState.materializedPayload`:
     /// a parent's nested array rebuilt from its children's facts in force); nil when the ledger knew
     /// nothing of it at that point.
     public func object(_ id: CatalogObjectID, asOf point: AsOf) throws -> ObjectAsOf? {
         let state = try reader.state(asOf: point).state
         guard let fact = state[id] else { return nil }
-        return ObjectAsOf(fact: fact, payload: state.materializedPayload(of: id) ?? fact.payload, point: point)
+        return ObjectAsOf(fact: fact, payload: state.materializedPayload(of: id) ?? fact.payload, point: point,
+                          names: CatalogNames(state: state, ids: [id]))
     }
 
     /// Objects created, changed (field by field) and deleted between two points.
@@ -144,6 +138,58 @@ public struct ObjectAsOf: Sendable, Hashable {
     /// Square's JSON of the object as of the point; empty for a tombstone learned without payload.
     public var payload: [UInt8]
     public var point: AsOf
+    /// The object's name (and its parent's) as of the point, from the same state.
+    public var names: CatalogNames
+
+    /// The answer's JSON (`catledger show --json`, `GET .../objects/{id}`): the fact's header
+    /// (rules in Answers.swift, with the name) and `object`, Square's JSON spliced in byte for byte
+    /// (null for a tombstone without payload).
+    public func json() throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let header = Array(try encoder.encode(ObjectAsOf.Header(fact: fact, names: names)))
+        let object = payload.isEmpty ? Array("null".utf8) : payload
+        return Array(header.dropLast()) + Array(#","object":"#.utf8) + object + [UInt8(ascii: "}")]
+    }
+}
+
+extension ObjectAsOf {
+/// The members before `object` (rules: LedgerQueries' Answers.swift).
+    struct Header: Encodable {
+        var schemaVersion = AnswerSchema.version
+        var id: String
+        var name: String
+        var type: String
+        var version: Int64
+        var updatedAt: String
+        var isDeleted: Bool
+        var sequence: UInt64
+        var recordedAt: String
+        var recordedAtNs: Int64
+        var source: String
+
+        init(fact: ObjectFact, names: CatalogNames) {
+            id = fact.header.objectID.rawValue
+            name = names.display(fact.header.objectID)
+            type = fact.header.objectType.rawValue
+            version = fact.header.version
+            updatedAt = AnswerTime.square(fact.header.updatedAtNanos)
+            isDeleted = fact.header.isDeleted
+            sequence = fact.firstSequence
+            recordedAt = AnswerTime.ledger(fact.firstRecordedAt)
+            recordedAtNs = fact.firstRecordedAt
+            source = fact.source.word
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, type, version, sequence, source
+            case schemaVersion = "schema_version"
+            case updatedAt = "updated_at"
+            case isDeleted = "is_deleted"
+            case recordedAt = "recorded_at"
+            case recordedAtNs = "recorded_at_ns"
+        }
+    }
 }
 
 /// Decoded events of one ledger, read once and then extended with the new tail on each call, so a

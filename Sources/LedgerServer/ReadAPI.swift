@@ -24,11 +24,7 @@ enum ReadAPI {
         guard let answer = try merchant.queries.object(CatalogObjectID(id), asOf: point) else {
             return .error(404, "not_found", "no object \(id) as of \(point)")
         }
-        // The object's JSON as Square sent it, spliced in byte for byte (a parent's nested array
-        // rebuilt from its children's facts in force at the point, see `LedgerQueries.object`).
-        let header = JSONAnswer.encoded(ObjectHeader(fact: answer.fact)).body
-        let payload = answer.payload.isEmpty ? Array("null".utf8) : answer.payload
-        return JSONAnswer(status: 200, body: Array(header.dropLast()) + Array(#","object":"#.utf8) + payload + [UInt8(ascii: "}")])
+        return JSONAnswer(status: 200, body: try answer.json())
     }
 
     /// `GET /merchants/{id}/check-replay?at=RFC3339[&as_known_at=RFC3339][&sample=N][&seed=S]`: the
@@ -68,83 +64,36 @@ enum ReadAPI {
         }
     }
 
-    struct ObjectHeader: Encodable {
-        var id: String
-        var type: String
-        var version: Int64
-        var updatedAt: String
-        var isDeleted: Bool
-        var sequence: UInt64
-        var recordedAt: String
-        var source: String
-
-        init(fact: ObjectFact) {
-            id = fact.header.objectID.rawValue
-            type = fact.header.objectType.rawValue
-            version = fact.header.version
-            updatedAt = fact.header.updatedAt
-            isDeleted = fact.header.isDeleted
-            sequence = fact.firstSequence
-            recordedAt = RFC3339.format(nanoseconds: fact.firstRecordedAt)
-            source = fact.source.description
-        }
-
-        enum CodingKeys: String, CodingKey {
-            case id, type, version, sequence, source
-            case updatedAt = "updated_at"
-            case isDeleted = "is_deleted"
-            case recordedAt = "recorded_at"
-        }
-    }
-
-    /// `GET /merchants/{id}/objects/{object_id}/history`
+    /// `GET /merchants/{id}/objects/{object_id}/history`: the object's versions and its children's,
+    /// with names and edit authors (`HistoryAnswer`, as `catledger history --json`).
     static func history(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
-        let objectID = CatalogObjectID(id)
-        let versions = try merchant.queries.entityHistory(of: objectID)
-        guard !versions.isEmpty else { return .error(404, "not_found", "the ledger never learned object \(id)") }
-        return .encoded(versions)
+        guard let answer = try merchant.queries.history(of: CatalogObjectID(id)) else {
+            return .error(404, "not_found", "the ledger never learned object \(id)")
+        }
+        return .encoded(answer)
     }
 
     /// `GET /merchants/{id}/objects/{object_id}/prices`: a variation's (or modifier's) price history,
-    /// or every variation's for an item. Each change carries Square time and ledger time.
+    /// or every variation's for an item (`PricesAnswer`, as `catledger prices --json`).
     static func prices(_ merchant: MerchantLedger, id: String) throws -> JSONAnswer {
-        let objectID = CatalogObjectID(id)
-        guard let changes = try merchant.queries.prices(of: objectID) else {
+        guard let answer = try merchant.queries.prices(of: CatalogObjectID(id)) else {
             return .error(404, "not_found", "the ledger never learned object \(id)")
         }
-        return .encoded(changes)
+        return .encoded(answer)
     }
 
-    struct Conflict: Encodable {
-        var sequence: UInt64
-        var idempotencyKey: String
-        var httpStatus: UInt16
-        var errorCodes: [String]
-        var classification: String
-        var diagnosis: VersionMismatchDiagnosis
-
-        enum CodingKeys: String, CodingKey {
-            case sequence, classification, diagnosis
-            case idempotencyKey = "idempotency_key"
-            case httpStatus = "http_status"
-            case errorCodes = "error_codes"
-        }
-    }
-
-    /// `GET /merchants/{id}/conflicts`: every rejected upsert with its diagnosis.
+    /// `GET /merchants/{id}/conflicts`: every rejected upsert (`ConflictsAnswer`, as
+    /// `catledger conflicts --json`).
     static func conflicts(_ merchant: MerchantLedger) throws -> JSONAnswer {
-        .encoded(try merchant.queries.conflicts().map { answer in
-            Conflict(sequence: answer.sequence, idempotencyKey: answer.diagnosis.idempotencyKey,
-                     httpStatus: answer.diagnosis.httpStatus, errorCodes: answer.diagnosis.errorCodes,
-                     classification: answer.diagnosis.primaryClassification.rawValue, diagnosis: answer.diagnosis)
-        })
+        .encoded(try merchant.queries.conflictsAnswer())
     }
 
-    /// `GET /merchants/{id}/conflicts/{sequence or idempotency key}`: one diagnosis.
+    /// `GET /merchants/{id}/conflicts/{sequence or idempotency key}`: one diagnosis
+    /// (`DiagnosisAnswer`, as `catledger diagnose --json`).
     static func conflict(_ merchant: MerchantLedger, incident: String) throws -> JSONAnswer {
-        guard let answer = try merchant.queries.conflict(named: incident) else {
+        guard let answer = try merchant.queries.diagnosis(named: incident) else {
             return .error(404, "not_found", "no rejected upsert \"\(incident)\"")
         }
-        return .encoded(answer.diagnosis)
+        return .encoded(answer)
     }
 }

@@ -63,6 +63,27 @@ public struct LogReader: Sendable {
         }
     }
 
+    /// The zero-filled bytes the writer keeps ahead of its appends at the end of the newest segment
+    /// (docs/FORMAT.md, "Preallocated space"): part of the file's size, not of the log. 0 when the
+    /// newest segment has none (sealed, or written without preallocation).
+    public func preallocatedBytes() throws -> UInt64 {
+        guard let last = try directory.segmentBases().last,
+              !(try SegmentScanner.isBeingCreated(directory: directory, base: last)) else { return 0 }
+        var scanner = try SegmentScanner.open(directory: directory, base: last)
+        defer { scanner.close() }
+        if let index = directory.loadIndex(base: last), let entry = index.entries.last { scanner.seek(to: entry.byteOffset) }
+        while true {
+            guard let step = try? scanner.next() else { return 0 }
+            switch step {
+            case .batch: continue
+            case .footer, .end, .incomplete: return 0
+            case .preallocated(let offset):
+                let size = try scanner.file.size()
+                return size > offset ? size - offset : 0
+            }
+        }
+    }
+
     /// Every record from `sequence` on, read now. Convenience for tests and tools of this package.
     package func readAll(from sequence: UInt64 = 0) throws -> [StoredRecord] {
         var cursor = try records(from: sequence)

@@ -16,31 +16,79 @@ struct CLIGoldenTests {
 
     // Deterministic ids of the seeded sample (see data-samples/README.md).
     static let croissantAlmond = "NOBY45VOG5MZYXNO26GNKVU5"
+    static let croissantItem = "S6SQXTR5QV7U6AGTCQVV4GWP"
 
     static let cases: [(String, [String])] = [
         ("stats.txt", ["stats"]),
-        ("stats.json", ["stats", "--json"]),
         ("history.txt", ["history", croissantAlmond]),
         ("prices.txt", ["prices", croissantAlmond]),
         ("prices.csv", ["prices", croissantAlmond, "--format", "csv"]),
         ("prices-chart.txt", ["prices", croissantAlmond, "--chart"]),
-        ("prices-sku.json", ["prices", "--sku", "PAS-021-2", "--json"]),
         ("show-at.txt", ["show", croissantAlmond, "--at", "2026-10-15 12:00"]),
         ("conflicts.txt", ["conflicts"]),
-        ("conflicts.json", ["conflicts", "--json"]),
         ("diagnose-stale.txt", ["diagnose", "edit-0004"]),
-        ("diagnose-nested.json", ["diagnose", "edit-0010", "--json"]),
         ("diff.txt", ["diff", "--from", "2026-11-01", "--to", "2026-11-08"]),
         ("search-typo.txt", ["search", "crossant almnd"]),
         // The README's example: no item of the sample says "coffee" and "mug" both.
         ("search-readme.txt", ["search", "cofee mugg"]),
         ("search-sku.json", ["search", "PAS-021-2", "--json"]),
+        ("history-filtered.txt", ["history", croissantItem, "--since", "2026-10-10", "--limit", "2"]),
+        ("prices-all.csv", ["prices", "--all", "--since", "2026-11-01", "--until", "2026-11-04", "--format", "csv"]),
+        ("diff-filtered.txt", ["diff", "--from", "2026-10-02", "--to", "2026-11-08", "--category", "coffee", "--prices-only"]),
+        ("items-coffee.txt", ["items", "--category", "Coffee"]),
+        ("categories.txt", ["categories", "--at", "2026-10-15"]),
+        ("locations.txt", ["locations"]),
+        ("prices-all-coffee-harbor.txt", ["prices", "--all", "--category", "Coffee", "--location", "LCAFEHARBOR02"]),
+    ]
+
+    /// Text answers in another zone: both clocks (ledger and Square times) shown in it.
+    static let zonedCases: [(String, [String])] = [
+        ("history-paris.txt", ["history", croissantAlmond]),
+        ("prices-paris.txt", ["prices", croissantAlmond]),
+        ("diagnose-paris.txt", ["diagnose", "edit-0004"]),
+        ("conflicts-paris.txt", ["conflicts", "--until", "2026-10-20"]),
+        ("diff-paris.txt", ["diff", "--from", "2026-11-01", "--to", "2026-11-03"]),
+        ("show-paris.txt", ["show", croissantAlmond, "--at", "2026-10-15 12:00"]),
+    ]
+
+    /// The JSON of each answer, the same whatever `--tz` and `TZ` say (checked by running each in
+    /// three zones; the times given carry their offset, as a date alone is read in the zone).
+    static let jsonCases: [(String, [String])] = [
+        ("history.json", ["history", croissantItem, "--json"]),
+        ("prices.json", ["prices", "--item", croissantItem, "--json"]),
+        ("prices-all.json", ["prices", "--all", "--since", "2026-11-01T00:00:00Z", "--until", "2026-11-04T00:00:00Z", "--json"]),
+        ("diff.json", ["diff", "--from", "2026-11-01T00:00:00Z", "--to", "2026-11-08T00:00:00Z", "--json"]),
+        ("conflicts.json", ["conflicts", "--json"]),
+        ("diagnose-nested.json", ["diagnose", "edit-0010", "--json"]),
+        ("diagnose-stale.json", ["diagnose", "edit-0004", "--json"]),
+        ("stats.json", ["stats", "--json"]),
+        ("items.json", ["items", "--category", "Pastries", "--json"]),
+        ("show-at.json", ["show", croissantItem, "--at", "2026-10-15T12:00:00Z", "--json"]),
     ]
 
     @Test("output matches its golden file", arguments: cases.map(\.0))
     func golden(name: String) throws {
-        let arguments = Self.cases.first { $0.0 == name }!.1 + ["--data-dir", Self.ledger, "--tz", "UTC"]
-        var result = try CatLedgerProcess.run(arguments)
+        try Self.check(name, Self.cases.first { $0.0 == name }!.1 + ["--tz", "UTC"])
+    }
+
+    @Test("text output in --tz Europe/Paris shows both clocks in that zone", arguments: zonedCases.map(\.0))
+    func zonedGolden(name: String) throws {
+        try Self.check(name, Self.zonedCases.first { $0.0 == name }!.1 + ["--tz", "Europe/Paris"])
+    }
+
+    @Test("JSON matches its golden file whatever --tz and TZ say", arguments: jsonCases.map(\.0))
+    func jsonGolden(name: String) throws {
+        let arguments = Self.jsonCases.first { $0.0 == name }!.1
+        try Self.check(name, arguments + ["--tz", "Europe/Paris"], environment: ["TZ": "Asia/Tokyo"])
+        try Self.check(name, arguments, environment: ["TZ": "America/New_York"])
+        try Self.check(name, arguments + ["--tz", "UTC"])
+    }
+
+    /// Runs `catledger ARGUMENTS --data-dir LEDGER` and compares its standard output with the golden
+    /// file `name` (written instead when CATLEDGER_UPDATE_GOLDEN=1).
+    static func check(_ name: String, _ arguments: [String], environment: [String: String?] = [:]) throws {
+        let arguments = arguments + ["--data-dir", Self.ledger]
+        var result = try CatLedgerProcess.run(arguments, environment: environment)
         #expect(result.status == 0, "catledger \(arguments.joined(separator: " ")): \(result.standardError)")
         // The ledger lives in a fresh temporary directory each run.
         result.standardOutput = result.standardOutput.replacingOccurrences(of: Self.ledger, with: "$LEDGER")
@@ -49,7 +97,7 @@ struct CLIGoldenTests {
             try result.standardOutput.write(toFile: path, atomically: true, encoding: .utf8)
         }
         let golden = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(result.standardOutput == golden, "catledger \(arguments.joined(separator: " ")) differs from \(name)")
+        #expect(result.standardOutput == golden, "catledger \(arguments.joined(separator: " ")) \(environment) differs from \(name)")
     }
 
     @Test("replay writes a database the query commands read with --db")

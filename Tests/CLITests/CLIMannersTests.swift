@@ -22,6 +22,28 @@ struct CLIMannersTests {
         #expect(nothingClose.status == 64 && nothingClose.standardError.contains("catledger --help"))
     }
 
+    @Test func aMistypedOptionGetsDidYouMean() throws {
+        let result = try CatLedgerProcess.run(["history", "X", "--sinse", "2026-10-01", "--data-dir", CLIGoldenTests.ledger])
+        #expect(result.status == 64)
+        #expect(result.standardError.contains("unknown option \"--sinse\" for `catledger history`"), "\(result.standardError)")
+        #expect(result.standardError.contains("did you mean `--since`?"), "\(result.standardError)")
+        // A global option, an option with `=`, and a sub-verb's own options.
+        let global = try CatLedgerProcess.run(["stats", "--data-dri=x"])
+        #expect(global.status == 64 && global.standardError.contains("did you mean `--data-dir`?"), "\(global.standardError)")
+        let sub = try CatLedgerProcess.run(["token", "create", "--nmae", "x"])
+        #expect(sub.status == 64 && sub.standardError.contains("`catledger token create`"), "\(sub.standardError)")
+        let nothingClose = try CatLedgerProcess.run(["stats", "--zzzzzzzz"])
+        #expect(nothingClose.status == 64 && nothingClose.standardError.contains("`catledger stats --help` lists its options"),
+                "\(nothingClose.standardError)")
+        // --db on a command that reads the log says which commands take it.
+        let db = try CatLedgerProcess.run(["history", "X", "--db", "past.sqlite"])
+        #expect(db.status == 64 && db.standardError.contains("takes no --db")
+            && db.standardError.contains("search, prices --all, conflicts, items, categories and locations"), "\(db.standardError)")
+        // Known options, and anything after `--`, pass.
+        let known = try CatLedgerProcess.run(["stats", "--data-dir", CLIGoldenTests.ledger, "--json"])
+        #expect(known.status == 0, "\(known.standardError)")
+    }
+
     @Test func globalOptionsMayComeBeforeTheVerb() throws {
         let after = try CatLedgerProcess.run(["stats", "--data-dir", CLIGoldenTests.ledger, "--json", "--tz", "Europe/Paris"])
         let before = try CatLedgerProcess.run(["--data-dir", CLIGoldenTests.ledger, "--json", "--tz=Europe/Paris", "stats"])
@@ -100,7 +122,7 @@ struct CLIMannersTests {
         #expect(table.standardOutput.contains("House Blend Beans") && table.standardOutput.contains("$14.00"))
         let csv = try CatLedgerProcess.run(["prices", "--all", "--format", "csv", "--data-dir", CLIGoldenTests.ledger])
         let lines = csv.standardOutput.split(separator: "\n")
-        #expect(lines.first?.hasPrefix("square_time,ledger_time,item_id,item,object_id,variation,sku,scope") == true)
+        #expect(lines.first?.hasPrefix("square_time,ledger_time,item_id,item,object_id,name,sku,scope,location_id") == true)
         #expect(lines.count == 327, "every change of the sample and the header")
         let refused = try CatLedgerProcess.run(["prices", "--all", "--chart", "--data-dir", CLIGoldenTests.ledger])
         #expect(refused.status == 64)

@@ -2,6 +2,7 @@ import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
+import Logging
 import SquareAPI
 import SquareSimulator
 import SquareWire
@@ -137,6 +138,63 @@ import Testing
         #expect(state.object(CatalogObjectID(ids["#Muffin_Regular"]!))?.priceMoney?.amount == 603)
         #expect(state.object(CatalogObjectID(ids["#Croissant"]!))?.name == "Croissant (house)")
         try await reference.close()
+        try await ledger.close()
+    }
+}
+
+/// Log records kept in memory, for tests of what a component logs.
+final class CapturedLog: @unchecked Sendable {
+    struct Record { var level: Logger.Level; var message: String; var metadata: Logger.Metadata }
+    private let lock = NSLock()
+    private var kept: [Record] = []
+
+    var records: [Record] { lock.withLock { kept } }
+
+    var logger: Logger {
+        Logger(label: "captured") { _ in Handler(log: self) }
+    }
+
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            log.lock.withLock {
+                log.kept.append(Record(level: event.level, message: "\(event.message)", metadata: event.metadata ?? [:]))
+            }
+        }
+    }
+}
+
+@Suite struct SyncRunLogTests {
+    @Test("each sync run logs one line at info level with merchant, pages, objects, watermark and duration")
+    func oneInfoLinePerRun() async throws {
+        let directory = try IngestKit.temporaryDirectory()
+        defer { IngestKit.cleanUp(directory) }
+        let (simulator, _) = await IngestKit.seededSimulator()
+        let ledger = try IngestKit.ledger(in: directory)
+        let log = CapturedLog()
+        let syncer = CatalogSyncer(ledger: ledger, client: IngestKit.client(simulator), merchantID: MerchantID(IngestKit.merchant),
+                                   pageLimit: 7, logger: log.logger)
+        let full = try await syncer.syncFull()
+        let incremental = try await syncer.syncIncremental()
+        let info = log.records.filter { $0.level >= .info }
+        #expect(info.count == 2, "\(info.map(\.message))")
+        for (record, report) in zip(info, [full, incremental]) {
+            #expect(record.level == .info)
+            #expect(record.metadata["merchant"]?.description == IngestKit.merchant)
+            #expect(record.metadata["pages"]?.description == "\(report.pages)")
+            #expect(record.metadata["objects"]?.description == "\(report.objectsReceived)")
+            #expect(record.metadata["watermark"]?.description == report.latestTime)
+            #expect(record.metadata["mode"]?.description == report.mode)
+            #expect(Int(record.metadata["duration_ms"]?.description ?? "") != nil)
+        }
         try await ledger.close()
     }
 }

@@ -196,7 +196,7 @@ import Testing
 
                 // Conflicts: the VERSION_MISMATCH above.
                 let conflicts = try await call(.get, "\(m)/conflicts", "/merchants/{merchant}/conflicts", status: 200)
-                let sequence = try JSONNode.parse(Array(buffer: conflicts.body)).elements.first?["sequence"]
+                let sequence = try JSONNode.parse(Array(buffer: conflicts.body))["conflicts"]?.elements.first?["incident"]
                 #expect(sequence != nil, "the refused edit is a conflict")
                 let incident = "/merchants/{merchant}/conflicts/{incident}"
                 _ = try await call(.get, "\(m)/conflicts/\(sequence?.description ?? "0")", incident, status: 200)

@@ -19,7 +19,8 @@ struct CatLedger: AsyncParsableCommand {
         version: "catledger 0.2.0",
         subcommands: [
             InitCommand.self, ImportCommand.self, StatsCommand.self, ShowCommand.self, HistoryCommand.self,
-            PricesCommand.self, DiffCommand.self, SearchCommand.self, ReplayCommand.self, ConflictsCommand.self,
+            PricesCommand.self, DiffCommand.self, ItemsCommand.self, CategoriesCommand.self, LocationsCommand.self,
+            SearchCommand.self, ReplayCommand.self, ConflictsCommand.self,
             DiagnoseCommand.self, RebuildCommand.self, SealCommand.self, CompactCommand.self, VerifyCommand.self, RepairCommand.self, SyncCommand.self,
             EditCommand.self, ServeCommand.self, TokenCommand.self, SimulatorCommand.self, DemoCommand.self, CheckReplayCommand.self,
         ]

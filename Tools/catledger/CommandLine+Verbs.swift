@@ -55,11 +55,71 @@ enum VerbLine {
     }
 }
 
+extension VerbLine {
+    /// The read commands that answer from a projection, and so take `--db FILE` (a replay).
+    static let projectionCommands = "search, prices --all, conflicts, items, categories and locations"
+
+    /// The long options a command's help lists (`--since`, `--as-known-at`, `--help`, ...).
+    static func longOptions(of command: any ParsableCommand.Type) -> Set<String> {
+        let help = command.helpMessage(includeHidden: true, columns: 10_000)
+        var names: Set<String> = ["--help", "--version"]
+        var index = help.startIndex
+        while let range = help.range(of: "--", range: index..<help.endIndex) {
+            var end = range.upperBound
+            while end < help.endIndex, help[end].isLetter || help[end].isNumber || help[end] == "-" { end = help.index(after: end) }
+            if end > range.upperBound { names.insert(String(help[range.lowerBound..<end])) }
+            index = end
+        }
+        return names
+    }
+
+    /// The first long option in `arguments` (before a `--` that ends the options) that `known`
+    /// does not hold, with the known ones within two edits of it (or that it begins), closest first.
+    static func unknownOption(in arguments: [String], known: Set<String>) -> (option: String, suggestions: [String])? {
+        for argument in arguments.prefix(while: { $0 != "--" }) where argument.hasPrefix("--") {
+            let name = argument.split(separator: "=", maxSplits: 1).first.map(String.init) ?? argument
+            guard !known.contains(name) else { continue }
+            return (name, suggestions(for: name, among: known.sorted()))
+        }
+        return nil
+    }
+
+    /// The command `arguments` name (a verb, then a sub-verb when the verb has some), and the
+    /// arguments after it.
+    static func command(_ arguments: [String], root: any ParsableCommand.Type) -> (any ParsableCommand.Type, [String])? {
+        var command: any ParsableCommand.Type = root
+        var rest = arguments[...]
+        while let next = rest.first,
+              let sub = command.configuration.subcommands.first(where: { $0._commandName == next }) {
+            command = sub
+            rest = rest.dropFirst()
+        }
+        return command == root ? nil : (command, Array(rest))
+    }
+}
+
 extension CatLedger {
     static func main() async {
         let verbs = configuration.subcommands.map { $0._commandName }
         switch VerbLine.normalize(Array(CommandLine.arguments.dropFirst()), verbs: verbs) {
         case .arguments(let arguments):
+            if let (command, rest) = VerbLine.command(arguments, root: CatLedger.self),
+               let unknown = VerbLine.unknownOption(in: rest, known: VerbLine.longOptions(of: command)) {
+                let name = arguments.prefix(arguments.count - rest.count).joined(separator: " ")
+                if unknown.option == "--db" {
+                    FileHandle.standardError.write(Data((
+                        "catledger: error: `catledger \(name)` reads the log, not a projection, and takes no --db\n"
+                        + "  hint: --db FILE (a replay) works with \(VerbLine.projectionCommands); for a past moment use --at "
+                        + "(and --as-known-at) where the command takes them\n").utf8))
+                    Foundation.exit(CLIError.Kind.usage.rawValue)
+                }
+                let hint = unknown.suggestions.isEmpty
+                    ? "`catledger \(name) --help` lists its options"
+                    : "did you mean " + unknown.suggestions.prefix(3).map { "`\($0)`" }.joined(separator: " or ") + "?"
+                FileHandle.standardError.write(Data(
+                    "catledger: error: unknown option \"\(unknown.option)\" for `catledger \(name)`\n  hint: \(hint)\n".utf8))
+                Foundation.exit(CLIError.Kind.usage.rawValue)
+            }
             await main(arguments)
         case .unknownVerb(let verb, let suggestions):
             let hint = suggestions.isEmpty

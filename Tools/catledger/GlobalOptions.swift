@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LedgerQueries
 import Logging
 
 /// Options every command takes. `--data-dir` names the ledger directory (default `$CATLEDGER_DATA_DIR`
@@ -29,6 +30,9 @@ struct GlobalOptions: ParsableArguments {
         }
         return zone
     }
+
+    /// Times for people in the chosen zone (both clocks).
+    func timeDisplay() throws -> TimeDisplay { TimeDisplay(zone: try timeZone()) }
 
     func logger(_ label: String) throws -> Logger {
         guard let level = Logger.Level(rawValue: logLevel.lowercased()) else {

@@ -14,6 +14,13 @@ extension LedgerAccess {
         try queries(historyIndex: false)
     }
 
+    /// The answers (without the history index) when the data directory holds a ledger, else nil:
+    /// for commands that read a replay file and show names when a ledger is there to give them.
+    func queriesIfLedger() throws -> LedgerQueries? {
+        do { _ = try LedgerReader(layout: layout) } catch LedgerError.noLedger { return nil }
+        return try asOfQueries()
+    }
+
     private func queries(historyIndex: Bool) throws -> LedgerQueries {
         let queries = LedgerQueries(reader: try reader(), historyIndex: historyIndex, logger: try options.logger("catledger"))
         var bar: ProgressBar?

@@ -2,6 +2,7 @@ import CatalogLedger
 import CatalogModel
 import CatalogProjections
 import Foundation
+import LedgerQueries
 import LedgerStorage
 import SystemPackage
 
@@ -108,11 +109,4 @@ func printJSON<T: Encodable>(_ value: T) throws {
 }
 
 /// Formats ledger nanoseconds for people, in the chosen zone.
-func formatTime(_ nanoseconds: Int64, in zone: TimeZone) -> String {
-    let date = Date(timeIntervalSince1970: Double(nanoseconds) / 1e9)
-    let formatter = DateFormatter()
-    formatter.locale = Locale(identifier: "en_US_POSIX")
-    formatter.timeZone = zone
-    formatter.dateFormat = zone.secondsFromGMT() == 0 && zone.identifier.hasSuffix("UTC") || zone.identifier == "GMT" ? "yyyy-MM-dd'T'HH:mm:ss'Z'" : "yyyy-MM-dd HH:mm:ss ZZZZZ"
-    return formatter.string(from: date)
-}
+func formatTime(_ nanoseconds: Int64, in zone: TimeZone) -> String { TimeDisplay(zone: zone).ledger(nanoseconds) }

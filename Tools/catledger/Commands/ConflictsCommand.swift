@@ -36,18 +36,6 @@ struct ConflictsCommand: AsyncParsableCommand {
     @Option(help: "Read the incidents a projection database holds (e.g. a replay to a past moment) instead of the ledger.")
     var db: String?
 
-    struct Row: Encodable {
-        var incident: UInt64
-        var idempotencyKey: String
-        var rejectedAt: String
-        var actor: String?
-        var device: String?
-        var httpStatus: UInt16
-        var errorCodes: [String]
-        var classification: String
-        var staleObjects: [String]
-    }
-
     func run() async throws {
         try await reportingErrors(json: global.json) {
             if let classification, !VersionMismatchDiagnosis.Classification.allCases.contains(where: { $0.rawValue == classification }) {
@@ -56,18 +44,23 @@ struct ConflictsCommand: AsyncParsableCommand {
             }
             let filter = ConflictFilter(since: try since.map(global.time), until: try until.map(global.time),
                                         classification: classification, device: device, actor: actor)
-            let conflicts = try db.map { try Self.conflicts(inProjection: $0, filter, access: LedgerAccess(options: global)) }
-                ?? LedgerAccess(options: global).asOfQueries().conflicts(filter)
-            let zone = try global.timeZone()
-            let rows = conflicts.map { answer in
-                let diagnosis = answer.diagnosis
-                return Row(incident: answer.sequence, idempotencyKey: diagnosis.idempotencyKey,
-                           rejectedAt: formatTime(diagnosis.rejectedAt, in: zone), actor: diagnosis.actor,
-                           device: diagnosis.device, httpStatus: diagnosis.httpStatus, errorCodes: diagnosis.errorCodes,
-                           classification: diagnosis.primaryClassification.rawValue,
-                           staleObjects: answer.staleObjectIDs.map(\.rawValue))
+            let access = LedgerAccess(options: global)
+            let answer: ConflictsAnswer
+            if let db {
+                // A replay file answers without a ledger; names come from the ledger when there is one.
+                let conflicts: [ConflictAnswer]
+                do {
+                    conflicts = try access.projection(db: db).conflictAnswers(filter)
+                } catch let error as UnreadableConflictRow {
+                    throw CLIError(.corruptData, "\(error) in \(db)", hint: "rebuild the file with `catledger replay`")
+                }
+                answer = try access.queriesIfLedger()?.named(conflicts) ?? ConflictsAnswer(conflicts: conflicts, names: CatalogNames())
+            } else {
+                answer = try access.asOfQueries().conflictsAnswer(filter)
             }
-            if global.json { try printJSON(rows); return }
+            if global.json { try printJSON(answer); return }
+            let time = try global.timeDisplay()
+            let rows = answer.conflicts
             if rows.isEmpty {
                 let filtered = since != nil || until != nil || classification != nil || device != nil || actor != nil
                 print(filtered ? "No rejected upsert matches." : "No rejected upserts in the ledger.")
@@ -76,29 +69,14 @@ struct ConflictsCommand: AsyncParsableCommand {
             var table = TextTable(["incident", "rejected at", "device", "error", "class", "objects"],
                                   alignments: [.right, .left, .left, .left, .left, .left])
             for row in rows {
-                table.append(["\(row.incident)", row.rejectedAt, row.device ?? "-", row.errorCodes.joined(separator: ","),
-                              row.classification, row.staleObjects.joined(separator: " ")])
+                let diagnosis = row.diagnosis
+                table.append(["\(row.sequence)", time.ledger(diagnosis.rejectedAt), diagnosis.device ?? "-",
+                              diagnosis.errorCodes.joined(separator: ","), diagnosis.primaryClassification.rawValue,
+                              row.staleObjectIDs.map(answer.names.labelled).joined(separator: ", ")])
             }
             print(table.render())
             print("\nExplain one with `catledger diagnose INCIDENT`.")
         }
-    }
-}
-
-extension ConflictsCommand {
-    /// The incidents of a projection's `version_conflicts` table: each row keeps the diagnosis the
-    /// one diagnoser gave when the projection met the rejection (`DiagnosisIndex`).
-    static func conflicts(inProjection path: String, _ filter: ConflictFilter, access: LedgerAccess) throws -> [ConflictAnswer] {
-        let records = try access.projection(db: path).conflicts(limit: Int.max)
-        return try records.reversed().map { record in
-            do {
-                return ConflictAnswer(sequence: record.sequence, diagnosis: try JSONDecoder().decode(
-                    VersionMismatchDiagnosis.self, from: Data(record.diagnosisJSON.utf8)))
-            } catch {
-                throw CLIError(.corruptData, "the diagnosis of incident \(record.sequence) in \(path) cannot be read",
-                               hint: "rebuild the file with `catledger replay`")
-            }
-        }.filter { filter.keeps($0.diagnosis) }
     }
 }
 
@@ -114,11 +92,11 @@ struct DiagnoseCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            guard let diagnosis = try LedgerAccess(options: global).asOfQueries().conflict(named: incident)?.diagnosis else {
+            guard let answer = try LedgerAccess(options: global).queries().diagnosis(named: incident) else {
                 throw CLIError(.notFound, "no rejected upsert \"\(incident)\" in the ledger",
                                hint: "list them with `catledger conflicts`")
             }
-            if global.json { try printJSON(diagnosis) } else { print(diagnosis.renderedText) }
+            if global.json { try printJSON(answer) } else { print(answer.text(try global.timeDisplay())) }
         }
     }
 }

@@ -55,12 +55,12 @@ struct DemoCommand: AsyncParsableCommand {
             section("2. Price history", "Every price a variation ever had, per location, with Square time and ledger time.")
             let variation = try mostRepriced(queries: queries, state: now)
             if let variation {
-                let changes = try queries.priceHistory(of: variation).filter { $0.scope.kind != .pricingType }
-                let object = now.object(variation)
-                let itemName = object?.declaredParentID.flatMap { now.object($0)?.name } ?? "?"
-                print("The most repriced variation: \(itemName), \(object?.name ?? "?") (SKU \(object?.sku ?? "-")).\n")
+                var answer = try queries.prices(.object(variation)) ?? PricesAnswer(subject: .object(variation), changes: [], names: CatalogNames())
+                answer.changes = answer.changes.filter { $0.scope.kind != .pricingType }
+                let changes = answer.changes
+                print("The most repriced variation: \(answer.names.display(variation)) (SKU \(now.object(variation)?.sku ?? "-")).\n")
                 print("$ catledger prices \(variation.rawValue) --chart\n")
-                print(PriceRendering.table(changes, zone: zone))
+                print(PriceRendering.table(answer, time: TimeDisplay(zone: zone)))
                 let names = try queries.names(of: [variation])
                 print("\n" + PriceChart.terminal(changes, width: 60, height: 10, name: { names.name(of: $0) }))
             }

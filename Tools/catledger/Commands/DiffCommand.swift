@@ -18,18 +18,45 @@ struct DiffCommand: AsyncParsableCommand {
     @Option(help: "Both sides as the ledger knew them at this ledger time.")
     var asKnownAt: String?
 
+    @Option(help: "Only items in this category (a name or an id) and their variations.")
+    var category: String?
+
+    @Option(help: "Only objects of this type (ITEM, ITEM_VARIATION, CATEGORY, ...); repeat for several.")
+    var type: [String] = []
+
+    @Flag(help: "Only price changes (price_money, per-location prices, pricing_type) and priced objects created or deleted.")
+    var pricesOnly = false
+
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let before = try global.asOf(at: from, asKnownAt: asKnownAt)
             let after = try global.asOf(at: to, asKnownAt: asKnownAt)
-            let diff = try LedgerAccess(options: global).asOfQueries().diff(from: before, to: after)
-            if global.json { try printJSON(diff); return }
-            print("From \(before)\n  to \(after)\n")
+            let types = try Set(type.map { name in
+                let type = CatalogObjectType(name.uppercased())
+                guard type.isKnown else {
+                    throw CLIError(.usage, "unknown object type \"\(name)\"",
+                                   hint: "one of " + CatalogObjectType.known.map(\.rawValue).sorted().joined(separator: ", "))
+                }
+                return type
+            })
+            let answer: DiffAnswer
+            do {
+                answer = try LedgerAccess(options: global).queries()
+                    .diff(from: before, to: after, filter: DiffFilter(category: category, types: types, pricesOnly: pricesOnly))
+            } catch let error as DiffFilterError {
+                throw CLIError(.notFound, error.message, hint: error.hint)
+            }
+            if global.json { try printJSON(answer); return }
+            let diff = answer.diff
+            let names = answer.names
+            let time = try global.timeDisplay()
+            print("From \(time.point(before))\n  to \(time.point(after))\n")
+            if let category = answer.category { print("In category \(names.labelled(category))\n") }
             print("\(diff.created.count) created, \(diff.changed.count) changed, \(diff.deleted.count) deleted")
-            for id in diff.created { print(Terminal.colour("+ \(id)", "32")) }
-            for id in diff.deleted { print(Terminal.colour("- \(id)", "31")) }
+            for id in diff.created { print(Terminal.colour("+ \(names.labelled(id))", "32")) }
+            for id in diff.deleted { print(Terminal.colour("- \(names.labelled(id))", "31")) }
             for change in diff.changed {
-                print(Terminal.colour("~ \(change.objectType.rawValue) \(change.objectID) v\(change.versionBefore) -> v\(change.versionAfter)", "33"))
+                print(Terminal.colour("~ \(change.objectType.rawValue) \(names.labelled(change.objectID)) v\(change.versionBefore) -> v\(change.versionAfter)", "33"))
                 for field in change.changes { print("    \(field.path): \(field.shownBefore ?? "(absent)") -> \(field.shownAfter ?? "(absent)")") }
             }
         }

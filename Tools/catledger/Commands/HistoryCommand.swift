@@ -11,7 +11,12 @@ struct HistoryCommand: AsyncParsableCommand {
         Versions are listed in Square version order, then ledger order, each change credited to the event that
         first brought it. An item (a modifier list) is compared on its own fields; the changes of its variations
         (modifiers) follow in a section of their own, since a parent's version does not move when only a child
-        changes. --json prints the object's own versions.
+        changes. --since/--until keep versions by Square time, --limit the newest; a version our own edit
+        brought names the actor and device that asked for it.
+
+        Examples:
+          catledger history NOBY45VOG5MZYXNO26GNKVU5 --since "last month" --limit 5
+          catledger history NOBY45VOG5MZYXNO26GNKVU5 --json
         """)
 
     @OptionGroup var global: GlobalOptions
@@ -19,31 +24,45 @@ struct HistoryCommand: AsyncParsableCommand {
     @Argument(help: "The catalog object id.")
     var id: String
 
+    @Option(help: "Only versions whose Square time is at or after this time (e.g. 2026-11-01, \"last week\").")
+    var since: String?
+
+    @Option(help: "Only versions whose Square time is at or before this time.")
+    var until: String?
+
+    @Option(help: "At most this many versions of the object and of each child (the newest).")
+    var limit: Int?
+
+    func validate() throws {
+        if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more") }
+    }
+
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let history = try LedgerAccess(options: global).queries()
-            let versions = try history.entityHistory(of: CatalogObjectID(id))
-            guard !versions.isEmpty else {
+            let filter = HistoryFilter(since: try since.map(global.time), until: try until.map(global.time), limit: limit)
+            guard let answer = try LedgerAccess(options: global).queries().history(of: CatalogObjectID(id), filter: filter) else {
                 throw CLIError(.notFound, "no object \(id) in the ledger", hint: "search for it with `catledger search TEXT`")
             }
-            if global.json { try printJSON(versions); return }
-            let zone = try global.timeZone()
-            print("\(versions[0].objectType.rawValue) \(id): \(versions.count) version(s)\n")
+            if global.json { try printJSON(answer); return }
+            let time = try global.timeDisplay()
+            let type = answer.names.type(of: answer.objectID)
+            print("\(type?.rawValue ?? "object") \(answer.names.labelled(answer.objectID)): \(answer.versions.count) version(s)\n")
             func printVersions(_ versions: [EntityVersion], indent: String) {
                 for version in versions {
                     let state = version.isDeleted ? Terminal.colour(" DELETED", "31") : ""
-                    print(indent + Terminal.colour("v\(version.version)", "1") + state + "  square \(version.updatedAt)  " +
-                          "ledger \(formatTime(version.firstRecordedAt, in: zone))  seq \(version.firstSequence)  " +
-                          "\(version.source) (\(version.correlationID))")
+                    let author = answer.author(of: version).map { "  by \($0.actor) on \($0.device)" } ?? ""
+                    print(indent + Terminal.colour("v\(version.version)", "1") + state + "  square \(time.square(version.updatedAtNanos))  " +
+                          "ledger \(time.ledger(version.firstRecordedAt))  seq \(version.firstSequence)  " +
+                          "\(version.source) (\(version.correlationID))" + author)
                     for change in version.changes {
                         print(indent + "    \(change.path): \(change.shownBefore ?? "(absent)") -> \(change.shownAfter ?? "(absent)")")
                     }
                 }
             }
-            printVersions(versions, indent: "")
-            if let nesting = NestedArray.of(parentType: versions[0].objectType) {
-                for child in try history.childHistories(of: CatalogObjectID(id)) {
-                    print("\n\(nesting.childType.rawValue) \(child.id) (in \(nesting.arrayKey)): \(child.versions.count) version(s)")
+            printVersions(answer.versions, indent: "")
+            if let type, let nesting = NestedArray.of(parentType: type) {
+                for child in answer.children {
+                    print("\n\(nesting.childType.rawValue) \(answer.names.labelled(child.id)) (in \(nesting.arrayKey)): \(child.versions.count) version(s)")
                     printVersions(child.versions, indent: "  ")
                 }
             }

@@ -4,6 +4,7 @@ import CatalogModel
 import CatalogProjections
 import LedgerPages
 import LedgerQueries
+import SquareWire
 import Foundation
 
 struct PricesCommand: AsyncParsableCommand {
@@ -15,6 +16,7 @@ struct PricesCommand: AsyncParsableCommand {
           catledger prices CDACBVH7G3LMUXI6US6IH3I5 --chart
           catledger prices --all --since "last week" --format csv > repriced.csv
           catledger prices --all --since 2026-11-01 --until 2026-11-08
+          catledger prices --all --since "last month" --category Coffee --location LCAFEHARBOR02
         """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case table, json, csv }
@@ -36,6 +38,12 @@ struct PricesCommand: AsyncParsableCommand {
     @Option(help: "With --all: read this projection database (e.g. a replay) instead of the ledger's own.")
     var db: String?
 
+    @Option(help: "With --all: only the items now in this category (a name or an id).")
+    var category: String?
+
+    @Option(help: "With --all: only this location's own prices (a location id, see `catledger locations`).")
+    var location: String?
+
     @Option(help: "Only changes at or after this Square time.")
     var since: String?
 
@@ -56,53 +64,37 @@ struct PricesCommand: AsyncParsableCommand {
         guard given == 1 else { throw ValidationError("name exactly one of ID, --sku, --item or --all") }
         if all && (chart || svg != nil) { throw ValidationError("--chart and --svg draw one subject: name an ID, --sku or --item") }
         if db != nil && !all { throw ValidationError("--db reads a projection: use it with --all") }
+        if (category != nil || location != nil) && !all { throw ValidationError("--category and --location go with --all") }
     }
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
             if all { try catalogWide(); return }
-            let history = try LedgerAccess(options: global).queries()
-            var changes: [PriceChange]
-            let subject: String
-            if let sku {
-                changes = try history.priceHistory(ofSKU: sku)
-                subject = "SKU \(sku)"
-            } else if let item {
-                changes = try history.priceHistory(ofItem: CatalogObjectID(item))
-                subject = "item \(item)"
-            } else {
-                changes = try history.priceHistory(of: CatalogObjectID(id!))
-                subject = id!
-            }
-            let known = try sku != nil ? !changes.isEmpty : history.isKnown(CatalogObjectID(item ?? id!))
-            guard known else {
-                throw CLIError(.notFound, "no price history for \(subject)",
+            let subject: PriceSubject = if let sku { .sku(sku) } else if let item { .item(CatalogObjectID(item)) } else { .object(CatalogObjectID(id!)) }
+            guard let answer = try LedgerAccess(options: global).queries()
+                .prices(subject, sinceNanos: try since.map(global.time), untilNanos: try until.map(global.time)) else {
+                throw CLIError(.notFound, "no price history for \(subject.description)",
                                hint: "check the id with `catledger search`, or use --item for an item and --sku for a SKU")
             }
-            let since = try self.since.map(global.time)
-            let until = try self.until.map(global.time)
-            changes = changes.filter { change in
-                (since.map { change.updatedAtNanos >= $0 } ?? true) && (until.map { change.updatedAtNanos <= $0 } ?? true)
-            }
-            let zone = try global.timeZone()
+            let changes = answer.changes
+            let time = try global.timeDisplay()
             switch format ?? (global.json ? .json : .table) {
-            case .json: try printJSON(changes)
-            case .csv: print(PriceRendering.csv(changes, zone: zone), terminator: "")
-            case .table: print("Price history of \(subject): \(changes.count) change(s)\n\n" + PriceRendering.table(changes, zone: zone))
+            case .json: try printJSON(answer)
+            case .csv: print(PriceRendering.csv(answer, time: time), terminator: "")
+            case .table:
+                print("Price history of \(answer.subjectTitle): \(changes.count) change(s)\n\n" + PriceRendering.table(answer, time: time))
             }
-            if chart || svg != nil {
-                // Names beside ids in the chart: the title and the legend (`LedgerQueries.names`).
-                let names = try history.names(of: changes.map(\.objectID) + ((item ?? id).map { [CatalogObjectID($0)] } ?? []))
-                let title = "Price history of " + ((item ?? id).flatMap { names.name(of: CatalogObjectID($0)) }.map { "\($0) (\(subject))" } ?? subject)
-                if chart {
-                    print("\n" + PriceChart.terminal(changes, width: 64, height: 12, name: { names.name(of: $0) },
-                                                     locationName: { names.location($0.rawValue) }))
-                }
-                if let svg {
-                    try PriceChart.svg(changes, title: title, name: { names.name(of: $0) }, locationName: { names.location($0.rawValue) })
-                        .write(toFile: svg, atomically: true, encoding: .utf8)
-                    if !global.json { print("Wrote \(svg)") }
-                }
+            // Names beside ids in the chart's title and legend (the answer's names).
+            let names = answer.names
+            if chart {
+                print("\n" + PriceChart.terminal(changes, width: 64, height: 12, name: { names.name(of: $0) },
+                                                 locationName: { names.location($0.rawValue) }))
+            }
+            if let svg {
+                try PriceChart.svg(changes, title: "Price history of \(answer.subjectTitle)", name: { names.name(of: $0) },
+                                   locationName: { names.location($0.rawValue) })
+                    .write(toFile: svg, atomically: true, encoding: .utf8)
+                if !global.json { print("Wrote \(svg)") }
             }
         }
     }
@@ -114,39 +106,49 @@ extension PricesCommand {
         let access = LedgerAccess(options: global)
         let since = try self.since.map(global.time)
         let until = try self.until.map(global.time)
-        let changes = try access.projection(db: db).catalogPriceChanges(sinceNanos: since, untilNanos: until)
+        guard let answer = try access.projection(db: db).catalogPrices(sinceNanos: since, untilNanos: until,
+                                                                       category: category, location: location) else {
+            throw CLIError(.notFound, "no category \"\(category ?? "")\" in the catalog", hint: "list them with `catledger categories`")
+        }
         if db == nil { access.warnIfLastVerificationFailed() }
-        let zone = try global.timeZone()
+        let time = try global.timeDisplay()
         switch format ?? (global.json ? .json : .table) {
-        case .json: try printJSON(changes)
-        case .csv: print(PriceRendering.csv(changes, zone: zone), terminator: "")
+        case .json: try printJSON(answer)
+        case .csv: print(PriceRendering.csv(answer, time: time), terminator: "")
         case .table:
-            print("\(changes.count) price change(s) in the catalog\n\n" + PriceRendering.table(changes, zone: zone))
+            print("\(answer.changes.count) price change(s) in the catalog\n\n" + PriceRendering.table(answer, time: time))
         }
     }
 }
 
 enum PriceRendering {
-    static func table(_ changes: [CatalogPriceChange], zone: TimeZone) -> String {
-        var table = TextTable(["square time", "item", "variation", "scope", "before", "after", "source", "variation id"],
-                              alignments: [.left, .left, .left, .left, .right, .right, .left, .left])
-        for row in changes {
+    static func table(_ answer: CatalogPricesAnswer, time: TimeDisplay) -> String {
+        var table = TextTable(["square time", "name", "scope", "before", "after", "source", "id"],
+                              alignments: [.left, .left, .left, .right, .right, .left, .left])
+        for row in answer.changes {
             let change = row.change
-            table.append([change.updatedAt, row.itemName ?? "-", row.objectName ?? "-", change.scope,
+            let scope = CatalogPricesAnswer.scope(change)
+            table.append([squareTime(change.updatedAt, time), CatalogPricesAnswer.name(row),
+                          scope.locationID.map { "price at \($0)" } ?? (scope.scope == "base_price" ? "price" : "pricing type"),
                           change.shownOld ?? "-", change.shownNew ?? "-", change.source, change.objectID])
         }
         return table.render()
     }
 
-    static func csv(_ changes: [CatalogPriceChange], zone: TimeZone) -> String {
-        var lines = ["square_time,ledger_time,item_id,item,object_id,variation,sku,scope,before_amount,after_amount,currency,before,after,version,sequence,source"]
-        for row in changes {
+    static func squareTime(_ text: String, _ time: TimeDisplay) -> String {
+        RFC3339.nanoseconds(text).map(time.square) ?? text
+    }
+
+    static func csv(_ answer: CatalogPricesAnswer, time: TimeDisplay) -> String {
+        var lines = ["square_time,ledger_time,item_id,item,object_id,name,sku,scope,location_id,before_amount,after_amount,currency,before,after,version,sequence,source"]
+        for row in answer.changes {
             let change = row.change
-            lines.append([change.updatedAt, formatTime(change.recordedAt, in: zone), row.itemID, row.itemName, change.objectID,
-                          row.objectName, change.sku, change.scope, change.oldAmount.map { "\($0)" },
-                          change.newAmount.map { "\($0)" }, change.currency,
-                          change.shownOld, change.shownNew,
-                          "\(change.version)", "\(change.sequence)", change.source]
+            let scope = CatalogPricesAnswer.scope(change)
+            lines.append([squareTime(change.updatedAt, time), time.ledger(change.recordedAt), row.itemID, row.itemName,
+                          change.objectID, CatalogPricesAnswer.name(row), change.sku, scope.scope, scope.locationID,
+                          change.oldAmount.map { "\($0)" }, change.newAmount.map { "\($0)" }, change.currency,
+                          change.shownOld, change.shownNew, "\(change.version)", "\(change.sequence)",
+                          EventSource.named(change.source)?.word ?? change.source]
                 .map(csvField).joined(separator: ","))
         }
         return lines.joined(separator: "\n") + "\n"
@@ -158,26 +160,36 @@ enum PriceRendering {
             ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
     }
 
-    static func table(_ changes: [PriceChange], zone: TimeZone) -> String {
-        var table = TextTable(["square time", "ledger time", "object", "scope", "before", "after", "v", "source"],
-                              alignments: [.left, .left, .left, .left, .right, .right, .right, .left])
-        for change in changes {
-            table.append([change.updatedAt, formatTime(change.firstRecordedAt, in: zone), change.objectID.rawValue,
-                          change.scope.description, change.shownBefore ?? "-", change.shownAfter ?? "-", "\(change.version)",
-                          change.source.description])
+    static func table(_ answer: PricesAnswer, time: TimeDisplay) -> String {
+        var table = TextTable(["square time", "ledger time", "name", "scope", "before", "after", "v", "source", "id"],
+                              alignments: [.left, .left, .left, .left, .right, .right, .right, .left, .left])
+        for change in answer.changes {
+            table.append([time.square(change.updatedAtNanos), time.ledger(change.firstRecordedAt),
+                          answer.names.display(change.objectID), scopeText(change.scope, answer.names),
+                          change.shownBefore ?? "-", change.shownAfter ?? "-", "\(change.version)",
+                          change.source.description, change.objectID.rawValue])
         }
         return table.render()
     }
 
-    static func csv(_ changes: [PriceChange], zone: TimeZone) -> String {
+    static func scopeText(_ scope: PriceScope, _ names: CatalogNames) -> String {
+        switch scope.kind {
+        case .basePrice: "price"
+        case .pricingType: "pricing type"
+        case .locationPrice: "price at " + names.location(scope.locationID?.rawValue ?? "?")
+        }
+    }
+
+    static func csv(_ answer: PricesAnswer, time: TimeDisplay) -> String {
         let field = csvField
-        var lines = ["square_time,ledger_time,object_id,sku,scope,before_amount,after_amount,currency,before,after,version,sequence,source"]
-        for change in changes {
+        var lines = ["square_time,ledger_time,object_id,name,sku,scope,location_id,before_amount,after_amount,currency,before,after,version,sequence,source"]
+        for change in answer.changes {
+            let json = PriceChangeJSON(change, names: answer.names)
             let currency = change.afterMoney?.currency ?? change.beforeMoney?.currency
-            lines.append([change.updatedAt, formatTime(change.firstRecordedAt, in: zone), change.objectID.rawValue, change.sku,
-                          change.scope.description, change.beforeMoney.map { "\($0.amount)" },
+            lines.append([time.square(change.updatedAtNanos), time.ledger(change.firstRecordedAt), json.objectID, json.name,
+                          change.sku, json.scope, json.locationID, change.beforeMoney.map { "\($0.amount)" },
                           change.afterMoney.map { "\($0.amount)" }, currency, change.shownBefore, change.shownAfter,
-                          "\(change.version)", "\(change.firstSequence)", change.source.description]
+                          "\(change.version)", "\(change.firstSequence)", json.source]
                 .map(field).joined(separator: ","))
         }
         return lines.joined(separator: "\n") + "\n"

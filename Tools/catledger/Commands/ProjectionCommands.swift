@@ -77,7 +77,11 @@ struct ReplayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
         abstract: "Write the catalog as of a past moment to a database of the same schema as the live projection.",
-        discussion: "Every query command reads it with --db FILE, so the past can be queried like the present.")
+        discussion: """
+        The commands that answer from a projection read it with --db FILE (\(VerbLine.projectionCommands)), so the \
+        past can be queried like the present; history, prices ID, diff, show and diagnose read the log and take \
+        --at/--as-known-at instead.
+        """)
 
     @OptionGroup var global: GlobalOptions
 

@@ -34,16 +34,16 @@ struct ShowCommand: AsyncParsableCommand {
             // A parent's nested array is rebuilt from its children's facts in force at the point.
             let materialized = answer.payload
             let payload = materialized.isEmpty ? "null" : String(decoding: materialized, as: UTF8.self)
+            let names = answer.names
             if global.json {
-                print(#"{"id":"\#(id)","version":\#(fact.header.version),"updated_at":"\#(fact.header.updatedAt)","# +
-                      #""is_deleted":\#(fact.header.isDeleted),"sequence":\#(fact.firstSequence),"object":\#(payload)}"#)
+                FileHandle.standardOutput.write(Data(try answer.json() + Array("\n".utf8)))
                 return
             }
-            let zone = try global.timeZone()
-            print("\(fact.header.objectType.rawValue) \(id) v\(fact.header.version)\(fact.header.isDeleted ? " (deleted)" : "")")
-            print("  square time  \(fact.header.updatedAt)")
-            print("  ledger time  \(formatTime(fact.firstRecordedAt, in: zone)) (seq \(fact.firstSequence), \(fact.source))")
-            print("  as of        \(point)\n")
+            let time = try global.timeDisplay()
+            print("\(fact.header.objectType.rawValue) \(names.labelled(fact.header.objectID)) v\(fact.header.version)\(fact.header.isDeleted ? " (deleted)" : "")")
+            print("  square time  \(time.square(fact.header.updatedAtNanos))")
+            print("  ledger time  \(time.ledger(fact.firstRecordedAt)) (seq \(fact.firstSequence), \(fact.source))")
+            print("  as of        \(time.point(point))\n")
             if let data = try? JSONSerialization.jsonObject(with: Data(materialized)),
                let pretty = try? JSONSerialization.data(withJSONObject: data, options: [.prettyPrinted, .sortedKeys]) {
                 print(String(decoding: pretty, as: UTF8.self))

@@ -1,0 +1,211 @@
+import CatalogModel
+import CatalogProjections
+import SquareWire
+
+/// The catalog's live items with their variations and prices (`catledger items`), read from a
+/// projection: the ledger's own (now) or a replay file (a past point).
+public struct ItemsAnswer: Sendable, Encodable {
+    public var items: [ItemRecord]
+    /// Category names by id, for the categories the items are in.
+    public var categoryNames: [String: String]
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case items
+    }
+
+    struct Variation: Encodable {
+        var id: String
+        var name: String
+        var sku: String?
+        var pricingType: String?
+        var price: MoneyJSON?
+        var locationPrices: [LocationPrice]
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, sku, price
+            case pricingType = "pricing_type"
+            case locationPrices = "location_prices"
+        }
+    }
+
+    struct LocationPrice: Encodable {
+        var locationID: String
+        var locationName: String
+        var price: MoneyJSON?
+
+        enum CodingKeys: String, CodingKey {
+            case price
+            case locationID = "location_id"
+            case locationName = "location_name"
+        }
+    }
+
+    struct Item: Encodable {
+        var id: String
+        var name: String
+        var categories: [NamedCategory]
+        var version: Int64
+        var updatedAt: String
+        var variations: [Variation]
+
+        enum CodingKeys: String, CodingKey {
+            case id, name, categories, version, variations
+            case updatedAt = "updated_at"
+        }
+    }
+
+    struct NamedCategory: Encodable {
+        var id: String
+        var name: String
+    }
+
+    /// A variation's price, when it has one.
+    public static func price(_ variation: VariationRecord) -> Money? {
+        variation.priceAmount.map { Money(amount: $0, currency: variation.priceCurrency ?? "") }
+    }
+
+    public static func price(_ override: LocationPriceOverride) -> Money? {
+        override.priceAmount.map { Money(amount: $0, currency: override.priceCurrency ?? "") }
+    }
+
+    /// "Latte (Large)" for a variation of Latte.
+    public static func name(_ variation: VariationRecord, of item: ItemRecord) -> String {
+        CatalogNames.nested(item.name ?? item.id, variation.name ?? variation.id)
+    }
+
+    public func categoryName(_ id: String) -> String { categoryNames[id] ?? id }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(AnswerSchema.version, forKey: .schemaVersion)
+        try container.encode(items.map { item in
+            Item(id: item.id, name: item.name ?? item.id,
+                 categories: item.categoryIDs.map { NamedCategory(id: $0, name: categoryName($0)) },
+                 version: item.version, updatedAt: RFC3339.nanoseconds(item.updatedAt).map(AnswerTime.square) ?? item.updatedAt,
+                 variations: item.variations.map { variation in
+                     Variation(id: variation.id, name: Self.name(variation, of: item), sku: variation.sku,
+                               pricingType: variation.pricingType, price: Self.price(variation).map(MoneyJSON.init),
+                               locationPrices: variation.locationOverrides.map { override in
+                                   LocationPrice(locationID: override.locationID, locationName: override.locationID,
+                                                 price: Self.price(override).map(MoneyJSON.init))
+                               })
+                 })
+        }, forKey: .items)
+    }
+}
+
+/// The catalog's live categories with how many live items each holds (`catledger categories`).
+public struct CategoriesAnswer: Sendable, Encodable {
+    public struct Category: Sendable, Encodable {
+        public var id: String
+        public var name: String
+        public var items: Int
+    }
+
+    public var categories: [Category]
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case categories
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(AnswerSchema.version, forKey: .schemaVersion)
+        try container.encode(categories, forKey: .categories)
+    }
+}
+
+/// The locations the catalog names (`catledger locations`): every location id in a variation's
+/// per-location prices or an item's `present_at_location_ids` / `absent_at_location_ids`. The
+/// ledger records no Square Location objects, so a location's name is its id.
+public struct LocationsAnswer: Sendable, Encodable {
+    public struct Location: Sendable, Encodable {
+        public var id: String
+        public var name: String
+        /// Live items sold only at some locations that list this one as present.
+        public var itemsPresent: Int
+        /// Live items that list this location as absent.
+        public var itemsAbsent: Int
+        /// Live variations with a price of their own at this location.
+        public var priceOverrides: Int
+
+        enum CodingKeys: String, CodingKey {
+            case id, name
+            case itemsPresent = "items_present"
+            case itemsAbsent = "items_absent"
+            case priceOverrides = "price_overrides"
+        }
+    }
+
+    public var locations: [Location]
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case locations
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(AnswerSchema.version, forKey: .schemaVersion)
+        try container.encode(locations, forKey: .locations)
+    }
+}
+
+extension ProjectionQueries {
+    /// Every live item (by name), optionally only those of one category (an id or a name,
+    /// case-insensitive); nil when no category has that id or name.
+    public func itemsAnswer(category: String? = nil) throws -> ItemsAnswer? {
+        let categories = try self.categories()
+        var categoryID: String?
+        if let category {
+            guard let found = categories.first(where: { $0.id == category })
+                ?? categories.first(where: { $0.name?.caseInsensitiveCompare(category) == .orderedSame }) else { return nil }
+            categoryID = found.id
+        }
+        let items = try allItems(categoryID: categoryID)
+        return ItemsAnswer(items: items, categoryNames: Dictionary(categories.map { ($0.id, $0.name ?? $0.id) }) { a, _ in a })
+    }
+
+    /// Every live category (by name) with its count of live items.
+    public func categoriesAnswer() throws -> CategoriesAnswer {
+        let items = try allItems(categoryID: nil)
+        var counts: [String: Int] = [:]
+        for item in items { for id in Set(item.categoryIDs) { counts[id, default: 0] += 1 } }
+        return CategoriesAnswer(categories: try categories().map { category in
+            .init(id: category.id, name: category.name ?? category.id, items: counts[category.id] ?? 0)
+        })
+    }
+
+    /// Every location id the live catalog names, sorted.
+    public func locationsAnswer() throws -> LocationsAnswer {
+        var present: [String: Int] = [:]
+        var absent: [String: Int] = [:]
+        var overrides: [String: Int] = [:]
+        for item in try allItems(categoryID: nil) {
+            let json = try? JSONScanner.parse(Array(item.rawJSON.utf8))
+            for id in Set(json?["present_at_location_ids"]?.arrayValue?.compactMap(\.stringValue) ?? []) { present[id, default: 0] += 1 }
+            for id in Set(json?["absent_at_location_ids"]?.arrayValue?.compactMap(\.stringValue) ?? []) { absent[id, default: 0] += 1 }
+            for variation in item.variations {
+                for id in Set(variation.locationOverrides.map(\.locationID)) { overrides[id, default: 0] += 1 }
+            }
+        }
+        let ids = Set(present.keys).union(absent.keys).union(overrides.keys).sorted()
+        return LocationsAnswer(locations: ids.map { id in
+            .init(id: id, name: CatalogNames().location(id), itemsPresent: present[id] ?? 0, itemsAbsent: absent[id] ?? 0,
+                  priceOverrides: overrides[id] ?? 0)
+        })
+    }
+
+    /// Every live item, page by page.
+    func allItems(categoryID: String?) throws -> [ItemRecord] {
+        var result: [ItemRecord] = []
+        let page = 500
+        while true {
+            let next = try items(categoryID: categoryID, limit: page, offset: result.count)
+            result += next
+            if next.count < page { return result }
+        }
+    }
+}

@@ -23,7 +23,7 @@ extension Pages {
         }
         let category = query.first("category").map { CatalogObjectID($0) }
         let moment = try context.queries.catalog(asOf: point, search: query.first("q"), category: category)
-        let all = try context.queries.catalog(asOf: point)
+        let all = moment
         let categoryNames = Dictionary(all.categories.map { ($0.id, $0.name ?? $0.id.rawValue) }, uniquingKeysWith: { a, _ in a })
         let options = [("", "all categories")] + all.categories.map { ($0.id.rawValue, $0.name ?? $0.id.rawValue) }
         var body: HTML = """
@@ -39,7 +39,7 @@ extension Pages {
         """
         body += notice
         let live = moment.liveByType.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" as String }.joined(separator: ", ")
-        body += "<p>As of <strong>\(Clock.point(point))</strong>: \(all.items.count) item(s) in \(all.categories.count) categor\(all.categories.count == 1 ? "y" : "ies") (\(live)). <button type=\"button\" data-copy-link>Copy link</button></p>"
+        body += "<p>As of <strong>\(Clock.point(point))</strong>: \(moment.itemCount) item(s) in \(all.categories.count) categor\(all.categories.count == 1 ? "y" : "ies") (\(live)). <button type=\"button\" data-copy-link>Copy link</button></p>"
 
         if let other {
             body += try comparison(context, from: other, to: point)

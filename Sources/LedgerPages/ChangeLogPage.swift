@@ -175,13 +175,15 @@ extension Pages {
     }
 
     static func changeLogForm(_ context: PageContext, _ query: PageQuery) throws -> HTML {
-        let categories = try context.queries.catalog(asOf: .latest).categories
+        let categories = try context.queries.changeLogCategories()
+        let categoryNames = try context.queries.names(of: categories)
         let types: [HTML] = ChangeType.allCases.map { type in
             let checked: HTML = query.all("type").contains(type.rawValue) ? " checked" : ""
             return "<label class=\"check\"><input type=\"checkbox\" name=\"type\" value=\"\(type.rawValue)\"\(checked)> \(type.rawValue)</label>"
         }
         let sources = [("", "any source")] + EventSource.allCases.map { (sourceKey($0), $0.description) }
-        let categoryOptions = [("", "any category")] + categories.map { ($0.id.rawValue, $0.name ?? $0.id.rawValue) }
+        let categoryOptions = [("", "any category")] + categories.map { ($0.rawValue, categoryNames.display($0)) }
+            .sorted { $0.1 < $1.1 }
         let object: HTML = query.first("object").map {
             "<input type=\"hidden\" name=\"object\" value=\"\($0)\"><p class=\"notice\">Showing one object: \(context.object(CatalogObjectID($0))) · <a href=\"\(context.link("/changes", query.without("object", "page")).description)\">show all objects</a></p>"
         } ?? ""

@@ -26,13 +26,19 @@ extension Pages {
         }
         var context = context
         let now = try context.queries.object(id, asOf: point)
-        let current = try context.queries.object(id, asOf: .latest)
+        // The object now, only when the point shows nothing (a point before it was learned).
+        let current = now == nil ? try context.queries.object(id, asOf: .latest) : now
         let decoded = (now ?? current).flatMap { $0.payload.isEmpty ? nil : try? CatalogObject(bytes: $0.payload) }
-        let prices = try context.queries.prices(of: id)?.changes ?? []
-        let children = NestedArray.of(parentType: versions[0].objectType) != nil ? try context.queries.childHistories(of: id) : []
+        let prices: [PriceChange] = try context.queries.prices(of: id)?.changes ?? []
+        let children: [(id: CatalogObjectID, versions: [EntityVersion])] =
+            NestedArray.of(parentType: versions[0].objectType) != nil ? try context.queries.childHistories(of: id) : []
         // Names as of the point viewed: the object, its parent and children, categories, priced objects.
-        context = try context.naming([id] + children.map(\.id) + prices.map(\.objectID) + (decoded?.categoryIDs ?? [])
-            + ((now ?? current)?.fact.header.parentID.map { [$0] } ?? []), asOf: point)
+        var named: [CatalogObjectID] = [id]
+        named += children.map { $0.id }
+        named += prices.map { $0.objectID }
+        named += decoded?.categoryIDs ?? []
+        if let parent = (now ?? current)?.fact.header.parentID { named.append(parent) }
+        context = try context.naming(named, asOf: point)
         let name = context.displayName(id)
         let title = (name.map { "\($0) " } ?? "") + "(\(versions[0].objectType.rawValue))"
 

@@ -181,6 +181,7 @@ public enum PriceChart {
         let document: HTML = """
         <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" role="img" font-family="sans-serif" fill="#222">
         <title>\(title)</title>
+        <rect width="100%" height="100%" fill="#fff"/>
         <text x="\(plotLeft)" y="24" font-size="16" font-weight="bold">\(title)</text>
         <text x="12" y="\(plotTop - 12)" font-size="12">\(axisName)</text>
         \(grid)<line x1="\(plotLeft)" y1="\(plotBottom)" x2="\(plotRight)" y2="\(plotBottom)" stroke="#555"/>

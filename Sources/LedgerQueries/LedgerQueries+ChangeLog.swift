@@ -110,6 +110,11 @@ extension LedgerQueries {
         let log = try changeLogs.current(events: events.all())
         return log.entries.filter { filter.keeps($0, categories: log.categories) }
     }
+
+    /// Every category the ledger ever learned (for the change log's category filter), by id.
+    public func changeLogCategories() throws -> [CatalogObjectID] {
+        try changeLogs.current(events: events.all()).categoryIDs
+    }
 }
 
 /// The change log of every event so far, rebuilt when the log grew. Thread-safety: guarded by `lock`.
@@ -119,6 +124,8 @@ final class ChangeLogCache: @unchecked Sendable {
         var entries: [ChangeLogEntry]
         /// Category ids of each item as last learned.
         var categories: [CatalogObjectID: [CatalogObjectID]]
+        /// Every category ever learned.
+        var categoryIDs: [CatalogObjectID]
     }
 
     private let lock = NSLock()
@@ -141,7 +148,9 @@ final class ChangeLogCache: @unchecked Sendable {
         }
         var entries: [ChangeLogEntry] = []
         var categories: [CatalogObjectID: [CatalogObjectID]] = [:]
+        var categoryIDs: [CatalogObjectID] = []
         for (id, facts) in history.factsByObject {
+            if facts.last?.header.objectType == .category { categoryIDs.append(id) }
             let parent = facts.last(where: { $0.header.parentID != nil })?.header.parentID
             if let latest = facts.last(where: { !$0.payload.isEmpty }), latest.header.objectType == .item,
                let object = try? CatalogObject(bytes: latest.payload) {
@@ -159,6 +168,6 @@ final class ChangeLogCache: @unchecked Sendable {
             }
         }
         entries.sort { ($0.updatedAtNanos, $0.sequence) > ($1.updatedAtNanos, $1.sequence) }
-        return Log(throughCount: events.count, entries: entries, categories: categories)
+        return Log(throughCount: events.count, entries: entries, categories: categories, categoryIDs: categoryIDs.sorted())
     }
 }

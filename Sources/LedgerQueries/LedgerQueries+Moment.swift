@@ -22,8 +22,12 @@ public struct CatalogMoment: Sendable {
     }
 
     public var point: AsOf
+    /// Every category at the point (whatever the search and category asked).
     public var categories: [(id: CatalogObjectID, name: String?)]
+    /// The items the search and category kept.
     public var items: [Item]
+    /// Every item at the point.
+    public var itemCount: Int
     /// Live objects by type (every type, not only items).
     public var liveByType: [String: Int]
 }
@@ -56,6 +60,7 @@ extension LedgerQueries {
             default: continue
             }
         }
+        let itemCount = items.count
         let words = (search ?? "").lowercased().split(separator: " ").map(String.init)
         items = items.compactMap { item in
             var item = item
@@ -66,6 +71,6 @@ extension LedgerQueries {
             return item
         }.sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
         categories.sort { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
-        return CatalogMoment(point: point, categories: categories, items: items, liveByType: liveByType)
+        return CatalogMoment(point: point, categories: categories, items: items, itemCount: itemCount, liveByType: liveByType)
     }
 }

@@ -61,7 +61,8 @@ struct DemoCommand: AsyncParsableCommand {
                 print("The most repriced variation: \(answer.names.display(variation)) (SKU \(now.object(variation)?.sku ?? "-")).\n")
                 print("$ catledger prices \(variation.rawValue) --chart\n")
                 print(PriceRendering.table(answer, time: TimeDisplay(zone: zone)))
-                print("\n" + PriceChart.terminal(changes, width: 60, height: 10))
+                let names = try queries.names(of: [variation])
+                print("\n" + PriceChart.terminal(changes, width: 60, height: 10, name: { names.name(of: $0) }))
             }
 
             section("3. Time travel", "The catalog as it was three weeks ago, compared with today.")

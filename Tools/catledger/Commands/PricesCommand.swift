@@ -84,9 +84,15 @@ struct PricesCommand: AsyncParsableCommand {
             case .table:
                 print("Price history of \(answer.subjectTitle): \(changes.count) change(s)\n\n" + PriceRendering.table(answer, time: time))
             }
-            if chart { print("\n" + PriceChart.terminal(changes, width: 64, height: 12)) }
+            // Names beside ids in the chart's title and legend (the answer's names).
+            let names = answer.names
+            if chart {
+                print("\n" + PriceChart.terminal(changes, width: 64, height: 12, name: { names.name(of: $0) },
+                                                 locationName: { names.location($0.rawValue) }))
+            }
             if let svg {
-                try PriceChart.svg(changes, title: "Price history of \(subject.description)")
+                try PriceChart.svg(changes, title: "Price history of \(answer.subjectTitle)", name: { names.name(of: $0) },
+                                   locationName: { names.location($0.rawValue) })
                     .write(toFile: svg, atomically: true, encoding: .utf8)
                 if !global.json { print("Wrote \(svg)") }
             }

@@ -12,23 +12,26 @@ import Testing
 /// same through the history index as from the whole log.
 @Suite("names beside ids", .serialized)
 struct LedgerQueriesNamesTests {
-    static let sample = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+    static let samplePath = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .appendingPathComponent("../../data-samples/cafe/cafe-history.jsonl").standardized.path
 
-    /// The cafe history imported once for the suite.
-    static let ledger: (Ledger, String) = {
-        let root = Scratch.path("names")
-        var options = LedgerOptions()
-        options.storage.durability = .none
-        let ledger = try! Ledger.open(layout: LedgerLayout(root: root), options: options)
-        let semaphore = DispatchSemaphore(value: 0)
-        Task {
-            _ = try! await RecordingImporter(ledger: ledger).importFiles([sample])
-            semaphore.signal()
+    /// The cafe history imported once for the suite. Awaited, never waited for on a semaphore: a
+    /// blocked thread of the cooperative pool (two on a 2-core machine) stalls every other test.
+    static let sample = ImportedSample()
+
+    actor ImportedSample {
+        private var ledger: Ledger?
+
+        func get() async throws -> Ledger {
+            if let ledger { return ledger }
+            var options = LedgerOptions()
+            options.storage.durability = .none
+            let opened = try Ledger.open(layout: LedgerLayout(root: Scratch.path("names")), options: options)
+            _ = try await RecordingImporter(ledger: opened).importFiles([LedgerQueriesNamesTests.samplePath])
+            ledger = opened
+            return opened
         }
-        semaphore.wait()
-        return (ledger, root)
-    }()
+    }
 
     // Seeded ids of the sample (data-samples/README.md).
     static let houseBlend = CatalogObjectID("JW7W6GGANIO5XXI57RU2R7AM")
@@ -37,8 +40,8 @@ struct LedgerQueriesNamesTests {
     static func at(_ text: String) -> AsOf { AsOf(squareTimeMax: RFC3339.nanoseconds(text)!) }
 
     @Test("an item's name as of a point follows its renames")
-    func renamedItem() throws {
-        let queries = LedgerQueries(reader: Self.ledger.0.reader)
+    func renamedItem() async throws {
+        let queries = LedgerQueries(reader: try await Self.sample.get().reader)
         #expect(try queries.names(of: [Self.houseBlend], asOf: Self.at("2026-11-01T00:00:00Z")).name(of: Self.houseBlend)
             == "House Blend Beans")
         // Renamed on 2026-11-02 and back on 2026-11-12.
@@ -52,8 +55,8 @@ struct LedgerQueriesNamesTests {
     }
 
     @Test("a variation shows as \"Item (Variation)\"; an unknown id as itself")
-    func variationAndUnknown() throws {
-        let queries = LedgerQueries(reader: Self.ledger.0.reader)
+    func variationAndUnknown() async throws {
+        let queries = LedgerQueries(reader: try await Self.sample.get().reader)
         let unknown = CatalogObjectID("NO_SUCH_OBJECT")
         let names = try queries.names(of: [Self.croissantAlmond, unknown])
         let name = try #require(names.name(of: Self.croissantAlmond))
@@ -66,8 +69,8 @@ struct LedgerQueriesNamesTests {
     }
 
     @Test("the history index and the whole log give the same names for every object")
-    func indexAgreesWithFullScan() throws {
-        let reader = Self.ledger.0.reader
+    func indexAgreesWithFullScan() async throws {
+        let reader = try await Self.sample.get().reader
         let state = try reader.state(asOf: .latest).state
         let ids = Array(state.objects.keys)
         let point = Self.at("2026-10-20T00:00:00Z")
@@ -88,8 +91,8 @@ struct LedgerQueriesNamesTests {
     }
 
     @Test("a deleted object keeps the last name it had")
-    func deletedObject() throws {
-        let reader = Self.ledger.0.reader
+    func deletedObject() async throws {
+        let reader = try await Self.sample.get().reader
         let state = try reader.state(asOf: .latest).state
         let deleted = try #require(state.objects.values.first { $0.header.isDeleted })
         let names = try LedgerQueries(reader: reader).names(of: [deleted.header.objectID])

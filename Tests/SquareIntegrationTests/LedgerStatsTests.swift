@@ -19,7 +19,7 @@ struct LedgerStatsTests {
         var options = LedgerOptions()
         options.storage.durability = .always
         let ledger = try Ledger.open(layout: layout, options: options)
-        _ = try await RecordingImporter(ledger: ledger).importFiles([LedgerQueriesNamesTests.sample])
+        _ = try await RecordingImporter(ledger: ledger).importFiles([LedgerQueriesNamesTests.samplePath])
         // The writer's background thread zero-fills ahead of the active segment; wait for it.
         let reader = LogReader(directory: layout.logDirectory)
         let deadline = ContinuousClock.now + .seconds(30)

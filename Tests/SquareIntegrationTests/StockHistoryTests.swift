@@ -3,6 +3,8 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import LedgerQueries
+import LedgerServer
+import SquareSimulator
 import SquareWire
 import Testing
 
@@ -79,5 +81,40 @@ import Testing
         #expect(LedgerQueries.soldOutFlip(whole).map { "\($0.location) \($0.soldOut)" } == "L2 true")
         let price = FieldChange(path: "item_variation_data.location_overrides[location_id=L2].price_money", before: nil, after: "{}")
         #expect(LedgerQueries.soldOutFlip(price) == nil)
+    }
+
+    @Test("end to end: the simulator's stock change reaches the ledger as an inventory webhook, the sold-out flip by sync, and stock shows both")
+    func simulatorStockThroughTheServer() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let simulator = SimulatorTestSupport.simulator(seed: 23, webhook: WebhookConfiguration(
+            notificationURL: Kit.notificationURL, signatureKey: Kit.signatureKey))
+        let ids = await simulator.seedCafeCatalog()
+        let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root, square: simulator),
+                                                   logger: Kit.logger)
+        let server = try await LedgerServer.start(service: service, logger: Kit.logger)
+        do {
+            let merchant = try #require(service.merchant(Kit.merchant))
+            try await #require(merchant.syncer).syncFull()
+            await simulator.setWebhookSink(HTTPWebhookSink(url: server.baseURL + "/webhooks/square"))
+            let variation = try #require(ids["#Latte_Small"])
+            #expect(await simulator.setStock(variationID: variation, locationID: "LHARBOR", quantity: 3) == nil, "no flip above zero")
+            #expect(await simulator.setStock(variationID: variation, locationID: "LHARBOR", quantity: 0) != nil, "sold out at zero")
+            let pump = await simulator.deliverPendingWebhooks()
+            #expect(pump.failed.isEmpty)
+            let runner = try #require(merchant.syncRunner)
+            #expect(await ServerKit.eventually { await runner.runsStarted >= 1 })
+            await runner.waitUntilIdle()
+
+            let answer = try #require(try merchant.queries.stock(of: CatalogObjectID(variation)))
+            #expect(answer.rows.map(\.kind) == [.count, .count, .soldOut], "\(answer.rows)")
+            #expect(answer.rows.map(\.quantity) == ["3", "0", nil])
+            #expect(answer.rows.last?.soldOut == true && answer.rows.last?.locationID == "LHARBOR")
+            #expect(answer.rows.allSatisfy { $0.name == "Latte (Small)" })
+        } catch {
+            try? await server.stop()
+            throw error
+        }
+        try await server.stop()
     }
 }

@@ -42,7 +42,7 @@ def main() -> None:
     base_url, token, expected_count, webhooks_path = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     log = square_sdk_models.ResponseLog()
     client = Square(token=token, base_url=base_url, version="2025-08-20",
-                    httpx_client=httpx.Client(event_hooks={"response": [log]}))
+                    httpx_client=httpx.Client(timeout=60, event_hooks={"response": [log]}))
 
     # 1. Listing with paging: the SDK's pager follows the simulator's cursors.
     pager = client.catalog.list(types="ITEM,ITEM_VARIATION")

@@ -54,14 +54,21 @@ STRICT_BUILD_FLAGS := --explicit-target-dependency-import-check error -Xswiftc -
 
 # First schemathesis fuzzes a live `catledger serve` against docs/openapi.json (bounded: well under a
 # minute), then headless Chromium drives the pages (screenshots in .build/screenshots), then every
-# Swift test runs. The tests' whole output goes to .build/test-output.log too; when
+# Swift test runs, in two runs: first the suites that wait on child processes and sleep in their own
+# threads (the CLI, kill and pipelined-commit tests: a waiting test holds one of the few threads of
+# Swift's cooperative pool, two on a 2-core machine), then everything else, whose servers and clients
+# need those threads to answer in time. The tests' whole output goes to .build/test-output.log too; when
 # a test fails, its issues are printed again at the end, where a CI log that keeps only its tail still
 # shows them.
+BLOCKING_SUITES := CLITests\.|CatalogLedgerTests\.|LedgerStorageTests\.
 test: deps-test
 	$(SWIFT) build --build-tests $(STRICT_BUILD_FLAGS)
 	Tools/api-conformance/run-schemathesis.sh
 	Tools/browser-tests/run.sh
-	@set -o pipefail; $(SWIFT) test --skip-build --parallel 2>&1 | tee .build/test-output.log || { \
+	@set -o pipefail; { status=0; \
+		$(SWIFT) test --skip-build --parallel --filter '$(BLOCKING_SUITES)' || status=$$?; \
+		$(SWIFT) test --skip-build --parallel --skip '$(BLOCKING_SUITES)' || status=$$?; \
+		exit $$status; } 2>&1 | tee .build/test-output.log || { \
 		status=$$?; \
 		echo; echo "== failed tests and their issues (whole output: .build/test-output.log) =="; \
 		grep -E 'recorded an issue|error: |Fatal error|Caught signal|unexpected signal' .build/test-output.log | cut -c1-700 | tail -n 12; \

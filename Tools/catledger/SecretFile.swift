@@ -23,4 +23,10 @@ enum SecretFile {
         guard !secret.isEmpty else { throw CLIError(.usage, "the \(what) file \(path) is empty") }
         return secret
     }
+
+    /// One secret per non-empty line (webhook signature keys: two during a rotation).
+    static func lines(_ path: String, what: String) throws -> [String] {
+        try read(path, what: what).split(whereSeparator: \.isNewline)
+            .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
 }

@@ -100,10 +100,7 @@ struct MerchantCommand: AsyncParsableCommand {
                     SquareCredentials(accessToken: token, refreshToken: try refreshTokenFile.map { try SecretFile.read($0, what: "refresh token") },
                                       expiresAt: try expiresAt.map { try global.time($0) })
                 }
-                let keys = try signatureKeyFile.map { path in
-                    try SecretFile.read(path, what: "signature key").split(whereSeparator: \.isNewline)
-                        .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-                } ?? []
+                let keys = try signatureKeyFile.map { try SecretFile.lines($0, what: "signature key") } ?? []
                 let registry = try MerchantCommand.registry(global, create: true)
                 let record = try MerchantCommand.mapped {
                     try registry.add(merchantID, credentials: credentials, signatureKeys: keys, notificationURL: notificationURL,

@@ -110,10 +110,7 @@ struct ServeCommand: AsyncParsableCommand {
             let merchantIDs = try LedgerService.merchantIDs(
                 configured: merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants,
                 dataRoot: global.dataDirectory)
-            let fileKeys = try signatureKeyFile.map { path in
-                try SecretFile.read(path, what: "signature key").split(whereSeparator: \.isNewline)
-                    .map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            } ?? []
+            let fileKeys = try signatureKeyFile.map { try SecretFile.lines($0, what: "signature key") } ?? []
             let keys = !signatureKeys.isEmpty ? signatureKeys
                 : !fileKeys.isEmpty ? fileKeys : Self.list(environment["SQUARE_SIGNATURE_KEYS"])
             guard !merchantIDs.isEmpty else {

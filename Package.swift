@@ -182,6 +182,7 @@ let package = Package(
                 "BoundedJSON",
                 "CatalogLedger",
                 "CatalogModel",
+                "LedgerQueries",
                 "SquareAPI",
                 "SquareWire",
                 .product(name: "Logging", package: "swift-log"),

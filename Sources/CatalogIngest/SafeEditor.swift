@@ -1,6 +1,7 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerQueries
 import Logging
 import SquareAPI
 import SquareWire
@@ -273,7 +274,8 @@ public struct SafeEditor: Sendable {
             if codes.contains("VERSION_MISMATCH") {
                 // The one diagnosis path, as `LedgerQueries.conflicts` takes it: the diagnosis index
                 // over the whole durable log, so `edit` and `conflicts` answer alike for one incident.
-                result.diagnosis = try DiagnosisIndex(events: try ledger.reader.allEvents()).diagnose(outcome)
+                let events = try ledger.reader.allEvents()
+                result.diagnosis = DiagnosisAnswer(try DiagnosisIndex(events: events).diagnose(outcome), history: CatalogHistory(events: events))
             }
         default:
             break

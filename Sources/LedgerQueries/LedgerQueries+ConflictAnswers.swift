@@ -69,6 +69,22 @@ public struct DiagnosisAnswer: Sendable, Encodable {
 
     public var diagnosis: VersionMismatchDiagnosis { incident.diagnosis }
 
+    public init(incident: ConflictAnswer, names: CatalogNames) {
+        self.incident = incident
+        self.names = names
+    }
+
+    /// A diagnosis with the names `history` knows now (an edit's result: the whole log's history).
+    public init(_ diagnosis: VersionMismatchDiagnosis, history: CatalogHistory) {
+        self.init(incident: ConflictAnswer(sequence: diagnosis.rejectionSequence, diagnosis: diagnosis),
+                  names: CatalogNames(history: history, ids: Self.namedIDs(diagnosis)))
+    }
+
+    /// The objects a diagnosis names (each finding's object and its parent).
+    public static func namedIDs(_ diagnosis: VersionMismatchDiagnosis) -> [CatalogObjectID] {
+        diagnosis.findings.flatMap { [$0.objectID] + ($0.parentID.map { [$0] } ?? []) }
+    }
+
     /// The diagnosis for people: times in `time`'s zone, names beside ids.
     public func text(_ time: TimeDisplay) -> String {
         diagnosis.renderedText(time: time.ledger, name: { names.name(of: $0) })
@@ -190,7 +206,6 @@ extension LedgerQueries {
     /// One incident, diagnosed, with names; nil when there is none.
     public func diagnosis(named incident: String) throws -> DiagnosisAnswer? {
         guard let answer = try conflict(named: incident) else { return nil }
-        let ids = answer.diagnosis.findings.flatMap { [$0.objectID] + ($0.parentID.map { [$0] } ?? []) }
-        return DiagnosisAnswer(incident: answer, names: try names(of: ids))
+        return DiagnosisAnswer(incident: answer, names: try names(of: DiagnosisAnswer.namedIDs(answer.diagnosis)))
     }
 }

@@ -145,7 +145,9 @@ extension LedgerServer {
         router.get("merchants/:merchant/search") { request, context in
             try await withMerchant(service, context) { merchant in
                 try await ProjectionAPI.current(merchant, within: projectionWait) {
-                    try ProjectionAPI.search($0, text: request.uri.queryParameters.get("q") ?? "")
+                    let query = request.uri.queryParameters
+                    return try ProjectionAPI.search($0, text: query.get("q") ?? "", limit: query.get("limit"),
+                                                    category: query.get("category"))
                 }
             }
         }

@@ -1,4 +1,6 @@
 import CatalogProjections
+import Foundation
+import LedgerQueries
 
 /// The read API over a merchant's projection (current catalog rows and search), for reads that
 /// need no history.
@@ -34,9 +36,19 @@ enum ProjectionAPI {
         return .encoded(variation)
     }
 
-    static func search(_ projector: CatalogProjector, text: String) throws -> JSONAnswer {
-        guard !text.isEmpty else { return .error(400, "bad_query", "give the text to search for as ?q=") }
-        return .encoded(try projector.queries.search(text))
+    /// `GET .../search?q=TEXT[&limit=N][&category=ID]`: the answer of `catledger search --json`.
+    static func search(_ projector: CatalogProjector, text: String, limit: String?, category: String?) throws -> JSONAnswer {
+        guard !text.trimmingCharacters(in: .whitespaces).isEmpty else {
+            return .error(400, "bad_query", "give the text to search for as ?q=")
+        }
+        var hits = SearchAnswer.defaultLimit
+        if let limit {
+            guard let value = Int(limit), (1...SearchAnswer.maximumLimit).contains(value) else {
+                return .error(400, "bad_limit", "limit=\(limit) must be a whole number from 1 to \(SearchAnswer.maximumLimit)")
+            }
+            hits = value
+        }
+        return .encoded(try projector.queries.searchAnswer(text, categoryID: category, limit: hits))
     }
 
     static let noProjection = JSONAnswer.error(409, "no_projection", "projections are off on this server")

@@ -14,14 +14,44 @@ import Testing
 @Suite struct EndToEndTests {
     typealias Kit = IngestKit
 
+    /// The edit route's result, read as a client reads it (snake_case, the diagnosis in the shape of
+    /// `GET .../conflicts/{incident}`).
     struct EditAnswer: Decodable {
         var status: String
         var errorCodes: [String]
-        var diagnosis: VersionMismatchDiagnosis?
+        var diagnosis: Diagnosis?
 
-        enum CodingKeys: String, CodingKey {
-            case status, diagnosis
-            case errorCodes = "error_codes"
+        struct Diagnosis: Decodable {
+            var schemaVersion: Int
+            var classification: String
+            var actor: String?
+            var device: String?
+            var findings: [Finding]
+        }
+
+        struct Finding: Decodable {
+            var objectId: String
+            var name: String
+            var sentVersion: Int64?
+            var actualVersion: Int64?
+            var explanation: String
+            var movedBy: [Evidence]
+            var changedFields: [Change]
+        }
+
+        struct Evidence: Decodable {
+            var source: String
+            var version: Int64?
+        }
+
+        struct Change: Decodable {
+            var path: String
+        }
+
+        static func decode(_ body: [UInt8]) throws -> EditAnswer {
+            let decoder = JSONDecoder()
+            decoder.keyDecodingStrategy = .convertFromSnakeCase
+            return try decoder.decode(EditAnswer.self, from: Data(body))
         }
     }
 
@@ -134,14 +164,16 @@ import Testing
                 headers: ["content-type": "application/json", "authorization": ServerKit.bearer(token)],
                 body: Array(try JSONEncoder().encode(edit))), timeout: .seconds(10))
             #expect(editResponse.status == 409)  // a refusal is a 4xx with the result as its body
-            let answer = try JSONDecoder().decode(EditAnswer.self, from: Data(editResponse.body))
+            let answer = try EditAnswer.decode(editResponse.body)
             #expect(answer.status == "rejected")
             #expect(answer.errorCodes == ["VERSION_MISMATCH"])
             let diagnosis = try #require(answer.diagnosis)
-            #expect(diagnosis.primaryClassification == .staleMovedOnByOtherWriter)
-            let finding = try #require(diagnosis.findings.first { $0.objectID.rawValue == variation })
+            #expect(diagnosis.schemaVersion == 1)
+            #expect(diagnosis.classification == "staleMovedOnByOtherWriter")
+            let finding = try #require(diagnosis.findings.first { $0.objectId == variation })
+            #expect(finding.name != variation, "the variation's name beside its id")
             #expect(finding.sentVersion == before.header.version)
-            #expect(finding.movedBy.contains { $0.source == .incrementalSync && $0.version == finding.actualVersion })
+            #expect(finding.movedBy.contains { $0.source == "incremental_sync" && $0.version == finding.actualVersion })
             #expect(finding.changedFields.contains { $0.path.contains("price_money") })
             #expect(finding.explanation.contains(variation))
             // The actor is the token's name and id; the body's actor is kept as a claim, its device as the device.

@@ -12,6 +12,13 @@ import Testing
 @Suite struct IngestEditTests {
     typealias Kit = IngestKit
 
+    /// An answer's JSON with sorted keys, as the CLI and the server encode it.
+    static func json(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
     static func editor(_ ledger: Ledger, _ simulator: SquareSimulator) -> SafeEditor {
         SafeEditor(ledger: ledger, client: Kit.client(simulator), merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
     }
@@ -83,7 +90,7 @@ import Testing
             Issue.record("no rejection recorded"); return
         }
         #expect(!rejection.followUpObjects.isEmpty)
-        let diagnosis = try #require(result.diagnosis)
+        let diagnosis = try #require(result.diagnosis?.diagnosis)
         #expect(diagnosis.primaryClassification == .staleMovedOnByOtherWriter)
         let finding = try #require(diagnosis.findings.first { $0.objectID.rawValue == variation })
         #expect(finding.sentVersion == seen)
@@ -106,11 +113,16 @@ import Testing
                                   baseVersion: seen, idempotencyKey: "stale-agree")
         let editor = Self.editor(ledger, simulator)
         let edited = try await editor.edit(request)
-        let editDiagnosis = try #require(edited.diagnosis)
+        let editAnswer = try #require(edited.diagnosis)
+        let editDiagnosis = editAnswer.diagnosis
         let queries = LedgerQueries(reader: ledger.reader, historyIndex: false)
         let listed = try #require(try queries.conflicts().first { $0.sequence == edited.outcomeSequence })
         #expect(listed.diagnosis == editDiagnosis)
         #expect(try queries.conflict(named: "stale-agree")?.diagnosis == editDiagnosis)
+        // One answer: the edit's result holds the JSON `catledger diagnose` and the conflicts route give.
+        let diagnosed = try #require(try queries.diagnosis(named: "stale-agree"))
+        #expect(try Self.json(editAnswer) == Self.json(diagnosed))
+        #expect(try Self.json(editAnswer).contains(#""name":"#), "names beside ids")
 
         // The ledger learns more (the POS moves the variation on again); a retry answered from the
         // ledger and the conflicts list still agree.
@@ -119,7 +131,7 @@ import Testing
         let retried = try await editor.edit(request)
         #expect(retried.replayed)
         let relisted = try #require(try LedgerQueries(reader: ledger.reader, historyIndex: false).conflict(named: "stale-agree"))
-        #expect(retried.diagnosis == relisted.diagnosis)
+        #expect(retried.diagnosis?.diagnosis == relisted.diagnosis)
         try await ledger.close()
     }
 
@@ -174,8 +186,8 @@ import Testing
         let editor = SafeEditor(ledger: ledger, client: nil, merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
         let result = try await editor.report(report)
         #expect(result.status == .rejected)
-        #expect(result.diagnosis?.primaryClassification == .staleMovedOnByOtherWriter)
-        #expect(result.diagnosis?.actor == "pos-sync")
+        #expect(result.diagnosis?.diagnosis.primaryClassification == .staleMovedOnByOtherWriter)
+        #expect(result.diagnosis?.diagnosis.actor == "pos-sync")
         // Reporting the same write again adds nothing.
         let count = ledger.nextSequence
         _ = try await editor.report(report)
@@ -240,7 +252,7 @@ import Testing
         #expect(retried.status == .rejected && retried.replayed)
         #expect(retried.errorCodes == ["VERSION_MISMATCH"] && retried.httpStatus == first.httpStatus)
         #expect(retried.outcomeSequence == first.outcomeSequence)
-        #expect(retried.diagnosis?.primaryClassification == first.diagnosis?.primaryClassification)
+        #expect(retried.diagnosis?.diagnosis.primaryClassification == first.diagnosis?.diagnosis.primaryClassification)
         #expect(await simulator.receivedRequests.count == requestsBefore)
         #expect(try Kit.events(ledger, kind: .upsertRejected).count == 1)
         try await ledger.close()

@@ -159,8 +159,14 @@ import Testing
                 _ = try await call(.get, "\(m)/items/NOPE", "/merchants/{merchant}/items/{object}", status: 404)
                 _ = try await call(.get, "\(m)/variations/\(variation)", "/merchants/{merchant}/variations/{object}", status: 200)
                 _ = try await call(.get, "\(m)/variations/NOPE", "/merchants/{merchant}/variations/{object}", status: 404)
-                _ = try await call(.get, "\(m)/search?q=latte", "/merchants/{merchant}/search", status: 200)
-                _ = try await call(.get, "\(m)/search", "/merchants/{merchant}/search", status: 400)
+                let search = "/merchants/{merchant}/search"
+                let found = try JSONNode.parse(Array(buffer: try await call(.get, "\(m)/search?q=latte%20large", search, status: 200).body))
+                guard case .array(let hits)? = found["hits"] else { Issue.record("no hits in \(found)"); return }
+                #expect(hits.first?["name"] == .string("Latte (Large)"), "the answer of `catledger search --json`, with names: \(found)")
+                _ = try await call(.get, "\(m)/search?q=latte&limit=1&category=NONE", search, status: 200)
+                _ = try await call(.get, "\(m)/search", search, status: 400)
+                _ = try await call(.get, "\(m)/search?q=%20", search, status: 400)
+                _ = try await call(.get, "\(m)/search?q=latte&limit=501", search, status: 400)
                 let replay = "/merchants/{merchant}/check-replay"
                 _ = try await call(.get, "\(m)/check-replay?at=2099-01-01T00:00:00Z&sample=5&seed=3", replay, status: 200)
                 _ = try await call(.get, "\(m)/check-replay", replay, status: 400)
@@ -181,7 +187,10 @@ import Testing
                                    body: #"{"object_id":"\#(variation)","price":{"amount":575},"actor":"ana","device":"ipad"}"#)
                 let mismatch = try await call(.post, "\(m)/edits", edits, status: 409,
                                               body: #"{"object_id":"\#(variation)","price":{"amount":600},"base_version":1,"idempotency_key":"stale-1"}"#)
-                #expect(try JSONNode.parse(Array(buffer: mismatch.body))["diagnosis"] != nil)
+                // The diagnosis in the edit's result is the answer of `GET .../conflicts/{incident}`.
+                let diagnosis = try #require(try JSONNode.parse(Array(buffer: mismatch.body))["diagnosis"])
+                let diagnosed = try await call(.get, "\(m)/conflicts/stale-1", "/merchants/{merchant}/conflicts/{incident}", status: 200)
+                #expect(diagnosis == (try JSONNode.parse(Array(buffer: diagnosed.body))))
                 _ = try await call(.post, "\(m)/edits", edits, status: 422,
                                    body: #"{"object_id":"\#(variation)","price":{"amount":601},"idempotency_key":"stale-1"}"#)
                 _ = try await call(.post, "\(m)/edits", edits, status: 404, body: #"{"object_id":"NOPE","name":"x"}"#)

@@ -124,7 +124,9 @@ struct DemoCommand: AsyncParsableCommand {
             let conflicts = try queries.conflicts()
             if let incident = conflicts.first(where: { $0.diagnosis.primaryClassification == .staleMovedOnByOtherWriter }) {
                 print("$ catledger diagnose \(incident.sequence)\n")
-                print(incident.diagnosis.renderedText)
+                if let answer = try queries.diagnosis(named: "\(incident.sequence)") {
+                    print(answer.text(TimeDisplay(zone: zone)))
+                }
             } else {
                 print("(no rejected upserts in this recording)")
             }
@@ -134,7 +136,7 @@ struct DemoCommand: AsyncParsableCommand {
             let search = try LedgerAccess(options: global).projection(db: nil, progressLabel: "building projections")
             for text in ["cofee latte", "crossant"] {
                 print("$ catledger search \"\(text)\"\n")
-                print(SearchRendering.table(try search.search(text, limit: 5)) + "\n")
+                print(SearchRendering.table(try search.searchAnswer(text, limit: 5)) + "\n")
             }
 
             section("6. Nightly compaction", "Duplicates and superseded sync bookkeeping leave sealed segments, audibly; answers stay the same.")

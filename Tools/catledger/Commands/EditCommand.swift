@@ -3,6 +3,7 @@ import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerQueries
 import SquareAPI
 
 /// `catledger edit`: a safe local edit (fetch-before-update) recorded in the ledger.
@@ -180,7 +181,7 @@ struct EditCommand: AsyncParsableCommand {
                 print("Square refused the edit: HTTP \(result.httpStatus) \(result.errorCodes.joined(separator: ","))" +
                       " (recorded at seq \(result.outcomeSequence))")
                 if result.replayed { print("This retry was answered from the ledger; nothing was sent to Square.") }
-                if let diagnosis = result.diagnosis { print("\n" + diagnosis.renderedText) }
+                if let diagnosis = result.diagnosis { print("\n" + diagnosis.text(try global.timeDisplay())) }
             }
             if result.status == .rejected { throw ExitCode(CLIError.Kind.squareError.rawValue) }
         }

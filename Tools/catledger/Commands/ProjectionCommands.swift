@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import CatalogProjections
 import Foundation
+import LedgerQueries
 import LedgerStorage
 
 extension LedgerAccess {
@@ -38,36 +39,38 @@ struct SearchCommand: AsyncParsableCommand {
     @Option(help: "Only items in this category id.")
     var category: String?
 
-    @Option(help: "At most this many results (1-500).")
-    var limit = 10
+    @Option(help: "At most this many results (1-\(SearchAnswer.maximumLimit)).")
+    var limit = SearchAnswer.defaultLimit
 
     @Option(help: "Read this projection database (e.g. a replay) instead of the ledger's own.")
     var db: String?
 
     func validate() throws {
-        guard (1...500).contains(limit) else { throw ValidationError("--limit must be between 1 and 500") }
+        guard (1...SearchAnswer.maximumLimit).contains(limit) else {
+            throw ValidationError("--limit must be between 1 and \(SearchAnswer.maximumLimit)")
+        }
         guard !text.trimmingCharacters(in: .whitespaces).isEmpty else { throw ValidationError("the search text is empty") }
     }
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let access = LedgerAccess(options: global)
-            let hits = try access.projection(db: db).search(text, categoryID: category, limit: limit)
+            let answer = try access.projection(db: db).searchAnswer(text, categoryID: category, limit: limit)
             if db == nil { access.warnIfLastVerificationFailed() }
-            if global.json { try printJSON(hits); return }
-            print(SearchRendering.table(hits))
+            if global.json { try printJSON(answer); return }
+            print(SearchRendering.table(answer))
         }
     }
 }
 
 enum SearchRendering {
-    static func table(_ hits: [SearchResultRecord]) -> String {
-        if hits.isEmpty { return "No matches." }
+    static func table(_ answer: SearchAnswer) -> String {
+        if answer.hits.isEmpty { return "No matches." }
         var table = TextTable(["#", "item", "variation", "sku", "matched", "score", "variation id"],
                               alignments: [.right, .left, .left, .left, .left, .right, .left])
-        for (rank, hit) in hits.enumerated() {
-            table.append(["\(rank + 1)", hit.itemName, hit.variationName ?? "-", hit.sku ?? "-", hit.matchedField,
-                          String(format: "%.1f", hit.score), hit.variationID ?? hit.itemID])
+        for hit in answer.hits {
+            table.append(["\(hit.rank)", hit.itemName, hit.variationName ?? "-", hit.sku ?? "-", hit.matchedField,
+                          String(format: "%.1f", hit.score), hit.objectID])
         }
         return table.render()
     }

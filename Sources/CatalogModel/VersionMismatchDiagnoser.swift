@@ -84,10 +84,10 @@ public struct VersionMismatchDiagnoser: Sendable {
             objectID: object.id, objectType: object.type, parentID: object.parentID, sentVersion: object.version,
             editorBaseVersion: edit.baseVersions.first { $0.objectID == object.id }?.version,
             ledgerBelievedVersion: believed[object.id]?.header.version, actualVersion: nil, actualIsDeleted: false,
-            classification: .current, explanation: "", movedBy: [], changedFields: [])
+            classification: .current, reason: .init(.sentIsCurrent), movedBy: [], changedFields: [])
         if object.id.isTemporary {
             result.classification = .newObject
-            result.explanation = "Created by this request; no version applies."
+            result.reason = .init(.createdByRequest)
             return result
         }
         // What Square had at the rejection: the follow-up read when there is one, else the greatest
@@ -109,7 +109,7 @@ public struct VersionMismatchDiagnoser: Sendable {
 
         if let actual, actual.header.isDeleted {
             result.classification = .targetDeleted
-            result.explanation = "\(object.id) was deleted at \(actual.header.updatedAt) (version \(actual.header.version)); an update cannot target it."
+            result.reason = .init(.deleted, version: actual.header.version, squareTime: actual.header.updatedAtNanos)
             result.movedBy = [evidence(actual, note: "tombstone")]
             return result
         }
@@ -117,37 +117,37 @@ public struct VersionMismatchDiagnoser: Sendable {
             if let parent = object.parentID, requestedIDs.contains(parent),
                requested.first(where: { $0.id == parent })?.version != nil {
                 result.classification = .missingNestedVersion
-                result.explanation = "The request sent a version for parent \(parent) but none for nested \(object.id)\(actual.map { "; Square had version \($0.header.version)" } ?? "")."
+                result.reason = .init(.nestedWithoutVersion, version: actual?.header.version)
             } else if actual != nil || believed[object.id] != nil {
                 result.classification = .missingVersion
-                result.explanation = "The request updates existing \(object.id) without a version (a partial update)\(actual.map { "; Square had version \($0.header.version)" } ?? "")."
+                result.reason = .init(.updateWithoutVersion, version: actual?.header.version)
             } else {
                 result.classification = .insufficientKnowledge
-                result.explanation = "\(object.id) was sent without a version and the ledger never observed it."
+                result.reason = .init(.unversionedNeverObserved)
                 missing.append("no observation of \(object.id): run batch-retrieve with include_deleted_objects for it")
             }
             return result
         }
         guard let actual else {
             result.classification = .insufficientKnowledge
-            result.explanation = "The ledger never learned a version of \(object.id)."
+            result.reason = .init(.neverObserved)
             missing.append("no observation of \(object.id) before or after the request: batch-retrieve it")
             return result
         }
         if sent == actual.header.version {
             if learnedAfterEdit {
                 result.classification = .current
-                result.explanation = "Sent version \(sent) is the version Square had."
+                result.reason = .init(.sentIsCurrent, sent: sent)
             } else {
                 result.classification = .insufficientKnowledge
-                result.explanation = "Sent version \(sent) matches the last version the ledger learned, but nothing was learned about \(object.id) after the request."
+                result.reason = .init(.nothingLearnedAfter, sent: sent)
                 missing.append("no read of \(object.id) after the rejection (follow-up read or sync)")
             }
             return result
         }
         if sent > actual.header.version {
             result.classification = .insufficientKnowledge
-            result.explanation = "Sent version \(sent) is newer than any version the ledger learned (\(actual.header.version))."
+            result.reason = .init(.sentNewerThanLearned, sent: sent, version: actual.header.version)
             missing.append("the ledger missed version \(sent) of \(object.id): run an incremental sync")
             return result
         }
@@ -164,7 +164,8 @@ public struct VersionMismatchDiagnoser: Sendable {
         }
         if let (fact, written) = own.first, case .writeAccepted(let acceptance) = written.body {
             result.classification = .staleOwnEarlierWrite
-            result.explanation = "Sent version \(sent), but our own earlier \(acceptance.call) (idempotency key \(acceptance.idempotencyKey), accepted at seq \(written.sequence)) had moved \(object.id) to version \(fact.header.version); \(acceptance.call) answers without the objects it changes, so the cache the editor used still held version \(sent)."
+            result.reason = .init(.ownEarlierCall, sent: sent, version: fact.header.version, call: acceptance.call,
+                                   idempotencyKey: acceptance.idempotencyKey, sequence: written.sequence)
             result.movedBy = [VersionMismatchDiagnosis.Evidence(
                 sequence: written.sequence, recordedAt: written.recordedAt, kind: "writeAccepted",
                 source: written.source, correlationID: written.correlationID, version: fact.header.version,
@@ -173,7 +174,8 @@ public struct VersionMismatchDiagnoser: Sendable {
         } else if let pair = own.first, case .upsertAccepted(let acceptance) = pair.1.body {
             let (fact, accepted) = pair
             result.classification = .staleOwnEarlierWrite
-            result.explanation = "Sent version \(sent), but our own earlier write (idempotency key \(acceptance.idempotencyKey), accepted at seq \(accepted.sequence)) had moved \(object.id) to version \(fact.header.version); its response was not applied to the cache the editor used."
+            result.reason = .init(.ownEarlierWrite, sent: sent, version: fact.header.version, idempotencyKey: acceptance.idempotencyKey,
+                                   sequence: accepted.sequence)
             result.movedBy = [VersionMismatchDiagnosis.Evidence(
                 sequence: accepted.sequence, recordedAt: accepted.recordedAt, kind: "upsertAccepted",
                 source: accepted.source, correlationID: accepted.correlationID, version: fact.header.version,
@@ -182,14 +184,15 @@ public struct VersionMismatchDiagnoser: Sendable {
         } else if let echo = moversOrActual.first(where: { $0.source == .upsertResponse }) {
             // Our own write, seen only through its response objects (no upsertAccepted recorded).
             result.classification = .staleOwnEarlierWrite
-            result.explanation = "Sent version \(sent), but our own earlier write (\(history.correlationByDedupeKey[echo.dedupeKey] ?? "unknown edit")) had moved \(object.id) to version \(echo.header.version); its response was not applied to the cache the editor used."
+            result.reason = .init(.ownEarlierWriteResponse, sent: sent, version: echo.header.version,
+                                   correlationID: history.correlationByDedupeKey[echo.dedupeKey])
             result.movedBy = [evidence(echo, note: "upsert response")]
         } else {
             result.classification = .staleMovedOnByOtherWriter
             let first = moversOrActual[0]
-            let who = "\(first.source) \(history.correlationByDedupeKey[first.dedupeKey] ?? "")"
-            let fields = result.changedFields.map(\.path)
-            result.explanation = "Sent version \(sent), but another writer moved \(object.id) to version \(actual.header.version) at \(actual.header.updatedAt); first seen by \(who)\(fields.isEmpty ? "" : ", fields changed: \(fields.joined(separator: ", "))")."
+            result.reason = .init(.otherWriter, sent: sent, version: actual.header.version, squareTime: actual.header.updatedAtNanos,
+                                  source: first.source, correlationID: history.correlationByDedupeKey[first.dedupeKey],
+                                  fields: result.changedFields.map(\.path))
             result.movedBy = moversOrActual.map { evidence($0, note: "version \($0.header.version) observed") }
         }
         return result

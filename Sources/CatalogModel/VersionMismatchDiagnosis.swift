@@ -1,8 +1,9 @@
 import SquareWire
 
 /// Why Square answered VERSION_MISMATCH, found from the ledger's events (Square never says
-/// which object conflicted). Codable so the server can return it as JSON; `renderedText` is
-/// the readable form.
+/// which object conflicted). Facts only (versions, ids, times in nanoseconds): the text people
+/// read is rendered from them, with names and in a time zone, by LedgerQueries (`DiagnosisAnswer`).
+/// Codable: the projection keeps each incident's diagnosis as this JSON (`version_conflicts`).
 public struct VersionMismatchDiagnosis: Sendable, Hashable, Codable {
     public enum Classification: String, Sendable, Hashable, Codable, CaseIterable {
         /// Not a cause: the sent version matches what Square had.
@@ -60,11 +61,79 @@ public struct VersionMismatchDiagnosis: Sendable, Hashable, Codable {
         public var actualVersion: Int64?
         public var actualIsDeleted: Bool
         public var classification: Classification
-        public var explanation: String
+        /// Why it has its class, as facts.
+        public var reason: Reason
         /// The events that moved the object past the sent version (or deleted it).
         public var movedBy: [Evidence]
         /// Fields that changed between the sent version and the actual one, when both are known.
         public var changedFields: [FieldChange]
+    }
+
+    /// Why a finding has its class: the facts its explanation is made of (the finding's object and
+    /// parent are the finding's own).
+    public struct Reason: Sendable, Hashable, Codable {
+        public enum Kind: String, Sendable, Hashable, Codable {
+            /// A `#temporary` id: created by this request.
+            case createdByRequest
+            /// Deleted at `squareTime` (`version`).
+            case deleted
+            /// A nested object sent without a version under a parent sent with one (`version`: Square's).
+            case nestedWithoutVersion
+            /// An existing object updated without a version (`version`: Square's, when known).
+            case updateWithoutVersion
+            /// Sent without a version and never observed.
+            case unversionedNeverObserved
+            /// No version of it was ever learned.
+            case neverObserved
+            /// `sentVersion` is the version Square had.
+            case sentIsCurrent
+            /// `sentVersion` matches the last version learned, but nothing was learned after the request.
+            case nothingLearnedAfter
+            /// `sentVersion` is newer than any version learned (`version`).
+            case sentNewerThanLearned
+            /// Our own earlier `call` (`idempotencyKey`, accepted at `sequence`) moved it to `version`;
+            /// the call answers without the objects it changes.
+            case ownEarlierCall
+            /// Our own earlier upsert (`idempotencyKey`, accepted at `sequence`) moved it to `version`.
+            case ownEarlierWrite
+            /// Our own earlier write, seen only through its response (`correlationID`), moved it to `version`.
+            case ownEarlierWriteResponse
+            /// Another writer moved it to `version` at `squareTime`; first seen by `source`
+            /// `correlationID`; `fields` changed.
+            case otherWriter
+            /// A diagnosis recorded before reasons were facts (an older projection or replay file):
+            /// its explanation as it was written then, in `text`.
+            case recorded
+        }
+
+        public var kind: Kind
+        public var sentVersion: Int64?
+        public var version: Int64?
+        /// Square's time (`updated_at`), nanoseconds since the epoch.
+        public var squareTime: Int64?
+        public var call: String?
+        public var idempotencyKey: String?
+        public var sequence: UInt64?
+        public var source: EventSource?
+        public var correlationID: String?
+        public var fields: [String]
+        public var text: String?
+
+        public init(_ kind: Kind, sent: Int64? = nil, version: Int64? = nil, squareTime: Int64? = nil, call: String? = nil,
+                    idempotencyKey: String? = nil, sequence: UInt64? = nil, source: EventSource? = nil,
+                    correlationID: String? = nil, fields: [String] = [], text: String? = nil) {
+            self.kind = kind
+            sentVersion = sent
+            self.version = version
+            self.squareTime = squareTime
+            self.call = call
+            self.idempotencyKey = idempotencyKey
+            self.sequence = sequence
+            self.source = source
+            self.correlationID = correlationID
+            self.fields = fields
+            self.text = text
+        }
     }
 
     public var rejectionSequence: UInt64
@@ -86,34 +155,44 @@ public struct VersionMismatchDiagnosis: Sendable, Hashable, Codable {
     public var primaryClassification: Classification { classifications.first ?? .insufficientKnowledge }
 }
 
-extension VersionMismatchDiagnosis {
-    public var renderedText: String { renderedText(time: { RFC3339.format(nanoseconds: $0) }, name: { _ in nil }) }
+extension VersionMismatchDiagnosis.ObjectFinding {
+    enum CodingKeys: String, CodingKey {
+        case objectID, objectType, parentID, sentVersion, editorBaseVersion, ledgerBelievedVersion, actualVersion
+        case actualIsDeleted, classification, reason, movedBy, changedFields
+        /// Before reasons were facts, the explanation's text (read from older projection rows only).
+        case explanation
+    }
 
-    /// The diagnosis for people: ledger times through `time` (a zone of the reader's choice), each
-    /// object id followed by its name when `name` knows one.
-    public func renderedText(time format: (Int64) -> String, name: (CatalogObjectID) -> String?) -> String {
-        func time(_ nanos: Int64?) -> String { nanos.map(format) ?? "?" }
-        func named(_ id: CatalogObjectID) -> String { name(id).map { "\(id) \"\($0)\"" } ?? id.rawValue }
-        func v(_ version: Int64?) -> String { version.map(String.init) ?? "none" }
-        var lines: [String] = []
-        lines.append("VERSION_MISMATCH diagnosis for idempotency key \(idempotencyKey)")
-        lines.append("  rejected: seq \(rejectionSequence) at \(time(rejectedAt)), HTTP \(httpStatus) \(errorCodes.joined(separator: ", "))")
-        if let editSequence {
-            lines.append("  request:  seq \(editSequence) at \(time(requestedAt)) by \(actor ?? "?") on \(device ?? "?")")
-        }
-        lines.append("  classification: \(classifications.map(\.rawValue).joined(separator: ", "))")
-        for finding in findings {
-            let parent = finding.parentID.map { " in \($0)" } ?? ""
-            lines.append("  \(finding.objectType) \(named(finding.objectID))\(parent): \(finding.classification.rawValue)")
-            lines.append("    sent \(v(finding.sentVersion)), editor base \(v(finding.editorBaseVersion)), ledger believed \(v(finding.ledgerBelievedVersion)), Square had \(v(finding.actualVersion))\(finding.actualIsDeleted ? " (deleted)" : "")")
-            lines.append("    \(finding.explanation)")
-            for e in finding.movedBy {
-                lines.append("    evidence: seq \(e.sequence) recorded \(time(e.recordedAt)) \(e.kind) via \(e.source) [\(e.correlationID)] v\(v(e.version)) updated_at \(e.updatedAt ?? "?"): \(e.note)")
-            }
-            for change in finding.changedFields { lines.append("    changed \(change)") }
-        }
-        for missing in missingKnowledge { lines.append("  missing: \(missing)") }
-        lines.append("  fix: \(fix)")
-        return lines.joined(separator: "\n") + "\n"
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        objectID = try c.decode(CatalogObjectID.self, forKey: .objectID)
+        objectType = try c.decode(CatalogObjectType.self, forKey: .objectType)
+        parentID = try c.decodeIfPresent(CatalogObjectID.self, forKey: .parentID)
+        sentVersion = try c.decodeIfPresent(Int64.self, forKey: .sentVersion)
+        editorBaseVersion = try c.decodeIfPresent(Int64.self, forKey: .editorBaseVersion)
+        ledgerBelievedVersion = try c.decodeIfPresent(Int64.self, forKey: .ledgerBelievedVersion)
+        actualVersion = try c.decodeIfPresent(Int64.self, forKey: .actualVersion)
+        actualIsDeleted = try c.decode(Bool.self, forKey: .actualIsDeleted)
+        classification = try c.decode(VersionMismatchDiagnosis.Classification.self, forKey: .classification)
+        reason = try c.decodeIfPresent(VersionMismatchDiagnosis.Reason.self, forKey: .reason)
+            ?? VersionMismatchDiagnosis.Reason(.recorded, text: try c.decodeIfPresent(String.self, forKey: .explanation) ?? "")
+        movedBy = try c.decode([VersionMismatchDiagnosis.Evidence].self, forKey: .movedBy)
+        changedFields = try c.decode([FieldChange].self, forKey: .changedFields)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(objectID, forKey: .objectID)
+        try c.encode(objectType, forKey: .objectType)
+        try c.encodeIfPresent(parentID, forKey: .parentID)
+        try c.encodeIfPresent(sentVersion, forKey: .sentVersion)
+        try c.encodeIfPresent(editorBaseVersion, forKey: .editorBaseVersion)
+        try c.encodeIfPresent(ledgerBelievedVersion, forKey: .ledgerBelievedVersion)
+        try c.encodeIfPresent(actualVersion, forKey: .actualVersion)
+        try c.encode(actualIsDeleted, forKey: .actualIsDeleted)
+        try c.encode(classification, forKey: .classification)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(movedBy, forKey: .movedBy)
+        try c.encode(changedFields, forKey: .changedFields)
     }
 }

@@ -103,7 +103,7 @@ extension Pages {
             <table><thead><tr><th scope="col">Sent</th><th scope="col">Editor's base</th><th scope="col">Ledger believed</th><th scope="col">Square had</th></tr></thead>
             <tbody><tr><td>\(version(finding.sentVersion))</td><td>\(version(finding.editorBaseVersion))</td>\
             <td>\(version(finding.ledgerBelievedVersion))</td><td>\(version(finding.actualVersion))\(finding.actualIsDeleted ? " (deleted)" : "")</td></tr></tbody></table>
-            <p>\(finding.explanation)</p>
+            <p>\(DiagnosisText(names: context.names, time: .utc).explanation(finding))</p>
             \(evidence.isEmpty ? "" : "<p>The events that moved it:</p><ul>\(evidence)</ul>" as HTML)
             \(changed)
             </section>

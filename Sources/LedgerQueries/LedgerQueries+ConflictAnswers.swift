@@ -87,7 +87,7 @@ public struct DiagnosisAnswer: Sendable, Encodable {
 
     /// The diagnosis for people: times in `time`'s zone, names beside ids.
     public func text(_ time: TimeDisplay) -> String {
-        diagnosis.renderedText(time: time.ledger, name: { names.name(of: $0) })
+        DiagnosisText(names: names, time: time).text(diagnosis)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -158,6 +158,7 @@ public struct DiagnosisAnswer: Sendable, Encodable {
 
     public func encode(to encoder: any Encoder) throws {
         let d = diagnosis
+        let text = DiagnosisText(names: names, time: .utc)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(AnswerSchema.version, forKey: .schemaVersion)
         try container.encode(incident.sequence, forKey: .incident)
@@ -179,7 +180,7 @@ public struct DiagnosisAnswer: Sendable, Encodable {
                     parentName: finding.parentID.map(names.display), sentVersion: finding.sentVersion,
                     editorBaseVersion: finding.editorBaseVersion, ledgerBelievedVersion: finding.ledgerBelievedVersion,
                     actualVersion: finding.actualVersion, actualIsDeleted: finding.actualIsDeleted,
-                    classification: finding.classification.rawValue, explanation: finding.explanation,
+                    classification: finding.classification.rawValue, explanation: text.explanation(finding),
                     movedBy: finding.movedBy.map { e in
                         Evidence(sequence: e.sequence, recordedAt: AnswerTime.ledger(e.recordedAt), recordedAtNs: e.recordedAt,
                                  kind: e.kind, source: e.source.word, correlationID: e.correlationID, version: e.version,

@@ -53,7 +53,8 @@ demo: deps
 STRICT_BUILD_FLAGS := --explicit-target-dependency-import-check error -Xswiftc -warnings-as-errors
 
 # First schemathesis fuzzes a live `catledger serve` against docs/openapi.json (bounded: well under a
-# minute), then headless Chromium drives the pages (screenshots in .build/screenshots), then every
+# minute), then headless Chromium drives the pages (screenshots in .build/screenshots) and renders the
+# price chart to PNG, read back by a script (Tools/browser-tests/check_chart.py), then every
 # Swift test runs, in two runs: first the suites that wait on child processes and sleep in their own
 # threads (the CLI, kill and pipelined-commit tests: a waiting test holds one of the few threads of
 # Swift's cooperative pool, two on a 2-core machine), then everything else, whose servers and clients
@@ -65,6 +66,7 @@ test: deps-test
 	$(SWIFT) build --build-tests $(STRICT_BUILD_FLAGS)
 	Tools/api-conformance/run-schemathesis.sh
 	Tools/browser-tests/run.sh
+	Tools/browser-tests/check_chart.py
 	@set -o pipefail; { status=0; \
 		$(SWIFT) test --skip-build --parallel --filter '$(BLOCKING_SUITES)' || status=$$?; \
 		$(SWIFT) test --skip-build --parallel --skip '$(BLOCKING_SUITES)' || status=$$?; \

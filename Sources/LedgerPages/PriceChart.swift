@@ -100,6 +100,8 @@ public enum PriceChart {
     static let plotTop = 48.0
     static let plotBottom = 288.0
     static let legendRow = 20.0
+    /// Half the width of a date label (`2026-10-23` at 12 px, with a margin).
+    static let tickLabelHalfWidth = 36.0
 
     /// The chart as a standalone SVG document. `end` is where the last prices stop (default: the last
     /// change plus a twentieth of the span), so a price is seen to hold; `marker` draws a labelled
@@ -136,9 +138,12 @@ public enum PriceChart {
             tick += yStep
         }
         for (time, text) in timeTicks(start: start, end: stop) {
+            // A date is about 66 px wide at 12 px: one near an edge of the image ends (or starts) at
+            // its tick instead of being cut off.
+            let anchor = x(time) + tickLabelHalfWidth > width ? "end" : x(time) - tickLabelHalfWidth < 0 ? "start" : "middle"
             grid += """
             <line x1="\(x(time))" y1="\(plotBottom)" x2="\(x(time))" y2="\(plotBottom + 5)" stroke="#555"/>\
-            <text x="\(x(time))" y="\(plotBottom + 19)" text-anchor="middle" font-size="12">\(text)</text>
+            <text x="\(x(time))" y="\(plotBottom + 19)" text-anchor="\(anchor)" font-size="12">\(text)</text>
 
             """
         }
@@ -182,12 +187,16 @@ public enum PriceChart {
         <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" role="img" font-family="sans-serif" fill="#222">
         <title>\(title)</title>
         <rect width="100%" height="100%" fill="#fff"/>
+        <rect class="plot" x="\(plotLeft)" y="\(plotTop)" width="\(plotRight - plotLeft)" height="\(plotBottom - plotTop)" fill="none"/>
         <text x="\(plotLeft)" y="24" font-size="16" font-weight="bold">\(title)</text>
         <text x="12" y="\(plotTop - 12)" font-size="12">\(axisName)</text>
         \(grid)<line x1="\(plotLeft)" y1="\(plotBottom)" x2="\(plotRight)" y2="\(plotBottom)" stroke="#555"/>
         <line x1="\(plotLeft)" y1="\(plotTop)" x2="\(plotLeft)" y2="\(plotBottom)" stroke="#555"/>
         <text x="\(plotRight)" y="\(plotBottom + 36)" text-anchor="end" font-size="12">Square time (UTC)</text>
-        \(lines)\(legend)</svg>
+        <g class="series">
+        \(lines)</g>
+        <g class="legend">
+        \(legend)</g></svg>
 
         """
         return document.text

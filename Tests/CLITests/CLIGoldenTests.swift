@@ -48,6 +48,15 @@ struct CLIGoldenTests {
         ("conflicts-paris.txt", ["conflicts", "--until", "2026-10-20"]),
         ("diff-paris.txt", ["diff", "--from", "2026-11-01", "--to", "2026-11-03"]),
         ("show-paris.txt", ["show", croissantAlmond, "--at", "2026-10-15 12:00"]),
+        ("stats-paris.txt", ["stats"]),
+        ("prices-all-paris.txt", ["prices", "--all", "--since", "2026-11-01", "--until", "2026-11-04"]),
+        ("items-paris.txt", ["items", "--category", "Pastries"]),
+        ("categories-paris.txt", ["categories"]),
+        ("locations-paris.txt", ["locations"]),
+        ("search-paris.txt", ["search", "croissant"]),
+        ("stock-paris.txt", ["stock", croissantAlmond]),
+        ("verify-paris.txt", ["verify"]),
+        ("replay-paris.txt", ["replay", "--at", "2026-10-05", "--out", "$LEDGER-replay.sqlite"]),
     ]
 
     /// The JSON of each answer, the same whatever `--tz` and `TZ` say (checked by running each in
@@ -66,6 +75,11 @@ struct CLIGoldenTests {
         ("search-sku.json", ["search", "PAS-021-2", "--json"]),
         // One word with a typo, one plural: the item is still found (the HTTP search route answers the same value).
         ("search-typo.json", ["search", "crossant almonds", "--limit", "3", "--json"]),
+        ("categories.json", ["categories", "--json"]),
+        ("locations.json", ["locations", "--json"]),
+        ("stock.json", ["stock", croissantAlmond, "--json"]),
+        ("verify.json", ["verify", "--json"]),
+        ("replay.json", ["replay", "--at", "2026-10-05T00:00:00Z", "--out", "$LEDGER-replay.sqlite", "--json"]),
     ]
 
     @Test("output matches its golden file", arguments: cases.map(\.0))
@@ -86,10 +100,11 @@ struct CLIGoldenTests {
         try Self.check(name, arguments + ["--tz", "UTC"])
     }
 
-    /// Runs `catledger ARGUMENTS --data-dir LEDGER` and compares its standard output with the golden
-    /// file `name` (written instead when CATLEDGER_UPDATE_GOLDEN=1).
+    /// Runs `catledger ARGUMENTS --data-dir LEDGER` (`$LEDGER` in an argument: the ledger's path) and
+    /// compares its standard output with the golden file `name` (written instead when
+    /// CATLEDGER_UPDATE_GOLDEN=1).
     static func check(_ name: String, _ arguments: [String], environment: [String: String?] = [:]) throws {
-        let arguments = arguments + ["--data-dir", Self.ledger]
+        let arguments = arguments.map { $0.replacingOccurrences(of: "$LEDGER", with: Self.ledger) } + ["--data-dir", Self.ledger]
         var result = try CatLedgerProcess.run(arguments, environment: environment)
         #expect(result.status == 0, "catledger \(arguments.joined(separator: " ")): \(result.standardError)")
         // The ledger lives in a fresh temporary directory each run.

@@ -108,8 +108,8 @@ struct ReplayCommand: AsyncParsableCommand {
                 bar.advance(by: Int(progress.processed) - bar.done)
             }
             bar.finish()
-            if global.json { try printJSON(summary); return }
-            print("Wrote the catalog as of \(point) to \(out).")
+            if global.json { try printJSON(ReplayAnswer(summary)); return }
+            print("Wrote the catalog as of \(try global.timeDisplay().point(point)) to \(out).")
             print("Query it like the live one, e.g. `catledger search latte --db \(out)`.")
         }
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import LedgerQueries
 import LedgerStorage
 
 struct VerifyCommand: AsyncParsableCommand {
@@ -15,24 +16,6 @@ struct VerifyCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var global: GlobalOptions
-
-    struct Report: Encodable {
-        var ok: Bool
-        var segments: Int
-        var batches: Int
-        var records: UInt64
-        var highestSequence: UInt64?
-        var eventsDecoded: Int
-        var problems: [String]
-        /// (object, version) pairs observed more than once with different bytes.
-        var twinPairs: Int
-        /// Of those, the pairs that differ only in a parent's nested array (rebuilt from the
-        /// children's own facts, so no answer depends on which observation is kept).
-        var twinPairsNestedOnly: Int
-        /// Observations of one version that differ in the object's own fields: anomalies, not
-        /// damage. The first learned is kept.
-        var anomalies: [SameVersionTwin]
-    }
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
@@ -59,7 +42,7 @@ struct VerifyCommand: AsyncParsableCommand {
             // Same-version twins: how the join decided them, and the ones that need a person.
             let history = CatalogHistory(events: facts)
             let twins = history.twinCounts()
-            let report = Report(ok: problems.isEmpty, segments: storage.segmentsChecked, batches: storage.batchesChecked,
+            let report = VerifyAnswer(ok: problems.isEmpty, segments: storage.segmentsChecked, batches: storage.batchesChecked,
                                 records: storage.recordsChecked, highestSequence: storage.highestSequence,
                                 eventsDecoded: decoded, problems: problems, twinPairs: twins.pairs,
                                 twinPairsNestedOnly: twins.nestedOnly, anomalies: history.sameVersionTwins())

@@ -1,0 +1,114 @@
+import CatalogModel
+import CatalogProjections
+
+/// What `catledger verify` found (bytes, chain, events and same-version twins), in the answers'
+/// JSON shape (Answers.swift).
+public struct VerifyAnswer: Sendable, Encodable {
+    public var ok: Bool
+    public var segments: Int
+    public var batches: Int
+    public var records: UInt64
+    public var highestSequence: UInt64?
+    public var eventsDecoded: Int
+    public var problems: [String]
+    /// (object, version) pairs observed more than once with different bytes.
+    public var twinPairs: Int
+    /// Of those, the pairs that differ only in a parent's nested array (rebuilt from the children's
+    /// own facts, so no answer depends on which observation is kept).
+    public var twinPairsNestedOnly: Int
+    /// Observations of one version that differ in the object's own fields: anomalies, not damage.
+    /// The first learned is kept.
+    public var anomalies: [SameVersionTwin]
+
+    public init(ok: Bool, segments: Int, batches: Int, records: UInt64, highestSequence: UInt64?, eventsDecoded: Int,
+                problems: [String], twinPairs: Int, twinPairsNestedOnly: Int, anomalies: [SameVersionTwin]) {
+        self.ok = ok
+        self.segments = segments
+        self.batches = batches
+        self.records = records
+        self.highestSequence = highestSequence
+        self.eventsDecoded = eventsDecoded
+        self.problems = problems
+        self.twinPairs = twinPairs
+        self.twinPairsNestedOnly = twinPairsNestedOnly
+        self.anomalies = anomalies
+    }
+
+    struct Anomaly: Encodable {
+        var objectID: String
+        var objectType: String
+        var version: Int64
+        var keptSequence: UInt64
+        var otherSequence: UInt64
+        var differences: [FieldChangeJSON]
+
+        enum CodingKeys: String, CodingKey {
+            case version, differences
+            case objectID = "object_id"
+            case objectType = "object_type"
+            case keptSequence = "kept_sequence"
+            case otherSequence = "other_sequence"
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case ok, segments, batches, records, problems, anomalies
+        case highestSequence = "highest_sequence"
+        case eventsDecoded = "events_decoded"
+        case twinPairs = "twin_pairs"
+        case twinPairsNestedOnly = "twin_pairs_nested_only"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(AnswerSchema.version, forKey: .schemaVersion)
+        try container.encode(ok, forKey: .ok)
+        try container.encode(segments, forKey: .segments)
+        try container.encode(batches, forKey: .batches)
+        try container.encode(records, forKey: .records)
+        try container.encodeIfPresent(highestSequence, forKey: .highestSequence)
+        try container.encode(eventsDecoded, forKey: .eventsDecoded)
+        try container.encode(problems, forKey: .problems)
+        try container.encode(twinPairs, forKey: .twinPairs)
+        try container.encode(twinPairsNestedOnly, forKey: .twinPairsNestedOnly)
+        try container.encode(anomalies.map { twin in
+            Anomaly(objectID: twin.objectID.rawValue, objectType: twin.objectType.rawValue, version: twin.version,
+                    keptSequence: twin.keptSequence, otherSequence: twin.otherSequence,
+                    differences: twin.differences.map(FieldChangeJSON.init))
+        }, forKey: .anomalies)
+    }
+}
+
+/// What `catledger replay` wrote: the file, the point in both clocks, and what it holds, in the
+/// answers' JSON shape (the times RFC 3339 in UTC with their nanoseconds).
+public struct ReplayAnswer: Sendable, Encodable {
+    public var summary: ReplaySummary
+
+    public init(_ summary: ReplaySummary) { self.summary = summary }
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case path, objects, conflicts
+        case at, atNs = "at_ns"
+        case asKnownAt = "as_known_at", asKnownAtNs = "as_known_at_ns"
+        case throughSequence = "through_sequence"
+        case liveObjects = "live_objects"
+        case priceHistoryRows = "price_history_rows"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(AnswerSchema.version, forKey: .schemaVersion)
+        try container.encode(summary.path, forKey: .path)
+        try container.encodeIfPresent(summary.squareTimeMax.map(AnswerTime.square), forKey: .at)
+        try container.encodeIfPresent(summary.squareTimeMax, forKey: .atNs)
+        try container.encodeIfPresent(summary.ledgerTimeMax.map(AnswerTime.ledger), forKey: .asKnownAt)
+        try container.encodeIfPresent(summary.ledgerTimeMax, forKey: .asKnownAtNs)
+        try container.encodeIfPresent(summary.throughSequence, forKey: .throughSequence)
+        try container.encode(summary.objects, forKey: .objects)
+        try container.encode(summary.liveObjects, forKey: .liveObjects)
+        try container.encode(summary.priceHistoryRows, forKey: .priceHistoryRows)
+        try container.encode(summary.conflicts, forKey: .conflicts)
+    }
+}

@@ -13,6 +13,66 @@ struct CLIMannersTests {
         #expect(result.standardOutput.hasPrefix("catledger "), "\(result.standardOutput)")
     }
 
+    /// The verbs that read a ledger: their examples run on the sample as they are written.
+    static let readVerbs: Set<String> = ["stats", "show", "history", "prices", "diff", "items", "categories", "locations",
+                                         "search", "conflicts", "diagnose", "stock", "verify"]
+
+    /// Every verb `catledger --help` lists ends its own `--help` with examples of itself, and each
+    /// example of a read command that is one command (no pipe, redirection or `--db` file) runs on
+    /// the sample and exits 0.
+    @Test func everyHelpEndsWithExamplesThatRun() throws {
+        let overview = try CatLedgerProcess.run(["--help"]).standardOutput
+        let listed = overview.components(separatedBy: "SUBCOMMANDS:").last ?? ""
+        let verbs = listed.split(separator: "\n").compactMap { line -> String? in
+            guard line.hasPrefix("  "), !line.hasPrefix("   "), let word = line.split(separator: " ").first,
+                  word.allSatisfy({ $0.isLowercase || $0 == "-" }) else { return nil }
+            return String(word)
+        }
+        #expect(verbs.count > 25, "\(verbs)")
+        for verb in verbs {
+            let help = try CatLedgerProcess.run([verb, "--help"]).standardOutput
+            guard let start = help.range(of: "\nExamples:\n") else {
+                Issue.record("`catledger \(verb) --help` has no examples"); continue
+            }
+            let block = help[start.upperBound...].components(separatedBy: "\n\n")[0]
+            let examples = block.replacingOccurrences(of: " \\\n", with: " ").split(separator: "\n")
+                .map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(examples.contains { $0.contains("catledger \(verb)") }, "`catledger \(verb) --help` examples: \(examples)")
+            guard Self.readVerbs.contains(verb) else { continue }
+            for example in examples where !["&&", "||", ">", "|", "--db"].contains(where: example.contains) {
+                let words = Self.words(example.components(separatedBy: " #")[0])
+                guard words.first == "catledger" else { continue }
+                let result = try CatLedgerProcess.run(Array(words.dropFirst()) + ["--data-dir", CLIGoldenTests.ledger])
+                #expect(result.status == 0, "`\(example)` on the sample: \(result.standardError)")
+            }
+        }
+    }
+
+    /// A command line split into words as a shell does for plain words and quoted ones.
+    static func words(_ line: String) -> [String] {
+        var words: [String] = []
+        var word = ""
+        var quote: Character?
+        var inWord = false
+        for character in line {
+            if let open = quote {
+                if character == open { quote = nil } else { word.append(character) }
+            } else if character == "\"" || character == "'" {
+                quote = character
+                inWord = true
+            } else if character == " " {
+                if inWord { words.append(word) }
+                word = ""
+                inWord = false
+            } else {
+                word.append(character)
+                inWord = true
+            }
+        }
+        if inWord { words.append(word) }
+        return words
+    }
+
     @Test func aMistypedVerbGetsDidYouMean() throws {
         let result = try CatLedgerProcess.run(["histroy", "X", "--data-dir", CLIGoldenTests.ledger])
         #expect(result.status == 64)

@@ -16,6 +16,11 @@ struct CheckReplayCommand: AsyncParsableCommand {
         object, nested arrays included, with Square's answer for the version in force at that time. It prints
         the matches, every mismatch with its field differences, objects the ledger never saw and objects only
         the ledger has. Exits 0 when everything matches and 1 otherwise.
+
+        Examples:
+          catledger check-replay --at "2026-10-15 12:00" --sample 50 \\
+              --square-base-url http://127.0.0.1:8081
+          catledger check-replay --at 2026-10-05 --as-known-at 2026-10-06 --json
         """)
 
     @OptionGroup var global: GlobalOptions

@@ -21,6 +21,11 @@ struct CompactCommand: AsyncParsableCommand {
         any object a rejected edit named, and it keeps price history as retained price-history records unless \
         --drop-price-history is given. As-of answers, diagnoses and price history at or after the horizon stay \
         identical (docs/DESIGN.md, "Compaction and retention").
+
+        Examples:
+          catledger seal && catledger compact
+          catledger compact --dry-run
+          catledger compact --retain 90d --json
         """
     )
 

@@ -83,7 +83,13 @@ struct ConflictsCommand: AsyncParsableCommand {
 struct DiagnoseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diagnose",
-        abstract: "Explain a rejected upsert: which object was stale, what moved it on, which trap it was, and the fix.")
+        abstract: "Explain a rejected upsert: which object was stale, what moved it on, which trap it was, and the fix.",
+        discussion: """
+        Examples:
+          catledger diagnose edit-0004
+          catledger diagnose 272 --tz Europe/Paris
+          catledger diagnose edit-0004 --json
+        """)
 
     @OptionGroup var global: GlobalOptions
 

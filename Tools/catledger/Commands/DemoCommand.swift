@@ -14,7 +14,12 @@ import SquareWire
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Import the bundled 45-day cafe history into a new ledger and take a guided tour.")
+        abstract: "Import the bundled 45-day cafe history into a new ledger and take a guided tour.",
+        discussion: """
+        Examples:
+          catledger demo --data-dir demo-ledger
+          catledger demo --data-dir demo-ledger --tz Europe/Paris
+        """)
 
     @OptionGroup var global: GlobalOptions
 

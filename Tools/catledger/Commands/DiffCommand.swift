@@ -5,7 +5,14 @@ import LedgerQueries
 
 struct DiffCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "diff", abstract: "What changed in the catalog between two Square times: created, changed (field by field), deleted.")
+        commandName: "diff", abstract: "What changed in the catalog between two Square times: created, changed (field by field), deleted.",
+        discussion: """
+        Examples:
+          catledger diff --from "last month" --to "last week"
+          catledger diff --from 2026-10-02 --to 2026-11-08 --category Coffee \\
+              --prices-only
+          catledger diff --from 2026-11-01 --type ITEM_VARIATION --json
+        """)
 
     @OptionGroup var global: GlobalOptions
 

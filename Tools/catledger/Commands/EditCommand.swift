@@ -29,6 +29,14 @@ struct EditCommand: AsyncParsableCommand {
         outcome again (the same exit code) without a request to Square; one whose outcome is missing (Square \
         was unreachable) is sent again with the same key. A key already used for a different edit (another \
         object, change, actor or device) is refused with exit code 64 before anything is sent.
+
+        Examples:
+          catledger edit NOBY45VOG5MZYXNO26GNKVU5 --price 4.50 --merchant \\
+              ML8CAFE0SIM01
+          catledger edit NOBY45VOG5MZYXNO26GNKVU5 --price 4.75 --location \\
+              LCAFEHARBOR02 --merchant ML8CAFE0SIM01
+          catledger edit S6SQXTR5QV7U6AGTCQVV4GWP --changes '{"name":"Croissants"}' \\
+              --merchant ML8CAFE0SIM01
         """)
 
     @OptionGroup var global: GlobalOptions

@@ -8,7 +8,13 @@ struct ImportCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Import recordings (JSON Lines of Square responses, webhook deliveries and edits) into the ledger.",
-        discussion: "Every line is checked before anything is written. Re-importing a file appends nothing new.")
+        discussion: """
+        Every line is checked before anything is written. Re-importing a file appends nothing new.
+
+        Examples:
+          catledger import data-samples/cafe/cafe-history.jsonl --data-dir ledger
+          catledger import day1.jsonl day2.jsonl --merchant ML8CAFE0SIM01 --durable
+        """)
 
     @OptionGroup var global: GlobalOptions
 

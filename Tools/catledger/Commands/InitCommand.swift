@@ -2,7 +2,15 @@ import ArgumentParser
 import CatalogLedger
 
 struct InitCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "init", abstract: "Create an empty ledger in --data-dir.")
+    static let configuration = CommandConfiguration(
+        commandName: "init",
+        abstract: "Create an empty ledger in --data-dir.",
+        discussion: """
+        Examples:
+          catledger init --data-dir ledger
+          catledger init --data-dir ledger && catledger import \\
+              data-samples/cafe/cafe-history.jsonl --data-dir ledger
+        """)
 
     @OptionGroup var global: GlobalOptions
 

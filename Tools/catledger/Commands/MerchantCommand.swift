@@ -19,6 +19,12 @@ struct MerchantCommand: AsyncParsableCommand {
         files of mode 0600 or from the environment, never from the command line. Removing a merchant keeps its \
         ledger (DATA_DIR/<merchant-id>) unless --purge is given with --confirm. `serve` reads the registry when it \
         starts.
+
+        Examples:
+          catledger merchant add MLSELLER2 --access-token-file seller2.token \\
+              --data-dir ledgers
+          catledger merchant list --data-dir ledgers
+          catledger merchant pause MLSELLER2 --data-dir ledgers
         """,
         subcommands: [Add.self, List.self, Pause.self, Resume.self, Remove.self])
 

@@ -16,7 +16,8 @@ struct PricesCommand: AsyncParsableCommand {
           catledger prices CDACBVH7G3LMUXI6US6IH3I5 --chart
           catledger prices --all --since "last week" --format csv > repriced.csv
           catledger prices --all --since 2026-11-01 --until 2026-11-08
-          catledger prices --all --since "last month" --category Coffee --location LCAFEHARBOR02
+          catledger prices --all --since "last month" --category Coffee --location \\
+              LCAFEHARBOR02
         """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case table, json, csv }

@@ -29,7 +29,14 @@ struct SearchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "search",
         abstract: "Fuzzy, ranked search over item and variation names, SKUs, UPCs, categories and descriptions.",
-        discussion: "Typos, partial words and accents are forgiven; an exact SKU or barcode comes first.")
+        discussion: """
+        Typos, partial words and accents are forgiven; an exact SKU or barcode comes first.
+
+        Examples:
+          catledger search "cofee mugg"
+          catledger search PAS-021-2 --json
+          catledger search latte --db past.sqlite --limit 3
+        """)
 
     @OptionGroup var global: GlobalOptions
 
@@ -84,6 +91,12 @@ struct ReplayCommand: AsyncParsableCommand {
         The commands that answer from a projection read it with --db FILE (\(VerbLine.projectionCommands)), so the \
         past can be queried like the present; history, prices ID, diff, show and diagnose read the log and take \
         --at/--as-known-at instead.
+
+        Examples:
+          catledger replay --at 2026-10-05 --out past.sqlite && catledger search \\
+              latte --db past.sqlite
+          catledger replay --at "last week" --as-known-at "last week" --out \\
+              then.sqlite --json
         """)
 
     @OptionGroup var global: GlobalOptions
@@ -122,6 +135,9 @@ struct RebuildCommand: AsyncParsableCommand {
         discussion: """
         Takes the ledger's writer lock for the whole rebuild: a running `catledger serve` reads the projection it \
         would swap, so the command refuses (lock_held, exit 6) while a server or another writer holds the ledger.
+
+        Examples:
+          catledger rebuild --data-dir ledger
         """)
 
     @OptionGroup var global: GlobalOptions

@@ -15,6 +15,10 @@ struct RepairCommand: AsyncParsableCommand {
         lost from this ledger: keep a copy of the data directory, or re-import / re-sync them afterwards. Needs \
         the writer lock (stop `catledger serve` first). Exits 0 when the log is sound or was repaired, 5 when \
         damage remains after the cut.
+
+        Examples:
+          catledger verify || catledger repair
+          catledger repair --confirm
         """)
 
     @OptionGroup var global: GlobalOptions

@@ -15,7 +15,8 @@ struct SealCommand: AsyncParsableCommand {
 
         Examples:
           catledger seal --data-dir demo-ledger
-          catledger seal --data-dir demo-ledger && catledger compact --data-dir demo-ledger
+          catledger seal --data-dir demo-ledger && catledger compact --data-dir \\
+              demo-ledger
         """)
 
     @OptionGroup var global: GlobalOptions

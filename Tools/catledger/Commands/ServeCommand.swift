@@ -22,6 +22,13 @@ struct ServeCommand: AsyncParsableCommand {
         ledger is compacted each night at that local time while the server keeps serving (a run never overlaps
         another; outcomes go to the log and /metrics); --compact-retain 90d adds retention to those runs (see \
         `catledger compact --help`). SIGTERM or SIGINT shut down gracefully.
+
+        Examples:
+          SQUARE_ACCESS_TOKEN=sim catledger serve --data-dir ledgers \\
+              --merchant ML8CAFE0SIM01 --square-base-url http://127.0.0.1:8081 \\
+              --signature-key simulator-signature-key \\
+              --notification-url http://127.0.0.1:8080/webhooks/square
+          catledger serve --data-dir ledgers --merchant ML8CAFE0SIM01 --offline
         """)
 
     @OptionGroup var global: GlobalOptions

@@ -7,7 +7,13 @@ import Foundation
 struct ShowCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
-        abstract: "An object as of now, as of a Square time (--at), as the ledger knew it (--as-known-at), or both.")
+        abstract: "An object as of now, as of a Square time (--at), as the ledger knew it (--as-known-at), or both.",
+        discussion: """
+        Examples:
+          catledger show NOBY45VOG5MZYXNO26GNKVU5 --at "2026-10-15 12:00"
+          catledger show S6SQXTR5QV7U6AGTCQVV4GWP --at 2026-10-15 --as-known-at \\
+              2026-10-10 --json
+        """)
 
     @OptionGroup var global: GlobalOptions
 

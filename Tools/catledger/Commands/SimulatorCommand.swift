@@ -10,6 +10,10 @@ struct SimulatorCommand: AsyncParsableCommand {
         discussion: """
         Point `catledger sync/edit/serve` at it with --square-base-url http://HOST:PORT and any access token.
         With --webhook-url, catalog changes are delivered as signed catalog.version.updated notifications.
+
+        Examples:
+          catledger simulator --port 8081 --webhook-url \\
+              http://127.0.0.1:8080/webhooks/square --device-edit-seconds 5
         """)
 
     @OptionGroup var global: GlobalOptions

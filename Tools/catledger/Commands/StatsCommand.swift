@@ -6,7 +6,12 @@ import Foundation
 
 struct StatsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "stats", abstract: "What the ledger holds: events by kind and source, objects by type, time span, size.")
+        commandName: "stats", abstract: "What the ledger holds: events by kind and source, objects by type, time span, size.",
+        discussion: """
+        Examples:
+          catledger stats
+          catledger stats --json
+        """)
 
     @OptionGroup var global: GlobalOptions
 

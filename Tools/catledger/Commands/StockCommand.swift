@@ -15,7 +15,7 @@ struct StockCommand: AsyncParsableCommand {
 
         Examples:
           catledger stock CDACBVH7G3LMUXI6US6IH3I5
-          catledger stock PSQ7LNM54BXSYRVYWWQVRFVK --json     # an item: all its variations
+          catledger stock PSQ7LNM54BXSYRVYWWQVRFVK --json   # an item: its variations
         """)
 
     @OptionGroup var global: GlobalOptions

@@ -43,6 +43,12 @@ struct SyncCommand: AsyncParsableCommand {
         An incremental sync searches from the latest_time stored by the last completed sync (begin_time is
         exclusive). The watermark moves only when every page is in the ledger, so an interrupted sync is
         simply run again: versions already recorded are recognised and not stored twice.
+
+        Examples:
+          catledger sync --merchant ML8CAFE0SIM01 --square-base-url \\
+              http://127.0.0.1:8081
+          catledger sync --full --merchant ML8CAFE0SIM01 --square-token-file \\
+              square.token
         """)
 
     @OptionGroup var global: GlobalOptions

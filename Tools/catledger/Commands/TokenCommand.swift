@@ -13,6 +13,12 @@ struct TokenCommand: AsyncParsableCommand {
         digest: the secret is printed once, by `create`, and cannot be shown again. Scopes: read (the read API), \
         edit (POST .../edits), report (POST .../reports), sync (POST .../sync), metrics (GET /metrics), admin \
         (everything, every merchant). A running server sees a new or revoked token at its next request.
+
+        Examples:
+          catledger token create --data-dir ledgers --merchant ML8CAFE0SIM01 --scope \\
+              read,edit --name "backroom iPad"
+          catledger token list --data-dir ledgers
+          catledger token revoke --data-dir ledgers ID
         """,
         subcommands: [Create.self, List.self, Revoke.self])
 

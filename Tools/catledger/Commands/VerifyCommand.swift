@@ -12,6 +12,10 @@ struct VerifyCommand: AsyncParsableCommand {
         Exits 0 when the ledger is sound and 5 when anything is wrong, listing every problem with its location. \
         The outcome is recorded in <data-dir>/verification.json: while it says the ledger failed, `show`, `search` \
         and the server's /healthz and /metrics say so.
+
+        Examples:
+          catledger verify
+          catledger verify --json
         """
     )
 

@@ -74,16 +74,13 @@ struct DemoCommand: AsyncParsableCommand {
             if let last = stats.lastRecordedAt {
                 let past = last - 21 * 86_400 * 1_000_000_000
                 let before = try queries.reader.state(asOf: AsOf(squareTimeMax: past)).state
-                let diff = try queries.diff(from: AsOf(squareTimeMax: past), to: .latest)
+                let answer = try queries.diff(from: AsOf(squareTimeMax: past), to: .latest, filter: DiffFilter())
+                let diff = answer.diff
                 print("$ catledger diff --from \(RFC3339.format(nanoseconds: past).prefix(19))Z\n")
                 print("Then: \(before.liveObjects.count) live objects. Since then: \(diff.created.count) created, " +
                       "\(diff.changed.count) changed, \(diff.deleted.count) deleted. A few of the changes:")
                 for change in diff.changed.prefix(4) {
-                    let name = now.object(change.objectID)?.name ?? change.objectID.rawValue
-                    print("  ~ \(change.objectType.rawValue) \(name) v\(change.versionBefore) -> v\(change.versionAfter)")
-                    for field in change.changes.prefix(2) {
-                        print("      \(field.path): \(field.shownBefore ?? "(absent)") -> \(field.shownAfter ?? "(absent)")")
-                    }
+                    print(DiffRendering.lines(change, names: answer.names, fields: 2).map { "  " + $0 }.joined(separator: "\n"))
                 }
                 // One item as of then: its variations as they were then. An item's version does not move when
                 // only a variation changes, and every later read of the item carries today's variations, so

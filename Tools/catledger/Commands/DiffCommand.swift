@@ -62,10 +62,16 @@ struct DiffCommand: AsyncParsableCommand {
             print("\(diff.created.count) created, \(diff.changed.count) changed, \(diff.deleted.count) deleted")
             for id in diff.created { print(Terminal.colour("+ \(names.labelled(id))", "32")) }
             for id in diff.deleted { print(Terminal.colour("- \(names.labelled(id))", "31")) }
-            for change in diff.changed {
-                print(Terminal.colour("~ \(change.objectType.rawValue) \(names.labelled(change.objectID)) v\(change.versionBefore) -> v\(change.versionAfter)", "33"))
-                for field in change.changes { print("    \(field.path): \(field.shownBefore ?? "(absent)") -> \(field.shownAfter ?? "(absent)")") }
-            }
+            for change in diff.changed { print(DiffRendering.lines(change, names: names).joined(separator: "\n")) }
         }
+    }
+}
+
+enum DiffRendering {
+    /// One changed object: its type, name and id, versions, then each field's change (at most
+    /// `fields`), as `catledger diff` and the demo print it.
+    static func lines(_ change: CatalogTimeDiff.Change, names: CatalogNames, fields: Int = .max) -> [String] {
+        [Terminal.colour("~ \(change.objectType.rawValue) \(names.labelled(change.objectID)) v\(change.versionBefore) -> v\(change.versionAfter)", "33")]
+            + change.changes.prefix(fields).map { "    \($0.path): \($0.shownBefore ?? "(absent)") -> \($0.shownAfter ?? "(absent)")" }
     }
 }

@@ -132,6 +132,26 @@ struct CLIMannersTests {
         #expect(result.standardError.contains("has no unit") && result.standardError.contains("90d"), "\(result.standardError)")
     }
 
+    /// The demo's tour as a new user sees it: names beside ids, times in --tz, and it ends with a
+    /// seal and a compaction that shows the bytes before and after.
+    @Test func theDemoTourReadsWellAndEndsWithACompaction() throws {
+        let path = Scratch.path("demo")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let result = try CatLedgerProcess.run(["demo", "--data-dir", path, "--tz", "Europe/Paris"])
+        #expect(result.status == 0, "\(result.standardError)")
+        let tour = result.standardOutput
+        #expect(tour.contains("$ catledger seal && catledger compact"))
+        let compaction = try #require(tour.range(of: #"compacted \d+ run\(s\): \d+ -> \d+ bytes"#, options: .regularExpression),
+                                      "no bytes before and after in \(tour)")
+        let bytes = tour[compaction].split(separator: " ").compactMap { Int($0) }
+        #expect(bytes.count == 3 && bytes[1] > bytes[2], "the compaction makes the log smaller: \(tour[compaction])")
+        // (Patterns, not the sample's names: the sample grows.)
+        #expect(tour.range(of: #"~ ITEM_VARIATION [^\n\[]+ \([^\n\[]+\) \[[A-Z0-9]{24}\] v"#, options: .regularExpression) != nil,
+                "a diff line names a variation with its item and id: \(tour)")
+        #expect(tour.range(of: #"another writer moved [^\n]+ \[[A-Z0-9]{24}\] to version \d+ at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d \+0[12]:00"#,
+                           options: .regularExpression) != nil, "the diagnosis names the object and shows Square's time in --tz: \(tour)")
+    }
+
     @Test func sealLetsCompactionRunOnASmallLedger() throws {
         let path = try CLIErrorTests.ledgerCopy()
         defer { try? FileManager.default.removeItem(atPath: path) }

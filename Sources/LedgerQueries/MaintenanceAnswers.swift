@@ -1,3 +1,4 @@
+import CatalogLedger
 import CatalogModel
 import CatalogProjections
 
@@ -110,5 +111,69 @@ public struct ReplayAnswer: Sendable, Encodable {
         try container.encode(summary.liveObjects, forKey: .liveObjects)
         try container.encode(summary.priceHistoryRows, forKey: .priceHistoryRows)
         try container.encode(summary.conflicts, forKey: .conflicts)
+    }
+}
+
+/// What `catledger compact` did (or would do, `dry_run`), in the answers' JSON shape: bytes before
+/// and after, events dropped by rule, the compaction markers and snapshots written, and retention
+/// (its horizon, a ledger time, RFC 3339 in UTC with `_ns`).
+public struct CompactionAnswer: Sendable, Encodable {
+    public var report: LedgerCompactionReport
+
+    public init(_ report: LedgerCompactionReport) { self.report = report }
+
+    /// Events dropped, by rule (`duplicate-observation`, `superseded-sync-bookkeeping`, `retention`).
+    public var eventsDropped: [String: Int] {
+        Dictionary(uniqueKeysWithValues: report.droppedByReason.map { ($0.key.rawValue, $0.value) })
+    }
+
+    struct Retention: Encodable {
+        var report: RetentionReport
+
+        enum CodingKeys: String, CodingKey {
+            case horizon, horizonNs = "horizon_ns"
+            case objectsThinned = "objects_thinned"
+            case objectsProtected = "objects_protected"
+            case priceRecordsPlanned = "price_records_planned"
+            case priceRecordsAppended = "price_records_appended"
+            case priceHistoryDropped = "price_history_dropped"
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(AnswerTime.ledger(report.horizon), forKey: .horizon)
+            try container.encode(report.horizon, forKey: .horizonNs)
+            try container.encode(report.objectsThinned, forKey: .objectsThinned)
+            try container.encode(report.objectsProtected, forKey: .objectsProtected)
+            try container.encode(report.priceRecordsPlanned, forKey: .priceRecordsPlanned)
+            try container.encode(report.priceRecordsAppended, forKey: .priceRecordsAppended)
+            try container.encode(report.priceHistoryDropped, forKey: .priceHistoryDropped)
+        }
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case schemaVersion = "schema_version"
+        case runs, retention
+        case dryRun = "dry_run"
+        case bytesBefore = "bytes_before"
+        case bytesAfter = "bytes_after"
+        case eventsDropped = "events_dropped"
+        case markerSequences = "marker_sequences"
+        case snapshotSequences = "snapshot_sequences"
+        case durationSeconds = "duration_seconds"
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(AnswerSchema.version, forKey: .schemaVersion)
+        try container.encode(report.dryRun, forKey: .dryRun)
+        try container.encode(report.runs.count, forKey: .runs)
+        try container.encode(report.bytesBefore, forKey: .bytesBefore)
+        try container.encode(report.bytesAfter, forKey: .bytesAfter)
+        try container.encode(eventsDropped, forKey: .eventsDropped)
+        try container.encode(report.markerSequences, forKey: .markerSequences)
+        try container.encode(report.snapshotSequences, forKey: .snapshotSequences)
+        try container.encode(Double(report.durationNanoseconds) / 1e9, forKey: .durationSeconds)
+        try container.encodeIfPresent(report.retention.map(Retention.init), forKey: .retention)
     }
 }

@@ -42,12 +42,16 @@ struct CLIRetentionTests {
         let result = try CatLedgerProcess.run(["compact", "--retain", "1d", "--json", "--data-dir", path])
         #expect(result.status == 0, "\(result.standardError)")
         struct Report: Decodable {
-            struct Retention: Decodable { var objectsThinned: Int; var priceRecordsAppended: Int }
+            struct Retention: Decodable { var objectsThinned: Int; var priceRecordsAppended: Int; var horizon: String }
+            var schemaVersion: Int
             var eventsDropped: [String: Int]
             var retention: Retention?
         }
-        let dryReport = try JSONDecoder().decode(Report.self, from: Data(dry.standardOutput.utf8))
-        let report = try JSONDecoder().decode(Report.self, from: Data(result.standardOutput.utf8))
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let dryReport = try decoder.decode(Report.self, from: Data(dry.standardOutput.utf8))
+        let report = try decoder.decode(Report.self, from: Data(result.standardOutput.utf8))
+        #expect(report.schemaVersion == 1 && report.retention?.horizon.hasSuffix("Z") == true, "\(result.standardOutput)")
         #expect((report.eventsDropped["retention"] ?? 0) > 0, "\(result.standardOutput)")
         #expect(dryReport.eventsDropped["retention"] == report.eventsDropped["retention"], "the dry run predicts the drops")
         #expect((report.retention?.objectsThinned ?? 0) > 0 && (report.retention?.priceRecordsAppended ?? 0) > 0)

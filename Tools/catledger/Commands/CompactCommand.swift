@@ -2,6 +2,7 @@ import ArgumentParser
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerQueries
 import LedgerStorage
 import SquareWire
 
@@ -49,18 +50,6 @@ struct CompactCommand: AsyncParsableCommand {
     @Flag(name: .customLong("drop-price-history"), help: "With --retain: do not keep the price history of the dropped observations.")
     var dropPriceHistory = false
 
-    struct Report: Encodable {
-        var dryRun: Bool
-        var runs: Int
-        var bytesBefore: UInt64
-        var bytesAfter: UInt64
-        var eventsDropped: [String: Int]
-        var markerSequences: [UInt64]
-        var snapshotSequences: [UInt64]
-        var durationSeconds: Double
-        var retention: RetentionReport?
-    }
-
     func validate() throws {
         guard segmentsPerRun >= 1 else { throw ValidationError("--segments-per-run must be at least 1") }
         if dropPriceHistory && retain == nil {
@@ -87,29 +76,26 @@ struct CompactCommand: AsyncParsableCommand {
                 throw error
             }
             try await ledger.close()
-            let report = Report(
-                dryRun: dryRun, runs: result.runs.count, bytesBefore: result.bytesBefore, bytesAfter: result.bytesAfter,
-                eventsDropped: Dictionary(uniqueKeysWithValues: result.droppedByReason.map { ($0.key.rawValue, $0.value) }),
-                markerSequences: result.markerSequences, snapshotSequences: result.snapshotSequences, durationSeconds: Double(result.durationNanoseconds) / 1e9,
-                retention: result.retention)
+            let answer = CompactionAnswer(result)
             if global.json {
-                try printJSON(report)
+                try printJSON(answer)
                 return
             }
+            let time = try global.timeDisplay()
             if result.bytesExamined == 0 {
                 print("No sealed segment yet: compaction and retention work on sealed segments only (the active segment rolls at \(LogWriterOptions().segmentBytesMax >> 20) MiB or after a day), so nothing \(dryRun ? "would change" : "changed"). `catledger seal` seals it now.")
             }
             let verb = dryRun ? "Would compact" : "Compacted"
-            print("\(verb) \(report.runs) run(s): \(report.bytesBefore) -> \(report.bytesAfter) bytes in \(String(format: "%.2f", report.durationSeconds)) s.")
-            if report.eventsDropped.isEmpty {
+            print("\(verb) \(result.runs.count) run(s): \(result.bytesBefore) -> \(result.bytesAfter) bytes in \(String(format: "%.2f", Double(result.durationNanoseconds) / 1e9)) s.")
+            if answer.eventsDropped.isEmpty {
                 print("No event \(dryRun ? "would be" : "was") dropped.")
             } else {
-                for (reason, count) in report.eventsDropped.sorted(by: { $0.key < $1.key }) {
+                for (reason, count) in answer.eventsDropped.sorted(by: { $0.key < $1.key }) {
                     print("  \(reason): \(count) event(s) \(dryRun ? "would be " : "")dropped")
                 }
             }
-            if let retention = report.retention {
-                let horizonText = RFC3339.format(nanoseconds: retention.horizon)
+            if let retention = result.retention {
+                let horizonText = time.ledger(retention.horizon)
                 print("Retention at \(horizonText): \(retention.objectsThinned) object(s) \(dryRun ? "would lose" : "lost") older observations, \(retention.objectsProtected) kept whole (named by rejected edits).")
                 if retention.priceHistoryDropped {
                     print("  Price history of the dropped observations was not kept (--drop-price-history).")
@@ -117,11 +103,11 @@ struct CompactCommand: AsyncParsableCommand {
                     print("  Retained price-history records: \(retention.priceRecordsPlanned) needed, \(retention.priceRecordsAppended) appended.")
                 }
             }
-            if !report.markerSequences.isEmpty {
-                print("Compaction markers at sequence(s) \(report.markerSequences.map(String.init).joined(separator: ", ")).")
+            if !result.markerSequences.isEmpty {
+                print("Compaction markers at sequence(s) \(result.markerSequences.map(String.init).joined(separator: ", ")).")
             }
-            if !report.snapshotSequences.isEmpty {
-                print("Snapshots written at sequence(s) \(report.snapshotSequences.map(String.init).joined(separator: ", ")).")
+            if !result.snapshotSequences.isEmpty {
+                print("Snapshots written at sequence(s) \(result.snapshotSequences.map(String.init).joined(separator: ", ")).")
             }
         }
     }

@@ -205,6 +205,7 @@ let package = Package(
                 "CatalogModel",
                 "LedgerQueries",
                 "LedgerPages",
+                "LedgerStorage",
                 "CatalogProjections",
                 "SquareAPI",
                 "SquareWire",

@@ -64,6 +64,9 @@ public struct LedgerServerConfiguration: Sendable {
     /// A merchant nobody used for this long is closed (its ledger, follower and sync runner), and
     /// opened again on its next use; nil: merchants stay open until the server stops.
     public var merchantIdleClose: Duration?
+    /// The merchants' ledgers commit on this many shared I/O threads (`LogIOPool`), so an open ledger
+    /// owns no thread; nil: each open ledger has threads of its own (faster for one busy ledger).
+    public var ioThreads: Int?
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,
@@ -74,7 +77,7 @@ public struct LedgerServerConfiguration: Sendable {
                 projectionReadWait: Duration = .seconds(5), compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true),
                 insecureNoAuth: Bool = false, authFailuresMax: Int = 20, authFailureWindow: Duration = .seconds(60),
                 metricsListen: (host: String, port: Int)? = nil, syncSchedule: SyncSchedule = SyncSchedule(),
-                clock: ServerClock = .system, merchantIdleClose: Duration? = .seconds(600)) {
+                clock: ServerClock = .system, merchantIdleClose: Duration? = .seconds(600), ioThreads: Int? = nil) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
         precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host
@@ -103,5 +106,7 @@ public struct LedgerServerConfiguration: Sendable {
         self.syncSchedule = syncSchedule
         self.clock = clock
         self.merchantIdleClose = merchantIdleClose
+        precondition(ioThreads.map { $0 >= 1 } ?? true, "an I/O pool needs a thread")
+        self.ioThreads = ioThreads
     }
 }

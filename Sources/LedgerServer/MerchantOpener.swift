@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import CatalogProjections
 import Foundation
+import LedgerStorage
 import Logging
 import MerchantRegistry
 import SquareAPI
@@ -53,7 +54,9 @@ struct MerchantOpener: Sendable {
     func open(_ merchantID: MerchantID, health: SyncHealth) throws -> MerchantLedger {
         let id = merchantID.rawValue
         let root = URL(fileURLWithPath: configuration.dataRoot).appendingPathComponent(id).path
-        let ledger = try Ledger.open(layout: LedgerLayout(root: root), options: configuration.ledgerOptions, logger: logger)
+        var options = configuration.ledgerOptions
+        if let threads = configuration.ioThreads { options.storage.ioPool = LogIOPool.shared(threads: threads) }
+        let ledger = try Ledger.open(layout: LedgerLayout(root: root), options: options, logger: logger)
         do {
             return try assemble(merchantID, ledger: ledger, health: health)
         } catch {

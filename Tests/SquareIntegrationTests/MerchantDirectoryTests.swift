@@ -43,6 +43,7 @@ import Testing
         defer { Kit.cleanUp(root) }
         var configuration = ServerKit.configuration(root: root)
         configuration.merchantIdleClose = .milliseconds(200)
+        configuration.ioThreads = 2
         let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
         let supervisor = Self.supervise(service)
         do {
@@ -180,14 +181,14 @@ import Testing
         try await service.close()
     }
 
-    @Test("deliveries racing the idle close of their merchant are all recorded: opens never overlap closes")
+    @Test("deliveries racing the idle close of their merchant are all recorded: opens never overlap closes (ledgers on 2 shared I/O threads)")
     func usesRaceIdleCloses() async throws {
         let root = try Kit.temporaryDirectory()
         defer { Kit.cleanUp(root) }
         let merchants = ["MLRACE0", "MLRACE1", "MLRACE2"]
         var configuration = ServerKit.configuration(root: root, merchants: merchants)
         configuration.merchantIdleClose = .milliseconds(1)
-        configuration.ledgerOptions.storage.durability = .none
+        configuration.ioThreads = 2
         let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
         let supervisor = Task {
             try await MerchantSupervisor(directory: service.directory, tick: .milliseconds(1), logger: Kit.logger).run()

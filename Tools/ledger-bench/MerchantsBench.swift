@@ -23,6 +23,9 @@ struct MerchantsBench: ParsableCommand {
     @Flag(help: "Print the figures as one JSON object.")
     var json = false
 
+    @Option(help: "Shared I/O threads of the ledgers (serve's --io-threads; 0: threads of their own per ledger).")
+    var ioThreads = 8
+
     @Option(help: "Merchants in the registry.")
     var registered = 10_000
 
@@ -151,7 +154,7 @@ struct MerchantsBench: ParsableCommand {
         let started = ContinuousClock.now
         let service = try await LedgerService.open(configuration: LedgerServerConfiguration(
             port: 0, dataRoot: root.path, merchantIDs: [], signatureKeys: [Self.signatureKey],
-            notificationURL: Self.notificationURL, syncSchedule: .off), logger: logger)
+            notificationURL: Self.notificationURL, syncSchedule: .off, ioThreads: ioThreads == 0 ? nil : ioThreads), logger: logger)
         let server = try await LedgerServer.start(service: service, logger: logger)
         let startup = seconds(ContinuousClock.now - started)
         try await Task.sleep(for: .milliseconds(500))

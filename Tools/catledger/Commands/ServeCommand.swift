@@ -85,6 +85,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("idle-close"), help: ArgumentHelp("Close a merchant's ledger when nobody used it for this long (e.g. 10m, 30s; off: never); it opens again on its next webhook, request or scheduled sync.", valueName: "INTERVAL"))
     var idleClose = "10m"
 
+    @Option(name: .customLong("io-threads"), help: ArgumentHelp("Shared I/O threads the merchants' ledgers commit on, so an open ledger owns no thread (0: each open ledger has threads of its own, faster for one busy merchant).", valueName: "N"))
+    var ioThreads = 8
+
     @Option(name: .customLong("auth-failures-max"), help: ArgumentHelp("Failed authentications one client address may make within a minute before it is refused 429.", valueName: "N"))
     var authFailuresMax = 20
 
@@ -94,6 +97,9 @@ struct ServeCommand: AsyncParsableCommand {
     func validate() throws {
         if case .failure(let error) = SyncSchedule.parseInterval(reconcileEvery) {
             throw ValidationError("--reconcile-every: \(error)")
+        }
+        if ioThreads < 0 {
+            throw ValidationError("--io-threads takes 0 or more")
         }
         if authFailuresMax < 1 {
             throw ValidationError("--auth-failures-max must be at least 1")
@@ -150,7 +156,7 @@ struct ServeCommand: AsyncParsableCommand {
                 insecureNoAuth: insecureNoAuth, authFailuresMax: authFailuresMax, metricsListen: metricsListen.flatMap(Self.hostPort),
                 syncSchedule: SyncSchedule(catchUpAtStart: !noCatchUp,
                                            reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()),
-                merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get())
+                merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get(), ioThreads: ioThreads == 0 ? nil : ioThreads)
 
             let json = global.json
             do {

@@ -1,3 +1,4 @@
+import CatalogLedger
 import CatalogModel
 import SquareWire
 
@@ -14,6 +15,9 @@ public struct ExchangeMapper {
 
     private var runs: [String: OpenRun] = [:]
     public let defaultMerchant: MerchantID
+    /// The newest ListLocations answer the ledger holds (set by the caller from the ledger, kept by
+    /// the mapper as it maps answers): an answer that says the same becomes no event.
+    public var latestLocations: LocationsObservation?
 
     public init(defaultMerchant: MerchantID) { self.defaultMerchant = defaultMerchant }
 
@@ -87,6 +91,16 @@ public struct ExchangeMapper {
             return try squareResponse(exchange, endpoint: endpoint, status: status, body: body, followUp: followUpBody,
                                       merchant: merchant, state: state, location: location)
         }
+    }
+
+    /// The newest ListLocations answer `reader`'s ledger holds (a scan of the log), nil when none.
+    public static func latestLocations(in reader: LedgerReader) throws -> LocationsObservation? {
+        var cursor = try reader.events()
+        var latest: LocationsObservation?
+        while let event = try cursor.next() {
+            if case .locationsObserved(let observed) = event.body { latest = observed }
+        }
+        return latest
     }
 
     /// The endpoints of the writes whose responses show few or none of the objects they change,
@@ -251,6 +265,15 @@ public struct ExchangeMapper {
                 try itemWrite(endpoint: endpoint, response: body.response, requestBody: exchange.requestBody, key: key,
                               merchant: merchant, correlation: correlation, squareVersion: squareVersion)
             }
+        case "locations":
+            guard (200..<300).contains(status) else { return [] }
+            let answer = try Self.wrap(location) { try SquareLocationsResponse(body: body.bytes) }
+            let source: EventSource = exchange.correlationID.flatMap { runs[$0] }.map { $0.mode == .full ? .fullSync : .incrementalSync }
+                ?? .retrieve
+            let event = EventBuilder.locationsEvent(answer, merchantID: merchant, source: source, correlationID: correlation)
+            guard case .locationsObserved(let observed) = event.body, !observed.saysTheSame(as: latestLocations) else { return [] }
+            latestLocations = observed
+            return [event]
         default:
             throw IngestError.badSquareBody(context: location, reason: "unknown endpoint \"\(endpoint)\"")
         }

@@ -40,7 +40,7 @@ public struct RecordedExchange: Codable, Sendable, Equatable {
 
     // Square responses: `search`, `list`, `retrieve`, `batch-retrieve`, `upsert`, `batch-upsert`,
     // `delete`, `batch-delete`, `create-image`, `update-image`, `update-item-taxes`,
-    // `update-item-modifier-lists`. A write's response with an `idempotency_key` is an outcome
+    // `update-item-modifier-lists`; `locations` (ListLocations, recorded when the answer changed). A write's response with an `idempotency_key` is an outcome
     // (`writeAccepted` for the calls but upserts); `create-image` and the item toggles also carry
     // their `request_body`, which names the objects they moved.
     public var endpoint: String?

@@ -29,6 +29,9 @@ public struct CatalogNames: Sendable, Hashable {
     public private(set) var entries: [CatalogObjectID: Entry]
     /// Location id -> its name at the point (`LocationDirectory.names(asOf:)`).
     public var locations: [String: String] = [:]
+    /// Every recorded ListLocations answer, for a location's name at another moment than the
+    /// point (a price change's); nil when these names were not made from the ledger.
+    public var locationDirectory: LocationDirectory?
 
     public init() { entries = [:] }
 
@@ -115,6 +118,12 @@ public struct CatalogNames: Sendable, Hashable {
     /// A location's name, or its id when there is none.
     public func location(_ id: String) -> String { locations[id] ?? id }
 
+    /// A location's name as it was at `moment` (a row's own time: a price change's Square and ledger
+    /// time), from the recorded answers; the name at the point without them.
+    public func location(_ id: String, at moment: AsOf) -> String {
+        locationDirectory.flatMap { $0.names(asOf: moment)[id] } ?? location(id)
+    }
+
     /// "Harbor [LCAFEHARBOR02]": the location's name with its id; the id alone when it has no name.
     public func labelledLocation(_ id: String) -> String {
         locations[id].map { "\($0) [\(id)]" } ?? id
@@ -142,6 +151,7 @@ public struct CatalogNames: Sendable, Hashable {
         var merged = self
         merged.entries.merge(other.entries) { _, new in new }
         merged.locations.merge(other.locations) { _, new in new }
+        merged.locationDirectory = other.locationDirectory ?? locationDirectory
         return merged
     }
 }
@@ -153,7 +163,9 @@ extension LedgerQueries {
     /// Location names (every location the ledger learned) come with them, as of the same point.
     public func names(of ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) throws -> CatalogNames {
         let ids = Array(Set(ids))
-        let locations = CatalogNames(locations: try locationDirectory().names(asOf: point))
+        let directory = try locationDirectory()
+        var locations = CatalogNames(locations: directory.names(asOf: point))
+        locations.locationDirectory = directory
         guard !ids.isEmpty else { return locations }
         let first = try history(of: ids)
         let own = CatalogNames(history: first, ids: ids, asOf: point)

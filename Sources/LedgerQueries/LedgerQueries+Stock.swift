@@ -81,7 +81,7 @@ extension LedgerQueries {
         let names = try self.names(of: objects + [id])
         var rows = counts.map { count in
             StockAnswer.Row(kind: .count, objectID: count.objectID, name: names.display(count.objectID),
-                            locationID: count.locationID, locationName: names.location(count.locationID),
+                            locationID: count.locationID, locationName: names.location(count.locationID, at: AsOf(squareTimeMax: count.calculatedAt)),
                             state: count.state, quantity: count.quantity, soldOut: nil,
                             at: count.calculatedAt, sequence: count.sequence, source: "webhook \(InventoryCountUpdate.eventType)")
         }
@@ -91,7 +91,7 @@ extension LedgerQueries {
                 for change in version.changes {
                     guard let flip = Self.soldOutFlip(change) else { continue }
                     rows.append(StockAnswer.Row(kind: .soldOut, objectID: objectID, name: names.display(objectID),
-                                                locationID: flip.location, locationName: names.location(flip.location),
+                                                locationID: flip.location, locationName: names.location(flip.location, at: AsOf(squareTimeMax: version.updatedAtNanos)),
                                                 state: nil, quantity: nil, soldOut: flip.soldOut,
                                                 at: version.updatedAtNanos, sequence: version.firstSequence, source: version.source.word))
                 }

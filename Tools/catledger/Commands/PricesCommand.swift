@@ -167,18 +167,19 @@ enum PriceRendering {
                               alignments: [.left, .left, .left, .left, .right, .right, .right, .left, .left])
         for change in answer.changes {
             table.append([time.square(change.updatedAtNanos), time.ledger(change.firstRecordedAt),
-                          answer.names.display(change.objectID), scopeText(change.scope, answer.names),
+                          answer.names.display(change.objectID), scopeText(change, answer.names),
                           change.shownBefore ?? "-", change.shownAfter ?? "-", "\(change.version)",
                           change.source.description, change.objectID.rawValue])
         }
         return table.render()
     }
 
-    static func scopeText(_ scope: PriceScope, _ names: CatalogNames) -> String {
-        switch scope.kind {
+    static func scopeText(_ change: PriceChange, _ names: CatalogNames) -> String {
+        switch change.scope.kind {
         case .basePrice: "price"
         case .pricingType: "pricing type"
-        case .locationPrice: "price at " + names.labelledLocation(scope.locationID?.rawValue ?? "?")
+        case .locationPrice:
+            "price at " + (change.scope.locationID.map { "\(names.location($0.rawValue, at: change.moment)) [\($0.rawValue)]" } ?? "?")
         }
     }
 

@@ -38,6 +38,7 @@ ENDPOINT_MODELS = [
     ("POST", r"^/v2/catalog/update-item-taxes$", "update_item_taxes_response.UpdateItemTaxesResponse"),
     ("POST", r"^/v2/catalog/update-item-modifier-lists$",
      "update_item_modifier_lists_response.UpdateItemModifierListsResponse"),
+    ("GET", r"^/v2/locations$", "list_locations_response.ListLocationsResponse"),
 ]
 
 WEBHOOK_MODELS = {

@@ -57,7 +57,7 @@ struct DiffCommand: AsyncParsableCommand {
             for id in diff.deleted { print(Terminal.colour("- \(names.labelled(id))", "31")) }
             for change in diff.changed {
                 print(Terminal.colour("~ \(change.objectType.rawValue) \(names.labelled(change.objectID)) v\(change.versionBefore) -> v\(change.versionAfter)", "33"))
-                for field in change.changes { print("    \(field.path): \(field.shownBefore ?? "(absent)") -> \(field.shownAfter ?? "(absent)")") }
+                for field in change.changes { print("    \(names.shownPath(field.path)): \(field.shownBefore ?? "(absent)") -> \(field.shownAfter ?? "(absent)")") }
             }
         }
     }

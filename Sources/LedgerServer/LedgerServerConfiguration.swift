@@ -61,6 +61,10 @@ public struct LedgerServerConfiguration: Sendable {
     public var syncSchedule: SyncSchedule
     /// The wall clock of the sync schedule and the staleness metrics (tests inject a manual one).
     public var clock: ServerClock
+    /// The server's OAuth app on Square: sellers onboarded through `POST /admin/oauth/authorize` and
+    /// `GET /oauth/callback`, their tokens refreshed. nil: those routes answer 404 `oauth_not_configured`.
+    /// Needs `square` (its environment is where sellers authorize).
+    public var oauth: OAuthConfiguration? = nil
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,

@@ -38,10 +38,13 @@ ENDPOINT_MODELS = [
     ("POST", r"^/v2/catalog/update-item-taxes$", "update_item_taxes_response.UpdateItemTaxesResponse"),
     ("POST", r"^/v2/catalog/update-item-modifier-lists$",
      "update_item_modifier_lists_response.UpdateItemModifierListsResponse"),
+    ("POST", r"^/oauth2/token$", "obtain_token_response.ObtainTokenResponse"),
+    ("POST", r"^/oauth2/revoke$", "revoke_token_response.RevokeTokenResponse"),
 ]
 
 WEBHOOK_MODELS = {
     "catalog.version.updated": "catalog_version_updated_event.CatalogVersionUpdatedEvent",
+    "oauth.authorization.revoked": "oauth_authorization_revoked_event.OauthAuthorizationRevokedEvent",
 }
 
 

@@ -8,8 +8,21 @@ does not declare fails unless it is on `ALLOWED_UNDECLARED` below.
 import importlib
 import json
 import re
+import sys
 
 import pydantic
+
+
+# The conformance scripts' verdict: the first mismatch ends the run with status 1.
+def fail(message: str) -> None:
+    print(f"CONFORMANCE FAILURE: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        fail(message)
+
 
 # Keys Square itself sends that its models do not declare. Keep these lists short and commented.
 ALLOWED_UNDECLARED = {

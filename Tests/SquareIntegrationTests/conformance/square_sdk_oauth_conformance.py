@@ -20,16 +20,7 @@ from square import Square
 from square.core.api_error import ApiError
 
 import square_sdk_models
-
-
-def fail(message: str) -> None:
-    print(f"CONFORMANCE FAILURE: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        fail(message)
+from square_sdk_models import check, fail
 
 
 def api_error_code(error: ApiError) -> str:

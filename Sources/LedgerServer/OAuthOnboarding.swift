@@ -32,8 +32,8 @@ public struct OAuthConfiguration: Sendable {
 /// under the data root's secrets key (`SecretBox.authenticationCode`, purpose `oauth-state`). Valid
 /// until its expiry, and once: a nonce the server saw is refused (kept in memory until it expires; a
 /// code is single use at Square too). Thread-safety: guarded by `lock`.
-final class OAuthStates: @unchecked Sendable {
-    enum Refusal: Error, Equatable {
+package final class OAuthStates: @unchecked Sendable {
+    package enum Refusal: Error, Equatable {
         case malformed, forged, expired, replayed
     }
 
@@ -42,10 +42,10 @@ final class OAuthStates: @unchecked Sendable {
     private let lock = NSLock()
     private var used: [String: Int64] = [:]
 
-    init(box: SecretBox) { self.box = box }
+    package init(box: SecretBox) { self.box = box }
 
     /// A new state, good until `expiresAt` (seconds since the epoch).
-    func make(expiresAt: Int64) -> String {
+    package func make(expiresAt: Int64) -> String {
         var nonce = [UInt8](repeating: 0, count: 16)
         var generator = SystemRandomNumberGenerator()
         for index in nonce.indices { nonce[index] = generator.next() }
@@ -54,7 +54,7 @@ final class OAuthStates: @unchecked Sendable {
     }
 
     /// Accepts `state` once, before its expiry (`now` in seconds since the epoch).
-    func redeem(_ state: String, now: Int64) throws(Refusal) {
+    package func redeem(_ state: String, now: Int64) throws(Refusal) {
         let parts = state.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].utf8.count == 32, let expiresAt = Int64(parts[1]),
               let tag = HexDigits.decode(String(parts[2])) else { throw .malformed }
@@ -92,34 +92,66 @@ struct OAuthOnboardedAnswer: Encodable, Sendable {
     }
 }
 
-/// The OAuth side of the server: authorize URLs with signed states, the callback's code exchange,
-/// the registry's sealed tokens, and each OAuth merchant's token source.
-final class OAuthOnboarding: Sendable {
-    let configuration: OAuthConfiguration
-    let environment: SquareEnvironment
+/// A merchant's OAuth tokens in the registry: sealed there when a seller is onboarded, replaced
+/// after each refresh, and kept fresh through a token source per merchant.
+/// Thread-safety: immutable; the registry file is opened per write.
+struct OAuthTokenKeeper: Sendable {
+    let application: SquareApplication
     /// Calls the token endpoints (no bearer token of its own).
     let client: SquareCatalogClient
     let dataRoot: String
     let clock: ServerClock
+
+    var nowNanoseconds: Int64 { Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) }
+
+    /// Seals `tokens` into the registry: a new merchant is added (a paused or removed one made
+    /// active again) when onboarding, an existing one's credentials replaced after a refresh.
+    func store(_ tokens: SquareOAuthTokens, merchantID: String, onboarding: Bool) throws {
+        guard let registry = try MerchantRegistry.open(dataRoot: dataRoot, create: true) else { return }
+        let credentials = SquareCredentials(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken,
+                                            expiresAt: tokens.expiresAt)
+        if onboarding, try registry.record(merchantID)?.state != .active {
+            try registry.add(merchantID, credentials: credentials, signatureKeys: [], notificationURL: nil, now: nowNanoseconds)
+        } else {
+            try registry.setCredentials(merchantID, credentials, now: nowNanoseconds)
+        }
+    }
+
+    /// The token source of a merchant whose registry credentials can be refreshed: refreshes 7 days
+    /// before expiry and on `ACCESS_TOKEN_EXPIRED`, sealing each new set back into the registry.
+    func tokenSource(merchantID: String, credentials: SquareCredentials, logger: Logger) -> SquareOAuthTokenSource {
+        SquareOAuthTokenSource(
+            tokens: SquareOAuthTokens(accessToken: credentials.accessToken, refreshToken: credentials.refreshToken,
+                                      expiresAt: credentials.expiresAt, merchantID: merchantID),
+            now: { [clock] in Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) },
+            refresh: { [client, application] in try await client.obtainToken(.refreshToken($0), application: application) },
+            store: { [self] in try store($0, merchantID: merchantID, onboarding: false) }, logger: logger)
+    }
+}
+
+/// The OAuth side of the server: authorize URLs with signed states and the callback's code exchange.
+final class OAuthOnboarding: Sendable {
+    let configuration: OAuthConfiguration
+    let environment: SquareEnvironment
+    let keeper: OAuthTokenKeeper
+    let clock: ServerClock
     let logger: Logger
     private let states: OAuthStates
 
-    init(configuration: OAuthConfiguration, square: SquareClientConfiguration, client: SquareCatalogClient,
-         dataRoot: String, clock: ServerClock, logger: Logger) throws {
-        guard let box = try SecretBox.load(dataRoot: dataRoot, create: true) else {
+    init(configuration: OAuthConfiguration, square: SquareClientConfiguration, keeper: OAuthTokenKeeper,
+         logger: Logger) throws {
+        guard let box = try SecretBox.load(dataRoot: keeper.dataRoot, create: true) else {
             throw RegistryError("no secrets key to sign OAuth states with")
         }
         self.configuration = configuration
         environment = square.environment
-        self.client = client
-        self.dataRoot = dataRoot
-        self.clock = clock
+        self.keeper = keeper
+        clock = keeper.clock
         self.logger = logger
         states = OAuthStates(box: box)
     }
 
     private var nowSeconds: Int64 { Int64(clock.now().timeIntervalSince1970) }
-    private var nowNanoseconds: Int64 { Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) }
 
     /// `POST /admin/oauth/authorize`.
     func authorize() -> JSONAnswer {
@@ -161,7 +193,7 @@ final class OAuthOnboarding: Sendable {
         }
         let tokens: SquareOAuthTokens
         do {
-            tokens = try await client.obtainToken(.authorizationCode(code), application: configuration.application)
+            tokens = try await keeper.client.obtainToken(.authorizationCode(code), application: configuration.application)
         } catch {
             logger.error("OAuth code exchange failed", metadata: ["error": "\(error)"])
             return .error(502, "oauth_exchange_failed", "Square did not exchange the authorization code",
@@ -172,7 +204,7 @@ final class OAuthOnboarding: Sendable {
             return .error(502, "oauth_exchange_failed", "Square's token answer names no merchant")
         }
         do {
-            try store(tokens, merchantID: merchantID, onboarding: true)
+            try keeper.store(tokens, merchantID: merchantID, onboarding: true)
             try await serve(merchantID)
         } catch {
             logger.error("an OAuth merchant could not be stored or served", metadata: ["merchant": "\(merchantID)", "error": "\(error)"])
@@ -182,30 +214,5 @@ final class OAuthOnboarding: Sendable {
         logger.notice("merchant onboarded through OAuth", metadata: ["merchant": "\(merchantID)"])
         return .encoded(OAuthOnboardedAnswer(merchantID: merchantID, status: "serving",
                                              tokenExpiresAt: tokens.expiresAt.map { RFC3339.format(nanoseconds: $0) }))
-    }
-
-    /// Seals `tokens` into the registry: a new merchant is added (a paused or removed one made
-    /// active again) when onboarding, an existing one's credentials replaced after a refresh.
-    func store(_ tokens: SquareOAuthTokens, merchantID: String, onboarding: Bool) throws {
-        guard let registry = try MerchantRegistry.open(dataRoot: dataRoot, create: true) else { return }
-        let credentials = SquareCredentials(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken,
-                                            expiresAt: tokens.expiresAt)
-        if onboarding, try registry.record(merchantID)?.state != .active {
-            try registry.add(merchantID, credentials: credentials, signatureKeys: [], notificationURL: nil, now: nowNanoseconds)
-        } else {
-            try registry.setCredentials(merchantID, credentials, now: nowNanoseconds)
-        }
-    }
-
-    /// The token source of a merchant whose registry credentials can be refreshed: refreshes 7 days
-    /// before expiry and on `ACCESS_TOKEN_EXPIRED`, sealing each new set back into the registry.
-    func tokenSource(merchantID: String, credentials: SquareCredentials, logger: Logger) -> SquareOAuthTokenSource {
-        let application = configuration.application
-        return SquareOAuthTokenSource(
-            tokens: SquareOAuthTokens(accessToken: credentials.accessToken, refreshToken: credentials.refreshToken,
-                                      expiresAt: credentials.expiresAt, merchantID: merchantID),
-            now: { [clock] in Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) },
-            refresh: { [client] in try await client.obtainToken(.refreshToken($0), application: application) },
-            store: { [self] in try store($0, merchantID: merchantID, onboarding: false) }, logger: logger)
     }
 }

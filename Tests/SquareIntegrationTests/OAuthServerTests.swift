@@ -1,0 +1,149 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+@testable import LedgerServer
+import MerchantRegistry
+import NIOCore
+import SquareAPI
+import SquareSimulator
+import SquareWire
+import Testing
+
+/// The server's OAuth routes: `POST /admin/oauth/authorize` and `GET /oauth/callback`, against the
+/// simulator's OAuth (`SquareOAuthSimulator`).
+@Suite struct OAuthServerTests {
+    typealias Kit = IngestKit
+    static let application = OAuthTests.application
+    static let webhook = WebhookConfiguration(notificationURL: Kit.notificationURL, signatureKey: Kit.signatureKey)
+
+    /// Square with the server's own merchant (reached by the server's shared token) and `sellers`
+    /// to onboard, each with a catalog of its own (the cafe, seeded differently).
+    static func square(sellers: [String], sink: (any WebhookSink)? = nil) async -> SquareOAuthSimulator {
+        let oauth = SquareOAuthSimulator(application: application, seed: 9, logger: SimulatorTestSupport.quietLogger)
+        for (index, merchant) in ([Kit.merchant] + sellers).enumerated() {
+            let seller = SquareSimulator(configuration: SimulatorConfiguration(seed: 20 + UInt64(index), merchantID: merchant,
+                                                                               webhook: webhook),
+                                         logger: SimulatorTestSupport.quietLogger)
+            _ = await seller.seedCafeCatalog()
+            if let sink { await seller.setWebhookSink(sink) }
+            await oauth.addSeller(seller, personalAccessToken: merchant == Kit.merchant ? SimulatorTestSupport.accessToken : nil)
+        }
+        return oauth
+    }
+
+    static func configuration(root: URL, square: SquareOAuthSimulator, oauth: Bool = true) -> LedgerServerConfiguration {
+        var configuration = ServerKit.configuration(root: root, square: square)
+        if oauth { configuration.oauth = OAuthConfiguration(application: application) }
+        return configuration
+    }
+
+    /// `path?query` of a URL, for the router-level test client.
+    static func target(_ url: String) throws -> (path: String, query: [(name: String, value: String)]) {
+        let components = try #require(URLComponents(string: url))
+        return (components.path, (components.queryItems ?? []).map { ($0.name, $0.value ?? "") })
+    }
+
+    /// An authorize URL from the server (admin), opened by the seller's browser at Square; returns
+    /// the callback URI Square redirects the browser to.
+    static func consent(_ client: any TestClientProtocol, admin: String, square: SquareOAuthSimulator,
+                        as consent: SquareOAuthSimulator.Consent) async throws -> String {
+        let started = try await client.execute(uri: "/admin/oauth/authorize", method: .post,
+                                               headers: [.authorization: ServerKit.bearer(admin)])
+        #expect(started.status == .ok)
+        let answer = try JSONScanner.parse(Array(buffer: started.body))
+        let authorize = try target(try #require(answer["authorize_url"]?.stringValue))
+        #expect(authorize.path == "/oauth2/authorize")
+        await square.queueConsent(consent)
+        let page = await square.handle(SquareHTTPRequest(method: .get, path: authorize.path, query: authorize.query))
+        #expect(page.status == 302)
+        let redirect = try #require(page.headers["location"])
+        let callback = try target(redirect)
+        #expect(callback.path == "/oauth/callback")
+        return callback.path + "?" + (try #require(URLComponents(string: redirect)?.percentEncodedQuery))
+    }
+
+    static func code(_ response: TestResponse) -> String? {
+        (try? JSONScanner.parse(Array(buffer: response.body)))?["code"]?.stringValue
+    }
+
+    @Test("the authorize route needs an admin token; the callback refuses a missing, forged, replayed or declined state and a bad code, storing nothing")
+    func refusals() async throws {
+        #expect(LedgerServer.access(method: .get, endpoint: "/oauth/callback") == .open, "the signed state authenticates it")
+        #expect(LedgerServer.access(method: .post, endpoint: "/admin/oauth/authorize") == .scope(.admin))
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let square = await Self.square(sellers: ["MLSELLERA"])
+        let service = try await LedgerService.open(configuration: Self.configuration(root: root, square: square), logger: Kit.logger)
+        let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+        let admin = try ServerKit.adminToken(root: root)
+        let reader = try ServerKit.token(root: root, scopes: [.read])
+        do {
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                #expect(try await client.execute(uri: "/admin/oauth/authorize", method: .post).status == .unauthorized)
+                #expect(try await client.execute(uri: "/admin/oauth/authorize", method: .post,
+                                                 headers: [.authorization: ServerKit.bearer(reader)]).status == .forbidden)
+                let started = try await client.execute(uri: "/admin/oauth/authorize", method: .post,
+                                                       headers: [.authorization: ServerKit.bearer(admin)])
+                let url = try #require(try JSONScanner.parse(Array(buffer: started.body))["authorize_url"]?.stringValue)
+                let query = try Self.target(url).query
+                #expect(query.first { $0.name == "client_id" }?.value == Self.application.clientID)
+                #expect(query.first { $0.name == "scope" }?.value.contains("ITEMS_READ") == true)
+
+                func callback(_ uri: String) async throws -> TestResponse {
+                    let response = try await client.execute(uri: uri, method: .get)
+                    _ = try ServerAuthTests.errorBody(response)
+                    return response
+                }
+                let missing = try await callback("/oauth/callback?code=abc")
+                #expect(missing.status == .badRequest && Self.code(missing) == "oauth_state_missing")
+                let forged = try await callback("/oauth/callback?code=abc&state=" + String(repeating: "a", count: 32) + ".9999999999.00")
+                #expect(forged.status == .badRequest && Self.code(forged) == "oauth_state_invalid")
+
+                // The seller declines: the state was good, nothing is stored, and the state is spent.
+                let declined = try await Self.consent(client, admin: admin, square: square, as: .deny)
+                #expect(declined.contains("error=access_denied"))
+                let denied = try await callback(declined)
+                #expect(denied.status == .forbidden && Self.code(denied) == "oauth_access_denied")
+                let replayed = try await callback(declined)
+                #expect(replayed.status == .badRequest && Self.code(replayed) == "oauth_state_invalid")
+
+                // A good state with a code Square does not know: the exchange fails, clearly.
+                let granted = try await Self.consent(client, admin: admin, square: square, as: .grant(merchantID: "MLSELLERA"))
+                let state = try #require(URLComponents(string: granted)?.queryItems?.first { $0.name == "state" }?.value)
+                let badCode = try await callback("/oauth/callback?code=sq0cgp-unknown&state=\(state)")
+                #expect(badCode.status == .badGateway && Self.code(badCode) == "oauth_exchange_failed")
+                #expect(!String(buffer: badCode.body).contains("sq0cgp"), "no code or internals in the answer")
+            }
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+        #expect(try MerchantRegistry.open(dataRoot: root.path, create: false)?.list().isEmpty ?? true, "nothing stored")
+    }
+
+    @Test("without an OAuth app both routes answer 404 oauth_not_configured")
+    func notConfigured() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let square = await Self.square(sellers: [])
+        let service = try await LedgerService.open(configuration: Self.configuration(root: root, square: square, oauth: false),
+                                                   logger: Kit.logger)
+        let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+        let admin = try ServerKit.adminToken(root: root)
+        do {
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                let authorize = try await client.execute(uri: "/admin/oauth/authorize", method: .post,
+                                                         headers: [.authorization: ServerKit.bearer(admin)])
+                #expect(authorize.status == .notFound && Self.code(authorize) == "oauth_not_configured")
+                let callback = try await client.execute(uri: "/oauth/callback?code=a&state=b", method: .get)
+                #expect(callback.status == .notFound && Self.code(callback) == "oauth_not_configured")
+            }
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+    }
+}

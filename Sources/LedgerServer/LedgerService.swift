@@ -33,14 +33,12 @@ public final class LedgerService: Sendable {
     public static func open(configuration: LedgerServerConfiguration, logger: Logger) async throws -> LedgerService {
         precondition(!configuration.merchantIDs.isEmpty, "a ledger server needs at least one merchant")
         let metrics = ServerMetrics()
-        let clientMetrics = metrics.squareClientMetrics
-        func client(_ square: SquareClientConfiguration) -> SquareCatalogClient {
-            if let transport = configuration.squareTransport {
-                return SquareCatalogClient(configuration: square, transport: transport, logger: logger, metrics: clientMetrics)
-            }
-            return SquareCatalogClient(configuration: square, logger: logger, metrics: clientMetrics)
+        func client(_ square: SquareClientConfiguration, _ tokens: (any SquareTokenSource)? = nil) -> SquareCatalogClient {
+            squareClient(square, configuration: configuration, metrics: metrics, logger: logger, tokens: tokens)
         }
-        let sharedClient = configuration.square.map(client)
+        let sharedClient = configuration.square.map { client($0) }
+        // OAuth merchants' tokens are refreshed through the server's Square app, and sealed back.
+        let keeper = oauthTokenKeeper(configuration: configuration, metrics: metrics, logger: logger)
         var merchants: [MerchantID: MerchantLedger] = [:]
         do {
             try FileManager.default.createDirectory(atPath: configuration.dataRoot, withIntermediateDirectories: true)
@@ -69,7 +67,10 @@ public final class LedgerService: Sendable {
                     configuration.square.map { square in
                         var own = square
                         own.accessToken = SquareAccessToken(credentials.accessToken)
-                        return client(own)
+                        // With a refresh token (an OAuth seller), refreshed 7 days before expiry and on ACCESS_TOKEN_EXPIRED.
+                        let tokens = credentials.refreshToken == nil ? nil
+                            : keeper?.tokenSource(merchantID: id, credentials: credentials, logger: merchantLogger)
+                        return client(own, tokens)
                     }
                 } ?? sharedClient
                 let ownKeys = record.map { $0.signatureKeyCount > 0 } == true ? try registry?.signatureKeys(of: id) ?? [] : []

@@ -1,7 +1,9 @@
+import CatalogLedger
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import LedgerStorage
 @testable import LedgerServer
 import MerchantRegistry
 import NIOCore
@@ -145,5 +147,51 @@ import Testing
             throw error
         }
         try await service.close()
+    }
+}
+
+extension OAuthServerTests {
+    @Test("a registered OAuth merchant is served with its token kept fresh: Square's ACCESS_TOKEN_EXPIRED refreshes it once, the sync succeeds, the new tokens are sealed, and the next start uses them")
+    func registeredMerchantTokenIsRefreshed() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let seller = "MLOAUTHREG"
+        let square = await Self.square(sellers: [seller])
+        let code = try #require(try await OAuthTests.authorize(square, consent: .grant(merchantID: seller))["code"])
+        let tokens = try await OAuthTests.client(square).obtainToken(.authorizationCode(code), application: Self.application)
+        let registry = try #require(try MerchantRegistry.open(dataRoot: root.path, create: true))
+        try registry.add(seller, credentials: SquareCredentials(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken,
+                                                                expiresAt: tokens.expiresAt),
+                         signatureKeys: [], notificationURL: nil, now: 1)
+        let merchants = try LedgerService.merchantIDs(configured: [Kit.merchant], dataRoot: root.path)
+        var configuration = Self.configuration(root: root, square: square)
+        configuration.merchantIDs = merchants
+
+        // Square's clock is 31 days on; the server's still trusts the stored expiry, so Square's answer triggers the refresh.
+        await square.advanceClock(by: .seconds(31 * 24 * 3600))
+        var service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        do {
+            let merchant = try #require(service.merchant(seller))
+            try await #require(merchant.syncer).syncFull()
+            #expect(!(try Kit.ledgerObservations(merchant.ledger)).isEmpty, "the sync after the refresh recorded the catalog")
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+        let refreshed = try #require(try registry.credentials(of: seller))
+        #expect(refreshed.accessToken != tokens.accessToken && refreshed.refreshToken == tokens.refreshToken)
+
+        // The next start reads the sealed new token: no refresh is needed for its sync.
+        service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        do {
+            _ = await square.seller(seller)?.runDeviceScript(count: 2)
+            try await #require(service.merchant(seller)?.syncer).syncIncremental()
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+        #expect(try registry.credentials(of: seller) == refreshed)
     }
 }

@@ -151,6 +151,17 @@ import Testing
 }
 
 extension OAuthServerTests {
+    /// Tokens and secrets are never logged, in messages or metadata, at any level.
+    static func expectNoSecret(in log: CapturedLog, _ secrets: [String], sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(!log.records.isEmpty, sourceLocation: sourceLocation)
+        for record in log.records {
+            let text = record.message + " " + record.metadata.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+            for secret in secrets {
+                #expect(!text.contains(secret), "a secret in the log: \(record.message)", sourceLocation: sourceLocation)
+            }
+        }
+    }
+
     @Test("a registered OAuth merchant is served with its token kept fresh: Square's ACCESS_TOKEN_EXPIRED refreshes it once, the sync succeeds, the new tokens are sealed, and the next start uses them")
     func registeredMerchantTokenIsRefreshed() async throws {
         let root = try Kit.temporaryDirectory()
@@ -169,7 +180,8 @@ extension OAuthServerTests {
 
         // Square's clock is 31 days on; the server's still trusts the stored expiry, so Square's answer triggers the refresh.
         await square.advanceClock(by: .seconds(31 * 24 * 3600))
-        var service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        let log = CapturedLog()
+        var service = try await LedgerService.open(configuration: configuration, logger: log.logger)
         do {
             let merchant = try #require(service.merchant(seller))
             try await #require(merchant.syncer).syncFull()
@@ -181,6 +193,9 @@ extension OAuthServerTests {
         try await service.close()
         let refreshed = try #require(try registry.credentials(of: seller))
         #expect(refreshed.accessToken != tokens.accessToken && refreshed.refreshToken == tokens.refreshToken)
+        #expect(log.records.contains { $0.message.contains("refreshed") }, "the refresh is logged")
+        Self.expectNoSecret(in: log, [tokens.accessToken, refreshed.accessToken, try #require(tokens.refreshToken),
+                                      Self.application.clientSecret])
 
         // The next start reads the sealed new token: no refresh is needed for its sync.
         service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)

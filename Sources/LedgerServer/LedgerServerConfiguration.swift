@@ -61,6 +61,9 @@ public struct LedgerServerConfiguration: Sendable {
     public var syncSchedule: SyncSchedule
     /// The wall clock of the sync schedule and the staleness metrics (tests inject a manual one).
     public var clock: ServerClock
+    /// A merchant nobody used for this long is closed (its ledger, follower and sync runner), and
+    /// opened again on its next use; nil: merchants stay open until the server stops.
+    public var merchantIdleClose: Duration?
     /// The server's OAuth app on Square: sellers onboarded through `POST /admin/oauth/authorize` and
     /// `GET /oauth/callback`, their tokens refreshed. nil: those routes answer 404 `oauth_not_configured`.
     /// Needs `square` (its environment is where sellers authorize).
@@ -75,7 +78,7 @@ public struct LedgerServerConfiguration: Sendable {
                 projectionReadWait: Duration = .seconds(5), compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true),
                 insecureNoAuth: Bool = false, authFailuresMax: Int = 20, authFailureWindow: Duration = .seconds(60),
                 metricsListen: (host: String, port: Int)? = nil, syncSchedule: SyncSchedule = SyncSchedule(),
-                clock: ServerClock = .system) {
+                clock: ServerClock = .system, merchantIdleClose: Duration? = .seconds(600)) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
         precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host
@@ -103,5 +106,6 @@ public struct LedgerServerConfiguration: Sendable {
         self.metricsListen = metricsListen
         self.syncSchedule = syncSchedule
         self.clock = clock
+        self.merchantIdleClose = merchantIdleClose
     }
 }

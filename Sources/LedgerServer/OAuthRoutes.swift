@@ -1,3 +1,4 @@
+import CatalogModel
 import Foundation
 import Hummingbird
 import Logging
@@ -74,9 +75,21 @@ extension LedgerService {
 }
 
 extension LedgerService {
-    /// Serves a merchant the OAuth callback just stored in the registry.
+    /// Serves a merchant the OAuth callback just stored in the registry, at once: the registry is read
+    /// again, the merchant opened and a sync started (a full one for a new ledger). A merchant
+    /// authorized again loses its revocation, and an open one is closed first (when unused) so that
+    /// it opens with the new tokens.
     func serveOnboardedMerchant(_ merchantID: String) async throws {
-        guard merchant(merchantID) == nil else { return }
-        throw RegistryError("merchant \(merchantID) is registered and will be served from the server's next start")
+        let id = MerchantID(merchantID)
+        directory.health(of: id)?.authorizationRestored()
+        await directory.close(id, onlyIfIdle: .zero)
+        try await directory.reload()
+        let opened: Bool? = try await directory.use(id) { merchant in
+            await merchant.syncRunner?.trigger()
+            return true
+        }
+        guard opened == true else {
+            throw RegistryError("merchant \(merchantID) was stored but is not served", hint: "the registry holds it paused or removed")
+        }
     }
 }

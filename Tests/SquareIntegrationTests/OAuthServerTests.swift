@@ -151,6 +151,99 @@ import Testing
 }
 
 extension OAuthServerTests {
+    /// Posts each delivery `sink` received (and forgets none) to the server, as Square would.
+    static func forward(_ sink: RecordingWebhookSink, from index: Int, to client: any TestClientProtocol) async throws -> Int {
+        let received = await sink.received
+        for delivery in received.dropFirst(index) {
+            var headers: HTTPFields = [:]
+            for (name, value) in delivery.headers { headers[HTTPField.Name(name)!] = value }
+            let status = try await client.execute(uri: "/webhooks/square", method: .post, headers: headers,
+                                                  body: ByteBuffer(bytes: delivery.body)).status
+            #expect(status == .ok)
+        }
+        return received.count
+    }
+
+    @Test("done when (#23): two sellers onboard through OAuth while the server runs; one's token expires and is refreshed (its sync succeeds), the other revokes (paused, in the registry and /metrics); both ledgers complete and verifiable")
+    func onboardExpireRefreshRevoke() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let sink = RecordingWebhookSink()
+        let (sellerA, sellerB) = ("MLOAUTHSELLERA", "MLOAUTHSELLERB")
+        let square = await Self.square(sellers: [sellerA, sellerB], sink: sink)
+        let service = try await LedgerService.open(configuration: Self.configuration(root: root, square: square), logger: Kit.logger)
+        let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+        let admin = try ServerKit.adminToken(root: root)
+        let registry = try #require(try MerchantRegistry.open(dataRoot: root.path, create: true))
+        do {
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                // 1. Both sellers consent; each callback stores its tokens and the merchant is served at once.
+                for seller in [sellerA, sellerB] {
+                    #expect(service.merchant(seller) == nil)
+                    let callback = try await Self.consent(client, admin: admin, square: square, as: .grant(merchantID: seller))
+                    let onboarded = try await client.execute(uri: callback, method: .get)
+                    #expect(onboarded.status == .ok, "\(String(buffer: onboarded.body))")
+                    let answer = try JSONScanner.parse(Array(buffer: onboarded.body))
+                    #expect(answer["merchant_id"]?.stringValue == seller && answer["status"]?.stringValue == "serving")
+                    #expect(!String(buffer: onboarded.body).contains("EAAA"), "no token in the answer")
+                    #expect(try registry.record(seller)?.state == .active)
+                    #expect(try registry.credentials(of: seller)?.refreshToken != nil)
+                    let merchant = try #require(service.merchant(seller))
+                    try await #require(merchant.syncer).syncFull()
+                }
+                var forwarded = 0
+                // 2. Seller A's token expires (Square's clock moves 31 days); its catalog changes; a sync refreshes
+                //    the token once, seals the new one, and succeeds.
+                let before = try #require(try registry.credentials(of: sellerA))
+                await square.advanceClock(by: .seconds(31 * 24 * 3600))
+                _ = await square.seller(sellerA)?.runDeviceScript(count: 3)
+                try await #require(service.merchant(sellerA)?.syncer).syncIncremental()
+                let after = try #require(try registry.credentials(of: sellerA))
+                #expect(after.accessToken != before.accessToken && after.refreshToken == before.refreshToken)
+                #expect((after.expiresAt ?? 0) > (before.expiresAt ?? 0) + 30 * OAuthTests.day)
+                #expect(try registry.record(sellerA)?.credentialsExpireAt == after.expiresAt, "merchant list shows the new expiry")
+
+                // 3. Seller B revokes the app from its dashboard: Square's webhook pauses it.
+                _ = await square.seller(sellerB)?.runDeviceScript(count: 2)
+                try await #require(service.merchant(sellerB)?.syncer).syncIncremental()
+                await square.revokeBySeller(sellerB)
+                await square.deliverPendingWebhooks()
+                forwarded = try await Self.forward(sink, from: forwarded, to: client)
+                #expect(forwarded >= 1)
+                let merchantB = try #require(service.merchant(sellerB))
+                #expect(merchantB.health.revocation != nil)
+                #expect(try registry.record(sellerB)?.state == .paused)
+                #expect(try registry.record(sellerB)?.stateReason?.contains("revoked") == true)
+                let metrics = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: ServerKit.bearer(admin)])
+                let text = String(buffer: metrics.body)
+                #expect(text.contains(#"catledger_merchant_authorization_revoked{merchant="\#(sellerB)"} 1"#))
+                #expect(text.contains(#"catledger_merchant_authorization_revoked{merchant="\#(sellerA)"} 0"#))
+
+                // 4. Both ledgers hold every version their seller's Square holds (B's up to its revocation).
+                for seller in [sellerA, sellerB] {
+                    let simulator = try #require(await square.seller(seller))
+                    let ledger = try #require(service.merchant(seller)).ledger
+                    let missing = try await Kit.squareVersions(simulator).subtracting(Set(try Kit.ledgerObservations(ledger).keys))
+                    #expect(missing.isEmpty, "\(seller): versions the ledger never learned: \(missing.sorted())")
+                }
+                let revocations = try Kit.events(merchantB.ledger, kind: .webhookReceived)
+                #expect(!revocations.isEmpty, "the revocation webhook is recorded in B's ledger")
+            }
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+        // Verifiable: every batch of both logs checks (CRC, hash chain).
+        for seller in [sellerA, sellerB] {
+            let report = LogVerifier.verify(directory: LedgerLayout(root: root.appendingPathComponent(seller).path).logDirectory)
+            #expect(report.isClean && report.recordsChecked > 0, "\(seller): \(report.problems)")
+        }
+        #expect(try registry.record(sellerB)?.state == .paused && registry.record(sellerA)?.state == .active)
+    }
+}
+
+extension OAuthServerTests {
     /// Tokens and secrets are never logged, in messages or metadata, at any level.
     static func expectNoSecret(in log: CapturedLog, _ secrets: [String], sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(!log.records.isEmpty, sourceLocation: sourceLocation)

@@ -82,6 +82,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("reconcile-every"), help: ArgumentHelp("Sync a merchant when no sync completed for it within this interval, jittered ±10% (e.g. 15m, 90s, 2h; off: never). Catches what webhooks missed.", valueName: "INTERVAL"))
     var reconcileEvery = "15m"
 
+    @Option(name: .customLong("idle-close"), help: ArgumentHelp("Close a merchant's ledger when nobody used it for this long (e.g. 10m, 30s; off: never); it opens again on its next webhook, request or scheduled sync.", valueName: "INTERVAL"))
+    var idleClose = "10m"
+
+    @Option(name: .customLong("auth-failures-max"), help: ArgumentHelp("Failed authentications one client address may make within a minute before it is refused 429.", valueName: "N"))
+    var authFailuresMax = 20
+
     @Flag(name: .customLong("no-catch-up"), help: "Do not sync every merchant when the server starts.")
     var noCatchUp = false
 
@@ -99,6 +105,12 @@ struct ServeCommand: AsyncParsableCommand {
     func validate() throws {
         if case .failure(let error) = SyncSchedule.parseInterval(reconcileEvery) {
             throw ValidationError("--reconcile-every: \(error)")
+        }
+        if authFailuresMax < 1 {
+            throw ValidationError("--auth-failures-max must be at least 1")
+        }
+        if case .failure(let error) = SyncSchedule.parseInterval(idleClose) {
+            throw ValidationError("--idle-close: \(error)")
         }
         if let metricsListen, Self.hostPort(metricsListen) == nil {
             throw ValidationError("--metrics-listen takes HOST:PORT (e.g. 127.0.0.1:9090), not \"\(metricsListen)\"")
@@ -120,10 +132,10 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let environment = ProcessInfo.processInfo.environment
-            // The merchants given here (or in $CATLEDGER_MERCHANTS), then the registry's active ones.
-            let merchantIDs = try LedgerService.merchantIDs(
-                configured: merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants,
-                dataRoot: global.dataDirectory)
+            // The merchants given here (or in $CATLEDGER_MERCHANTS), opened at start; then the registry's
+            // active ones, opened on first use.
+            let configured = merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants
+            let merchantIDs = try LedgerService.merchantIDs(configured: configured, dataRoot: global.dataDirectory)
             let fileKeys = try signatureKeyFile.map { try SecretFile.lines($0, what: "signature key") } ?? []
             let keys = !signatureKeys.isEmpty ? signatureKeys
                 : !fileKeys.isEmpty ? fileKeys : Self.list(environment["SQUARE_SIGNATURE_KEYS"])
@@ -141,7 +153,7 @@ struct ServeCommand: AsyncParsableCommand {
             let retainSpan = try compactRetain.map { text in Int64(Date().timeIntervalSince1970 * 1e9) - (try global.horizon(retaining: text)) }
             let logger = try global.logger("catledger.serve")
             var settings = LedgerServerConfiguration(
-                host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: merchantIDs, signatureKeys: keys,
+                host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: configured, signatureKeys: keys,
                 notificationURL: notificationURL, square: offline ? nil : try square.configuration(),
                 syncDebounce: .milliseconds(max(0, syncDebounceMilliseconds)),
                 compactionSchedule: compactAt.flatMap { text in
@@ -149,9 +161,10 @@ struct ServeCommand: AsyncParsableCommand {
                 },
                 compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression, retainSpanNanoseconds: retainSpan,
                                                            dropPriceHistory: compactDropPriceHistory, lowPriority: true),
-                insecureNoAuth: insecureNoAuth, metricsListen: metricsListen.flatMap(Self.hostPort),
+                insecureNoAuth: insecureNoAuth, authFailuresMax: authFailuresMax, metricsListen: metricsListen.flatMap(Self.hostPort),
                 syncSchedule: SyncSchedule(catchUpAtStart: !noCatchUp,
-                                           reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()))
+                                           reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()),
+                merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get())
 
             if let applicationID, let applicationSecretFile, !offline {
                 settings.oauth = OAuthConfiguration(application: SquareApplication(

@@ -1,4 +1,5 @@
 import CatalogLedger
+import CatalogModel
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -171,47 +172,69 @@ extension OAuthServerTests {
         let sink = RecordingWebhookSink()
         let (sellerA, sellerB) = ("MLOAUTHSELLERA", "MLOAUTHSELLERB")
         let square = await Self.square(sellers: [sellerA, sellerB], sink: sink)
-        let service = try await LedgerService.open(configuration: Self.configuration(root: root, square: square), logger: Kit.logger)
-        let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+        var configuration = Self.configuration(root: root, square: square)
+        // Merchants unused for 200 ms close, and reopen from the registry (with its sealed tokens) on their next use.
+        configuration.merchantIdleClose = .milliseconds(200)
+        let log = CapturedLog()
+        let service = try await LedgerService.open(configuration: configuration, logger: log.logger)
+        let supervisor = MerchantDirectoryTests.supervise(service)
+        let app = Application(router: LedgerServer.router(service: service, logger: log.logger))
         let admin = try ServerKit.adminToken(root: root)
         let registry = try #require(try MerchantRegistry.open(dataRoot: root.path, create: true))
+        let secrets = SecretList(Self.application.clientSecret)
+        @Sendable func sync(_ seller: String) async throws {
+            let done: Bool? = try await service.withMerchant(seller) { merchant in
+                _ = try await #require(merchant.syncer).syncIncremental()
+                return true
+            }
+            #expect(done == true, "\(seller) is served")
+        }
         do {
             try await app.test(.router) { (client: any TestClientProtocol) async throws in
-                // 1. Both sellers consent; each callback stores its tokens and the merchant is served at once.
+                // 1. Both sellers consent; each callback seals its tokens and the merchant is served at once.
                 for seller in [sellerA, sellerB] {
-                    #expect(service.merchant(seller) == nil)
+                    #expect(!service.directory.isServed(MerchantID(seller)))
                     let callback = try await Self.consent(client, admin: admin, square: square, as: .grant(merchantID: seller))
                     let onboarded = try await client.execute(uri: callback, method: .get)
                     #expect(onboarded.status == .ok, "\(String(buffer: onboarded.body))")
                     let answer = try JSONScanner.parse(Array(buffer: onboarded.body))
                     #expect(answer["merchant_id"]?.stringValue == seller && answer["status"]?.stringValue == "serving")
                     #expect(!String(buffer: onboarded.body).contains("EAAA"), "no token in the answer")
+                    #expect(service.directory.isServed(MerchantID(seller)))
                     #expect(try registry.record(seller)?.state == .active)
-                    #expect(try registry.credentials(of: seller)?.refreshToken != nil)
-                    let merchant = try #require(service.merchant(seller))
-                    try await #require(merchant.syncer).syncFull()
+                    let credentials = try #require(try registry.credentials(of: seller))
+                    await secrets.add(credentials.accessToken, try #require(credentials.refreshToken))
+                    try await sync(seller)
                 }
-                var forwarded = 0
-                // 2. Seller A's token expires (Square's clock moves 31 days); its catalog changes; a sync refreshes
-                //    the token once, seals the new one, and succeeds.
+                // 2. Seller A's token expires (Square's clock moves 31 days) and its catalog changes. A is closed
+                //    by now (idle); its next sync reopens it from the registry, is refused ACCESS_TOKEN_EXPIRED,
+                //    refreshes once, seals the new tokens and succeeds.
                 let before = try #require(try registry.credentials(of: sellerA))
+                #expect(await ServerKit.eventually { service.merchant(sellerA) == nil }, "closed when idle")
                 await square.advanceClock(by: .seconds(31 * 24 * 3600))
                 _ = await square.seller(sellerA)?.runDeviceScript(count: 3)
-                try await #require(service.merchant(sellerA)?.syncer).syncIncremental()
+                try await sync(sellerA)
                 let after = try #require(try registry.credentials(of: sellerA))
+                await secrets.add(after.accessToken)
                 #expect(after.accessToken != before.accessToken && after.refreshToken == before.refreshToken)
                 #expect((after.expiresAt ?? 0) > (before.expiresAt ?? 0) + 30 * OAuthTests.day)
                 #expect(try registry.record(sellerA)?.credentialsExpireAt == after.expiresAt, "merchant list shows the new expiry")
+                // Closed and reopened again: the sealed new token is used, no further refresh.
+                #expect(await ServerKit.eventually { service.merchant(sellerA) == nil })
+                _ = await square.seller(sellerA)?.runDeviceScript(count: 1)
+                try await sync(sellerA)
+                #expect(try registry.credentials(of: sellerA) == after)
 
-                // 3. Seller B revokes the app from its dashboard: Square's webhook pauses it.
+                // 3. Seller B changes its catalog, then revokes the app from its dashboard: Square's webhooks
+                //    (the catalog's and the revocation) reach the server, which pauses B.
                 _ = await square.seller(sellerB)?.runDeviceScript(count: 2)
-                try await #require(service.merchant(sellerB)?.syncer).syncIncremental()
+                try await sync(sellerB)
                 await square.revokeBySeller(sellerB)
                 await square.deliverPendingWebhooks()
-                forwarded = try await Self.forward(sink, from: forwarded, to: client)
-                #expect(forwarded >= 1)
-                let merchantB = try #require(service.merchant(sellerB))
-                #expect(merchantB.health.revocation != nil)
+                let forwarded = try await Self.forward(sink, from: 0, to: client)
+                #expect(forwarded >= 2)
+                let healthB = try #require(service.directory.health(of: MerchantID(sellerB)))
+                #expect(healthB.revocation != nil)
                 #expect(try registry.record(sellerB)?.state == .paused)
                 #expect(try registry.record(sellerB)?.stateReason?.contains("revoked") == true)
                 let metrics = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: ServerKit.bearer(admin)])
@@ -219,20 +242,30 @@ extension OAuthServerTests {
                 #expect(text.contains(#"catledger_merchant_authorization_revoked{merchant="\#(sellerB)"} 1"#))
                 #expect(text.contains(#"catledger_merchant_authorization_revoked{merchant="\#(sellerA)"} 0"#))
 
-                // 4. Both ledgers hold every version their seller's Square holds (B's up to its revocation).
+                // 4. Both ledgers hold every version their seller's Square holds (B's as of its revocation),
+                //    and B's holds the revocation webhook.
                 for seller in [sellerA, sellerB] {
                     let simulator = try #require(await square.seller(seller))
-                    let ledger = try #require(service.merchant(seller)).ledger
-                    let missing = try await Kit.squareVersions(simulator).subtracting(Set(try Kit.ledgerObservations(ledger).keys))
-                    #expect(missing.isEmpty, "\(seller): versions the ledger never learned: \(missing.sorted())")
+                    let missing: Set<String>? = try await service.withMerchant(seller) { merchant in
+                        try await Kit.squareVersions(simulator).subtracting(Set(try Kit.ledgerObservations(merchant.ledger).keys))
+                    }
+                    #expect(missing == [], "\(seller): versions the ledger never learned: \(missing.map { $0.sorted() } ?? [])")
                 }
-                let revocations = try Kit.events(merchantB.ledger, kind: .webhookReceived)
-                #expect(!revocations.isEmpty, "the revocation webhook is recorded in B's ledger")
+                let revocations: Int? = try await service.withMerchant(sellerB) { merchant in
+                    try merchant.ledger.reader.allEvents().filter {
+                        guard case .webhookReceived(let webhook) = $0.body else { return false }
+                        return webhook.eventType == AuthorizationRevokedEvent.eventType
+                    }.count
+                }
+                #expect(revocations == 1, "the revocation webhook is recorded in B's ledger")
             }
         } catch {
+            supervisor.cancel()
             try? await service.close()
             throw error
         }
+        supervisor.cancel()
+        try await supervisor.value
         try await service.close()
         // Verifiable: every batch of both logs checks (CRC, hash chain).
         for seller in [sellerA, sellerB] {
@@ -240,6 +273,14 @@ extension OAuthServerTests {
             #expect(report.isClean && report.recordsChecked > 0, "\(seller): \(report.problems)")
         }
         #expect(try registry.record(sellerB)?.state == .paused && registry.record(sellerA)?.state == .active)
+        Self.expectNoSecret(in: log, await secrets.values)
+    }
+
+    /// The tokens seen during a test, to look for in its log.
+    actor SecretList {
+        var values: [String]
+        init(_ values: String...) { self.values = values }
+        func add(_ more: String...) { values += more }
     }
 }
 

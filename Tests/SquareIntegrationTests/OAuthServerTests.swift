@@ -276,6 +276,44 @@ extension OAuthServerTests {
         Self.expectNoSecret(in: log, await secrets.values)
     }
 
+    @Test("a seller who revoked and then authorizes the app again is served again: the revocation is lifted and its syncs use the new tokens")
+    func reauthorizationAfterRevocation() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let sink = RecordingWebhookSink()
+        let seller = "MLOAUTHAGAIN"
+        let square = await Self.square(sellers: [seller], sink: sink)
+        let service = try await LedgerService.open(configuration: Self.configuration(root: root, square: square), logger: Kit.logger)
+        let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+        let admin = try ServerKit.adminToken(root: root)
+        let registry = try #require(try MerchantRegistry.open(dataRoot: root.path, create: true))
+        do {
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                let first = try await Self.consent(client, admin: admin, square: square, as: .grant(merchantID: seller))
+                #expect(try await client.execute(uri: first, method: .get).status == .ok)
+                await square.revokeBySeller(seller)
+                await square.deliverPendingWebhooks()
+                _ = try await Self.forward(sink, from: 0, to: client)
+                #expect(service.directory.health(of: MerchantID(seller))?.revocation != nil)
+                #expect(try registry.record(seller)?.state == .paused)
+
+                let again = try await Self.consent(client, admin: admin, square: square, as: .grant(merchantID: seller))
+                #expect(try await client.execute(uri: again, method: .get).status == .ok)
+                #expect(try registry.record(seller)?.state == .active)
+                #expect(service.directory.health(of: MerchantID(seller))?.revocation == nil, "the revocation is lifted")
+                _ = await square.seller(seller)?.runDeviceScript(count: 2)
+                let synced: Int? = try await service.withMerchant(seller) { merchant in
+                    try await #require(merchant.syncer).syncIncremental().eventsAppended
+                }
+                #expect((synced ?? 0) > 0, "the sync reached Square with the new tokens")
+            }
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+    }
+
     /// The tokens seen during a test, to look for in its log.
     actor SecretList {
         var values: [String]

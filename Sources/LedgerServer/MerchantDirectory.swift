@@ -53,6 +53,9 @@ public final class MerchantDirectory: @unchecked Sendable {
         init(lastUse: ContinuousClock.Instant) { self.lastUse = lastUse }
     }
 
+    /// The threads merchants are opened on (a merchant's opens always on the same one).
+    static let openExecutors = (0..<4).map { BackgroundExecutor(name: "LedgerServer.merchant-open-\($0)", niceIncrement: 0) }
+
     let opener: MerchantOpener
     /// A merchant unused this long is closed (nil: never).
     let idleClose: Duration?
@@ -218,7 +221,10 @@ public final class MerchantDirectory: @unchecked Sendable {
                 let slot = Slot(lastUse: background ? .now - (idleClose ?? .zero) : .now)
                 slot.leases = 1
                 let health = known[id]!.health
-                slot.opening = Task { [self] in try await open(id, health: health) }
+                // Opening reads and creates files (recovery, indexes, the projection's schema): on threads
+                // of its own, never the cooperative pool the requests of the other merchants run on.
+                let executor = Self.openExecutors[Int(UInt(bitPattern: id.rawValue.hashValue) % UInt(Self.openExecutors.count))]
+                slot.opening = Task(executorPreference: executor) { [self] in try await open(id, health: health) }
                 slots[id] = slot
                 return .wait(slot.opening!)
             }

@@ -151,6 +151,7 @@ extension LedgerServer {
             }
         }
         addPageRoutes(router, service: service)
+        addOAuthRoutes(router, service: service, logger: logger)
         routeMethods.record(router.routes.map { ("\($0.path)", $0.method.rawValue) })
         return router
     }

@@ -67,6 +67,10 @@ public struct LedgerServerConfiguration: Sendable {
     /// The merchants' ledgers commit on this many shared I/O threads (`LogIOPool`), so an open ledger
     /// owns no thread; nil: each open ledger has threads of its own (faster for one busy ledger).
     public var ioThreads: Int?
+    /// The server's OAuth app on Square: sellers onboarded through `POST /admin/oauth/authorize` and
+    /// `GET /oauth/callback`, their tokens refreshed. nil: those routes answer 404 `oauth_not_configured`.
+    /// Needs `square` (its environment is where sellers authorize).
+    public var oauth: OAuthConfiguration? = nil
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,

@@ -17,20 +17,17 @@ struct MerchantOpener: Sendable {
     let logger: Logger
     /// The server's Square client, shared by the merchants without credentials of their own.
     let sharedClient: SquareCatalogClient?
+    /// OAuth merchants' tokens are refreshed through the server's Square app and sealed back (nil: no app).
+    let keeper: OAuthTokenKeeper?
 
     init(configuration: LedgerServerConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
-        sharedClient = configuration.square.map { Self.client($0, configuration: configuration, metrics: metrics, logger: logger) }
-    }
-
-    private static func client(_ square: SquareClientConfiguration, configuration: LedgerServerConfiguration,
-                               metrics: ServerMetrics, logger: Logger) -> SquareCatalogClient {
-        if let transport = configuration.squareTransport {
-            return SquareCatalogClient(configuration: square, transport: transport, logger: logger, metrics: metrics.squareClientMetrics)
+        sharedClient = configuration.square.map {
+            LedgerService.squareClient($0, configuration: configuration, metrics: metrics, logger: logger)
         }
-        return SquareCatalogClient(configuration: square, logger: logger, metrics: metrics.squareClientMetrics)
+        keeper = LedgerService.oauthTokenKeeper(configuration: configuration, metrics: metrics, logger: logger)
     }
 
     /// The registry of the data root, when it has one.
@@ -84,7 +81,11 @@ struct MerchantOpener: Sendable {
             configuration.square.map { square in
                 var own = square
                 own.accessToken = SquareAccessToken(credentials.accessToken)
-                return Self.client(own, configuration: configuration, metrics: metrics, logger: logger)
+                // With a refresh token (an OAuth seller), refreshed 7 days before expiry and on ACCESS_TOKEN_EXPIRED.
+                let tokens = credentials.refreshToken == nil ? nil
+                    : keeper?.tokenSource(merchantID: id, credentials: credentials, logger: merchantLogger)
+                return LedgerService.squareClient(own, configuration: configuration, metrics: metrics, logger: logger,
+                                                  tokens: tokens)
             }
         } ?? sharedClient
         let syncer = client.map {

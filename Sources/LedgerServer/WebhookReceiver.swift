@@ -115,7 +115,7 @@ public struct WebhookReceiver: Sendable {
     }
 
     /// Square's notification that a seller revoked the app's access (OAuth).
-    static let authorizationRevokedType = "oauth.authorization.revoked"
+    static let authorizationRevokedType = AuthorizationRevokedEvent.eventType
 
     /// `headers` are keyed by lower-case name.
     public func receive(body: [UInt8], headers: [String: String]) async -> JSONAnswer {

@@ -84,9 +84,12 @@ token=$("$CATLEDGER" token create --data-dir "$work/data" --scope admin --name s
 # hooks.py signs webhook deliveries with these.
 export SQUARE_ACCESS_TOKEN=simulator CONFORMANCE_SIGNATURE_KEY=conformance-signature-key
 export CONFORMANCE_NOTIFICATION_URL=http://127.0.0.1/webhooks/square
+# An OAuth app, so /admin/oauth/authorize answers its URL and /oauth/callback checks what it is given.
+(umask 077 && echo "sq0csp-schemathesis-secret" >"$work/app.secret")
 # Every operation is also tried without a token (ST203), more refusals than one address may make by default.
 start serve --data-dir "$work/data" --merchant "$MERCHANT" --host 127.0.0.1 --port 0 --json --auth-failures-max 10000 \
-    --square-base-url "$square_url" \
+    --square-base-url "$square_url" --square-application-id sq0idp-schemathesis \
+    --square-application-secret-file "$work/app.secret" --oauth-redirect-url http://127.0.0.1/oauth/callback \
     --signature-key "$CONFORMANCE_SIGNATURE_KEY" --notification-url "$CONFORMANCE_NOTIFICATION_URL"
 echo "run-schemathesis: $url (Square: $square_url), at most $MAX_EXAMPLES examples per operation, seed $SEED"
 

@@ -22,16 +22,7 @@ from square.core.api_error import ApiError
 from square.utils.webhooks_helper import verify_signature
 
 import square_sdk_models
-
-
-def fail(message: str) -> None:
-    print(f"CONFORMANCE FAILURE: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        fail(message)
+from square_sdk_models import check, fail
 
 
 def dump(model) -> dict:

@@ -94,6 +94,17 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-catch-up"), help: "Do not sync every merchant when the server starts.")
     var noCatchUp = false
 
+    @Option(name: .customLong("square-application-id"),
+            help: "The Square app's id (OAuth): sellers onboard through POST /admin/oauth/authorize and GET /oauth/callback, their tokens refreshed. Needs --square-application-secret-file.")
+    var applicationID: String?
+
+    @Option(name: .customLong("square-application-secret-file"), help: "A file (mode 0600) holding the Square app's secret.")
+    var applicationSecretFile: String?
+
+    @Option(name: .customLong("oauth-redirect-url"),
+            help: "The redirect URL registered for the Square app: this server's /oauth/callback as the sellers' browsers reach it.")
+    var oauthRedirectURL: String?
+
     func validate() throws {
         if case .failure(let error) = SyncSchedule.parseInterval(reconcileEvery) {
             throw ValidationError("--reconcile-every: \(error)")
@@ -115,6 +126,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if compactDropPriceHistory && compactRetain == nil {
             throw ValidationError("--compact-drop-price-history needs --compact-retain DURATION")
+        }
+        if (applicationID == nil) != (applicationSecretFile == nil) {
+            throw ValidationError("--square-application-id and --square-application-secret-file go together (the Square app's OAuth id and secret)")
         }
         if let compactAt, !compactAt.isEmpty, CompactionSchedule(parsing: compactAt) == nil {
             throw ValidationError("--compact-at takes a local time HH:MM (24-hour), not \"\(compactAt)\"")
@@ -144,7 +158,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let retainSpan = try compactRetain.map { text in Int64(Date().timeIntervalSince1970 * 1e9) - (try global.horizon(retaining: text)) }
             let logger = try global.logger("catledger.serve")
-            let configuration = LedgerServerConfiguration(
+            var settings = LedgerServerConfiguration(
                 host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: configured, signatureKeys: keys,
                 notificationURL: notificationURL, square: offline ? nil : try square.configuration(),
                 syncDebounce: .milliseconds(max(0, syncDebounceMilliseconds)),
@@ -158,6 +172,12 @@ struct ServeCommand: AsyncParsableCommand {
                                            reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()),
                 merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get(), ioThreads: ioThreads == 0 ? nil : ioThreads)
 
+            if let applicationID, let applicationSecretFile, !offline {
+                settings.oauth = OAuthConfiguration(application: SquareApplication(
+                    clientID: applicationID, clientSecret: try SecretFile.read(applicationSecretFile, what: "Square application secret"),
+                    redirectURL: oauthRedirectURL))
+            }
+            let configuration = settings
             let json = global.json
             do {
                 try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in

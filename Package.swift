@@ -206,6 +206,7 @@ let package = Package(
                 "CatalogModel",
                 "LedgerQueries",
                 "LedgerPages",
+                "LedgerStorage",
                 "CatalogProjections",
                 "SquareAPI",
                 "SquareWire",
@@ -243,7 +244,7 @@ let package = Package(
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
                 "LedgerIndex", "SquareAPI", "SquareSimulator", "SquareWire", "LedgerServer", "CatalogIngest", "CLZ4",
-                "LedgerStorageTesting", "LedgerQueries", "LedgerPages",
+                "LedgerStorageTesting", "LedgerQueries", "LedgerPages", "MerchantRegistry",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

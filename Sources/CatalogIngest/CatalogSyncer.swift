@@ -3,6 +3,7 @@ import CatalogModel
 import Foundation
 import Logging
 import SquareAPI
+import SquareWire
 
 /// What one sync run did.
 public struct SyncReport: Sendable, Codable, Equatable {
@@ -15,6 +16,10 @@ public struct SyncReport: Sendable, Codable, Equatable {
     public var pages = 0
     /// Objects Square returned (nested ones flattened), new or not.
     public var objectsReceived = 0
+    /// Whether the run asked Square for the seller's locations (ListLocations), and whether their
+    /// answer was new (recorded as `locationsObserved`).
+    public var locationsChecked = false
+    public var locationsRecorded = false
     /// Events newly appended (sync bookkeeping included).
     public var eventsAppended = 0
     /// Observations the ledger already held (re-observed versions).
@@ -64,10 +69,19 @@ public actor CatalogSyncer {
     /// Called after each durable append of a run (the CLI's progress bar advances here).
     let afterAppend: (@Sendable () async -> Void)?
     private var cachedCompletion: LastSync??
+    /// The newest recorded ListLocations answer (read from the ledger once, then kept in step).
+    private var cachedLocations: LocationsObservation??
+    /// When this syncer last asked Square for the locations.
+    private var locationsCheckedAt: ContinuousClock.Instant?
+    /// How long an incremental run goes without asking for the locations (every full run asks, and
+    /// so does the first run of a syncer: the catch-up at start).
+    public let locationsCheckInterval: Duration
 
     public init(ledger: Ledger, client: SquareCatalogClient, merchantID: MerchantID, pageLimit: Int = 1000,
-                logger: Logger, afterAppend: (@Sendable () async -> Void)? = nil) {
+                logger: Logger, afterAppend: (@Sendable () async -> Void)? = nil,
+                locationsCheckInterval: Duration = .seconds(3600)) {
         precondition((1...1000).contains(pageLimit), "search limit must be 1...1000")
+        self.locationsCheckInterval = locationsCheckInterval
         self.ledger = ledger
         self.client = client
         self.merchantID = merchantID
@@ -159,6 +173,9 @@ public actor CatalogSyncer {
         start.mode = report.mode
         start.beginTime = beginTime
         try await append(try mapper.events(for: start, state: CatalogState(), where: location), into: &report)
+        if full || locationsCheckedAt.map({ ContinuousClock.now - $0 >= locationsCheckInterval }) ?? true {
+            try await recordLocations(runID: runID, mapper: &mapper, report: &report)
+        }
 
         var cursor: String?
         var latestTime: String?
@@ -195,6 +212,34 @@ public actor CatalogSyncer {
             cachedCompletion = .some(LastSync(latestTime: time, recordedAt: recordedAt))
         }
         return report
+    }
+
+    /// Asks Square for the seller's locations and records the answer when it says something new
+    /// (`locationsObserved`). A failed call is logged and leaves the catalog sync going: the ledger
+    /// keeps the names it has.
+    private func recordLocations(runID: String, mapper: inout ExchangeMapper, report: inout SyncReport) async throws {
+        if cachedLocations == nil { cachedLocations = .some(try ExchangeMapper.latestLocations(in: ledger.reader)) }
+        let answer: SquareLocationsResponse
+        do {
+            answer = try await client.listLocations()
+        } catch {
+            logger.warning("cannot list the locations; their names stay as recorded",
+                           metadata: ["merchant": "\(merchantID)", "run": "\(runID)", "error": "\(error)"])
+            return
+        }
+        locationsCheckedAt = ContinuousClock.now
+        report.locationsChecked = true
+        var exchange = RecordedExchange(type: .squareResponse, at: "")
+        exchange.endpoint = "locations"
+        exchange.status = 200
+        exchange.correlationID = runID
+        exchange.body = String(decoding: answer.body, as: UTF8.self)
+        mapper.latestLocations = cachedLocations ?? nil
+        let events = try mapper.events(for: exchange, state: CatalogState(), where: "locations of \(merchantID)")
+        guard !events.isEmpty else { return }
+        try await append(events, into: &report)
+        cachedLocations = .some(mapper.latestLocations)
+        report.locationsRecorded = true
     }
 
     @discardableResult

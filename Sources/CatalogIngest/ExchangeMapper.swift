@@ -1,3 +1,4 @@
+import CatalogLedger
 import CatalogModel
 import SquareWire
 
@@ -14,6 +15,9 @@ public struct ExchangeMapper {
 
     private var runs: [String: OpenRun] = [:]
     public let defaultMerchant: MerchantID
+    /// The newest ListLocations answer the ledger holds (set by the caller from the ledger, kept by
+    /// the mapper as it maps answers): an answer that says the same becomes no event.
+    public var latestLocations: LocationsObservation?
 
     public init(defaultMerchant: MerchantID) { self.defaultMerchant = defaultMerchant }
 
@@ -89,21 +93,29 @@ public struct ExchangeMapper {
         }
     }
 
+    /// The newest ListLocations answer `reader`'s ledger holds (a scan of the log), nil when none.
+    public static func latestLocations(in reader: LedgerReader) throws -> LocationsObservation? {
+        var cursor = try reader.events()
+        var latest: LocationsObservation?
+        while let event = try cursor.next() {
+            if case .locationsObserved(let observed) = event.body { latest = observed }
+        }
+        return latest
+    }
+
     /// The endpoints of the writes whose responses show few or none of the objects they change,
     /// and Square's names of the calls.
-    static let itemWriteCalls = [
+    public static let itemWriteCalls = [
         "create-image": "CreateCatalogImage", "update-image": "UpdateCatalogImage",
         "update-item-taxes": "UpdateItemTaxes", "update-item-modifier-lists": "UpdateItemModifierLists",
     ]
 
-    /// An accepted image or toggle write: `writeAccepted` with every version it moved, then an
-    /// observation of each object its response shows (the image). The image's version is
-    /// Square's; the objects named only by the request (the `object_id` an image attaches to,
-    /// the `item_ids` of a toggle) moved to the same version, the write's, which is the image's
-    /// version or else `updated_at` in milliseconds.
-    private func itemWrite(endpoint: String, response: SquareCatalogResponse, requestBody: String?, key: String,
-                           merchant: MerchantID, correlation: String, squareVersion: String?) throws -> [PendingEvent] {
-        let shown = try EventBuilder.objects(response.objects)
+    /// The objects an image or toggle write moved that its response does not show (the
+    /// `object_id` an image attaches to, the `item_ids` of a toggle), and the write's catalog
+    /// version: the image's version, else `updated_at` in milliseconds (as Square stamps versions).
+    /// A read-back of `named` at that `catalog_version` shows Square's real versions of them.
+    public static func itemWriteTargets(endpoint: String, response: SquareCatalogResponse,
+                                        requestBody: String?) throws -> (named: [String], catalogVersion: Int64?) {
         let request = try requestBody.map { try JSONScanner.parse(Array($0.utf8)) }
         var named: [String] = []
         switch endpoint {
@@ -115,18 +127,34 @@ public struct ExchangeMapper {
             }
         default: break
         }
+        let updatedAt = response.updatedAt ?? response.objects.first?.updatedAt ?? ""
+        return (named, response.objects.first?.version ?? RFC3339.nanoseconds(updatedAt).map { $0 / 1_000_000 })
+    }
+
+    /// An accepted image or toggle write: `writeAccepted` with every version it moved, then an
+    /// observation of each object its response shows (the image), then of each object of the
+    /// read-back (`readBack`: the named objects retrieved at the write's `catalog_version`, which a
+    /// device writing after it cannot change). The image's version is Square's; a named object's is
+    /// its version in the read-back, or, without one (older recordings), the write's version.
+    private func itemWrite(endpoint: String, response: SquareCatalogResponse, readBack: SquareCatalogResponse?,
+                           requestBody: String?, key: String, merchant: MerchantID, correlation: String,
+                           squareVersion: String?) throws -> [PendingEvent] {
+        let shown = try EventBuilder.objects(response.objects)
+        let read = try readBack.map { try EventBuilder.objects($0.objects) } ?? []
+        let (named, writeVersion) = try Self.itemWriteTargets(endpoint: endpoint, response: response, requestBody: requestBody)
         let updatedAt = response.updatedAt ?? shown.first?.updatedAt ?? ""
-        let writeVersion = shown.first?.version ?? RFC3339.nanoseconds(updatedAt).map { $0 / 1_000_000 }
         var moved = shown.compactMap { object in object.version.map { ObjectVersion(objectID: object.id, version: $0) } }
-        if let writeVersion {
-            for id in named where !moved.contains(where: { $0.objectID.rawValue == id }) {
-                moved.append(ObjectVersion(objectID: CatalogObjectID(id), version: writeVersion))
+        for id in named where !moved.contains(where: { $0.objectID.rawValue == id }) {
+            if let version = read.first(where: { $0.id.rawValue == id })?.version ?? writeVersion {
+                moved.append(ObjectVersion(objectID: CatalogObjectID(id), version: version))
             }
         }
         let written = WriteAcceptance(call: Self.itemWriteCalls[endpoint] ?? endpoint, idempotencyKey: key,
                                       movedVersions: moved, updatedAt: updatedAt, responseBody: response.body)
         return [EventBuilder.writeAcceptedEvent(written, merchantID: merchant, correlationID: correlation)]
             + EventBuilder.observations(of: shown, merchantID: merchant, source: .upsertResponse,
+                                        correlationID: correlation, squareVersion: squareVersion)
+            + EventBuilder.observations(of: read, merchantID: merchant, source: .retrieve,
                                         correlationID: correlation, squareVersion: squareVersion)
     }
 
@@ -248,9 +276,19 @@ public struct ExchangeMapper {
                                           correlation: correlation, location: location)]
             }
             return try Self.wrap(location) {
-                try itemWrite(endpoint: endpoint, response: body.response, requestBody: exchange.requestBody, key: key,
-                              merchant: merchant, correlation: correlation, squareVersion: squareVersion)
+                try itemWrite(endpoint: endpoint, response: body.response, readBack: try followUp?.response,
+                              requestBody: exchange.requestBody, key: key, merchant: merchant, correlation: correlation,
+                              squareVersion: squareVersion)
             }
+        case "locations":
+            guard (200..<300).contains(status) else { return [] }
+            let answer = try Self.wrap(location) { try SquareLocationsResponse(body: body.bytes) }
+            let source: EventSource = exchange.correlationID.flatMap { runs[$0] }.map { $0.mode == .full ? .fullSync : .incrementalSync }
+                ?? .retrieve
+            let event = EventBuilder.locationsEvent(answer, merchantID: merchant, source: source, correlationID: correlation)
+            guard case .locationsObserved(let observed) = event.body, !observed.saysTheSame(as: latestLocations) else { return [] }
+            latestLocations = observed
+            return [event]
         default:
             throw IngestError.badSquareBody(context: location, reason: "unknown endpoint \"\(endpoint)\"")
         }

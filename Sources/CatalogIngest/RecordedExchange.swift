@@ -40,9 +40,10 @@ public struct RecordedExchange: Codable, Sendable, Equatable {
 
     // Square responses: `search`, `list`, `retrieve`, `batch-retrieve`, `upsert`, `batch-upsert`,
     // `delete`, `batch-delete`, `create-image`, `update-image`, `update-item-taxes`,
-    // `update-item-modifier-lists`. A write's response with an `idempotency_key` is an outcome
+    // `update-item-modifier-lists`; `locations` (ListLocations, recorded when the answer changed). A write's response with an `idempotency_key` is an outcome
     // (`writeAccepted` for the calls but upserts); `create-image` and the item toggles also carry
-    // their `request_body`, which names the objects they moved.
+    // their `request_body`, which names the objects they moved, and may carry in `follow_up_body`
+    // the batch-retrieve of those objects at the write's `catalog_version` (their real versions).
     public var endpoint: String?
     public var status: Int?
     public var body: String?

@@ -76,6 +76,7 @@ public struct RecordingImporter {
     /// already change nothing; the sequences given them here are provisional and never written.
     private func plan(_ exchanges: [(RecordedExchange, String)]) throws -> [(events: [PendingEvent], at: Int64)] {
         var mapper = ExchangeMapper(defaultMerchant: merchant)
+        mapper.latestLocations = try ExchangeMapper.latestLocations(in: ledger.reader)
         var state = try ledger.reader.state(asOf: .latest).state
         var provisional = ledger.nextSequence
         var planned: [(events: [PendingEvent], at: Int64)] = []

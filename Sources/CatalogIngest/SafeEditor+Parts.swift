@@ -89,6 +89,8 @@ extension SafeEditor {
             topOf[id] = top
             if !topIDs.contains(top) { topIDs.append(top) }
         }
+        var targetsOfTop: [String: [String]] = [:]
+        for id in targetIDs { targetsOfTop[topOf[id]!, default: []].append(id) }
         var tops: [String: JSONValue] = [:]
         for chunk in stride(from: 0, to: topIDs.count, by: Self.retrieveIDsMax) {
             let ids = Array(topIDs[chunk..<min(chunk + Self.retrieveIDsMax, topIDs.count)])
@@ -112,29 +114,69 @@ extension SafeEditor {
                 + (object["modifier_list_data"]?["modifiers"]?.arrayValue?.count ?? 0)
             return (SquareJSON.encodeOrTrap(object), 1 + nested)
         }
+        let plan = Self.split(sized, limits: upsertLimits)
+        // Every part's key is checked before anything is sent: a key (or a part's key) recorded for a
+        // different edit refuses the whole edit.
+        var recordedParts: [(sequence: UInt64, edit: LocalEdit)?] = []
+        for index in plan.indices {
+            recordedParts.append(try recordedPart(Self.partKey(key, index: index), request: request) { recorded in
+                Self.isSamePart(request, as: recorded, targetsOfTop: targetsOfTop)
+            })
+        }
         var parts: [EditResult] = []
-        for (index, batches) in Self.split(sized, limits: upsertLimits).enumerated() {
+        for (index, batches) in plan.enumerated() {
             let partKey = Self.partKey(key, index: index)
-            parts.append(try await sendPart(batches, request: request, key: partKey, client: client))
+            parts.append(try await sendPart(batches, recorded: recordedParts[index], request: request, key: partKey,
+                                            client: client))
         }
         return Self.summary(of: parts, key: key)
     }
 
+    /// The proposal the ledger holds for part key `key`, nil when none; `idempotencyKeyReused` when it
+    /// is not a proposal or `isSame` says it is another edit's (nothing is sent then).
+    private func recordedPart(_ key: String, request: EditRequest,
+                              isSame: (LocalEdit) -> Bool) throws -> (sequence: UInt64, edit: LocalEdit)? {
+        guard let sequence = ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: .localEditProposed, idempotencyKey: key))
+        else { return nil }
+        guard case .localEditProposed(let recorded) = try ledger.reader.event(at: sequence).body, isSame(recorded) else {
+            throw EditError(.idempotencyKeyReused,
+                            "idempotency key \"\(key)\" belongs to a different edit (recorded at seq \(sequence)); "
+                                + "nothing was sent to Square. Use a new key for a new edit",
+                            location: request.objectID)
+        }
+        return (sequence, recorded)
+    }
+
+    /// Whether a recorded part (a batch-upsert proposal) is a part of `request`: the same actor and
+    /// device, each object it sent the top-level object of some of the request's targets, and the
+    /// request's change applied to it changes nothing (it already makes every change asked for).
+    /// The versions are not compared: they move on once the first attempt succeeded.
+    static func isSamePart(_ request: EditRequest, as recorded: LocalEdit, targetsOfTop: [String: [String]]) -> Bool {
+        guard recorded.actor == request.actor, recorded.device == request.device,
+              let batches = (try? JSONScanner.parse(recorded.requestBody))?["batches"]?.arrayValue else { return false }
+        let objects = batches.flatMap { $0["objects"]?.arrayValue ?? [] }
+        return !objects.isEmpty && objects.allSatisfy { object in
+            guard let id = object["id"]?.stringValue, let targets = targetsOfTop[id], !targets.isEmpty else { return false }
+            return targets.allSatisfy { target in
+                var one = request
+                one.objectID = target
+                one.objectIDs = []
+                var changed = object
+                return (try? CatalogEditing.apply(one, to: &changed)) != nil && changed == object
+            }
+        }
+    }
+
     /// One part of a many-object edit: answered from the ledger, resent as recorded, or proposed and sent.
-    private func sendPart(_ batches: [[[UInt8]]], request: EditRequest, key: String,
-                          client: SquareCatalogClient) async throws -> EditResult {
-        if let editSequence = ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: .localEditProposed, idempotencyKey: key)) {
+    private func sendPart(_ batches: [[[UInt8]]], recorded: (sequence: UInt64, edit: LocalEdit)?, request: EditRequest,
+                          key: String, client: SquareCatalogClient) async throws -> EditResult {
+        if let (editSequence, recorded) = recorded {
             if let outcome = recordedOutcome(key: key) {
                 var result = try editResult(editSequence: editSequence, outcomeSequence: outcome, key: key)
                 result.replayed = true
                 return result
             }
-            guard case .localEditProposed(let recorded) = try ledger.reader.event(at: editSequence).body,
-                  let body = try? JSONScanner.parse(recorded.requestBody), let sentBatches = body["batches"]?.arrayValue
-            else {
-                throw EditError(.idempotencyKeyReused, "idempotency key \"\(key)\" is recorded for another request",
-                                location: request.objectID)
-            }
+            let sentBatches = (try? JSONScanner.parse(recorded.requestBody))?["batches"]?.arrayValue ?? []
             let resend = sentBatches.map { ($0["objects"]?.arrayValue ?? []).map { SquareJSON.encodeOrTrap($0) } }
             return try await send(.batchUpsert(batchesJSON: resend),
                                   sent: CatalogEditing.versions(inRequestBody: recorded.requestBody),
@@ -162,26 +204,31 @@ extension SafeEditor {
     func deleteMany(_ request: EditRequest, key: String, client: SquareCatalogClient) async throws -> EditResult {
         var ids: [String] = []
         for id in [request.objectID] + request.objectIDs where !ids.contains(id) { ids.append(id) }
-        var parts: [EditResult] = []
         let size = SquareCatalogClient.batchDeleteIDsMax
-        for (index, start) in stride(from: 0, to: ids.count, by: size).enumerated() {
-            let chunk = Array(ids[start..<min(start + size, ids.count)])
-            parts.append(try await deletePart(chunk, request: request, key: Self.partKey(key, index: index), client: client))
+        let chunks = stride(from: 0, to: ids.count, by: size).map { Array(ids[$0..<min($0 + size, ids.count)]) }
+        // As for edits: every part's key is checked before anything is sent. A part is the same
+        // delete when it named the same ids for the same actor and device.
+        var recordedParts: [(sequence: UInt64, edit: LocalEdit)?] = []
+        for (index, chunk) in chunks.enumerated() {
+            recordedParts.append(try recordedPart(Self.partKey(key, index: index), request: request) { recorded in
+                recorded.targetIDs.map(\.rawValue) == chunk && recorded.actor == request.actor
+                    && recorded.device == request.device
+                    && (try? JSONScanner.parse(recorded.requestBody))?["object_ids"] != nil
+            })
+        }
+        var parts: [EditResult] = []
+        for (index, chunk) in chunks.enumerated() {
+            parts.append(try await deletePart(chunk, recorded: recordedParts[index]?.sequence, request: request,
+                                              key: Self.partKey(key, index: index), client: client))
         }
         return Self.summary(of: parts, key: key)
     }
 
-    private func deletePart(_ ids: [String], request: EditRequest, key: String,
+    private func deletePart(_ ids: [String], recorded: UInt64?, request: EditRequest, key: String,
                             client: SquareCatalogClient) async throws -> EditResult {
         let requestBody = SquareJSON.encodeOrTrap(["object_ids": .array(ids.map(JSONValue.string))] as JSONValue)
         let editSequence: UInt64
-        if let recorded = ledger.sequence(ofDedupeKey: DedupeKey.edit(kind: .localEditProposed, idempotencyKey: key)) {
-            guard case .localEditProposed(let edit) = try ledger.reader.event(at: recorded).body,
-                  edit.targetIDs.map(\.rawValue) == ids
-            else {
-                throw EditError(.idempotencyKeyReused, "idempotency key \"\(key)\" belongs to another request; nothing was sent",
-                                location: request.objectID)
-            }
+        if let recorded {
             if let outcome = recordedOutcome(key: key) {
                 var result = try editResult(editSequence: recorded, outcomeSequence: outcome, key: key)
                 result.replayed = true

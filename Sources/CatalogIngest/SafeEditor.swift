@@ -217,7 +217,7 @@ public struct SafeEditor: Sendable {
         response.correlationID = report.idempotencyKey
         response.status = report.status
         response.body = report.responseBody
-        response.followUpBody = report.followUpBody
+        response.followUpBody = try await readBack(report) ?? report.followUpBody
         response.squareVersion = report.squareVersion
         response.requestBody = report.requestBody
         // Both halves are read before either is written, and appended together: a report whose
@@ -230,6 +230,28 @@ public struct SafeEditor: Sendable {
         }
         let outcomes = try await ledger.append(proposed + answered)
         return try recorded("app report", editSequence: outcomes[0].sequence, outcomeSequence: outcomes[1].sequence, key: key)
+    }
+
+    /// For an accepted image attach or toggle the app reported without a read-back: the objects it
+    /// moved read from Square at the write's `catalog_version` (`ExchangeMapper.itemWriteTargets`),
+    /// so `writeAccepted` carries Square's versions, not inferred ones, and a device writing since
+    /// changes nothing in it. Nil without a Square client, for other writes, or when the read fails
+    /// (the versions are then inferred, and the failure logged).
+    func readBack(_ report: AppReport) async throws -> String? {
+        guard let client, report.followUpBody == nil, (200..<300).contains(report.status),
+              ExchangeMapper.itemWriteCalls[report.endpoint] != nil,
+              let response = try? SquareCatalogResponse(body: Array(report.responseBody.utf8)),
+              let targets = try? ExchangeMapper.itemWriteTargets(endpoint: report.endpoint, response: response,
+                                                                 requestBody: report.requestBody),
+              !targets.named.isEmpty, let version = targets.catalogVersion else { return nil }
+        do {
+            let read = try await client.batchRetrieve(objectIDs: targets.named, catalogVersion: version)
+            return String(decoding: read.body, as: UTF8.self)
+        } catch {
+            logger.warning("cannot read back the objects of an app's write; their versions are inferred",
+                           metadata: ["key": "\(report.idempotencyKey)", "error": "\(error)"])
+            return nil
+        }
     }
 
     // MARK: Shared

@@ -41,4 +41,8 @@ public enum DedupeKey {
     public static func syncStarted(runID: String) -> String { "sync:\(runID):start" }
     public static func syncPage(runID: String, page: UInt32) -> String { "sync:\(runID):page:\(page)" }
     public static func syncCompleted(runID: String) -> String { "sync:\(runID):done" }
+
+    /// `locations:<correlation id>`: one recorded ListLocations answer per sync run (or call); an
+    /// unchanged answer is not recorded at all (`LocationsObservation.saysTheSame(as:)`).
+    public static func locations(correlationID: String) -> String { "locations:\(correlationID)" }
 }

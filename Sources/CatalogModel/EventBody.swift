@@ -1,3 +1,5 @@
+import SquareWire
+
 /// The kind-specific part of an event.
 public enum EventBody: Sendable, Hashable {
     case objectObserved(ObjectObservation)
@@ -12,6 +14,7 @@ public enum EventBody: Sendable, Hashable {
     case compactionMarker(CompactionMarker)
     case priceHistoryRetained(RetainedPriceHistory)
     case writeAccepted(WriteAcceptance)
+    case locationsObserved(LocationsObservation)
 
     public var kind: EventKind {
         switch self {
@@ -27,6 +30,7 @@ public enum EventBody: Sendable, Hashable {
         case .compactionMarker: .compactionMarker
         case .priceHistoryRetained: .priceHistoryRetained
         case .writeAccepted: .writeAccepted
+        case .locationsObserved: .locationsObserved
         }
     }
 
@@ -224,6 +228,24 @@ public struct WriteAcceptance: Sendable, Hashable {
         self.movedVersions = movedVersions
         self.updatedAt = updatedAt
         self.responseBody = responseBody
+    }
+}
+
+/// A ListLocations answer the ledger recorded (kind 13): each location's id, name and status, and
+/// the body as received. Recorded only when it differs from the newest one the ledger holds.
+public struct LocationsObservation: Sendable, Hashable {
+    public var locations: [SquareLocation]
+    public var responseBody: [UInt8]
+
+    public init(locations: [SquareLocation], responseBody: [UInt8]) {
+        self.locations = locations
+        self.responseBody = responseBody
+    }
+
+    /// Whether this answer says the same as `other` (each location's id, name and status, in order):
+    /// an answer that does is not recorded again.
+    public func saysTheSame(as other: LocationsObservation?) -> Bool {
+        other?.locations == locations
     }
 }
 

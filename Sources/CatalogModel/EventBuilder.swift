@@ -123,6 +123,15 @@ public enum EventBuilder {
                      correlationID: correlationID, body: .writeAccepted(acceptance))
     }
 
+    /// A `locationsObserved` event: a ListLocations answer, made by the call `correlationID` names.
+    public static func locationsEvent(_ response: SquareLocationsResponse, merchantID: MerchantID, source: EventSource,
+                                      correlationID: String) -> PendingEvent {
+        PendingEvent(merchantID: merchantID, source: source, dedupeKey: DedupeKey.locations(correlationID: correlationID),
+                     correlationID: correlationID,
+                     body: .locationsObserved(LocationsObservation(locations: response.locations,
+                                                                   responseBody: response.body)))
+    }
+
     /// A `webhookReceived` event for a delivery; dedupes on the body's `event_id`.
     public static func webhookEvent(body: [UInt8], headers: [HTTPHeader], signatureVerdict: SignatureVerdict,
                                     correlationID: String) throws -> PendingEvent {

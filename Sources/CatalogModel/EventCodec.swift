@@ -1,3 +1,5 @@
+import SquareWire
+
 /// The binary encoding of an event's record payload. Sequence and ledger time live in the
 /// storage record, not here.
 ///
@@ -19,6 +21,7 @@
 ///     accepted = idempotencyKey:str versions count (client:str object:str)* response:bytes
 ///     rejected = idempotencyKey:str status:u16 errorBody:bytes count bytes*
 ///     written  = call:str idempotencyKey:str versions updatedAt:str response:bytes
+///     locations = count (id:str name:str status:str)* response:bytes
 ///     compaction = throughSequence:u64 digest:bytes
 ///     retained = type:str id:str baseDedupeKey:str baseSequence:u64 count parent:str* count change*
 ///     change   = scope:u8 opt<location:str> opt<before:str> opt<after:str> opt<money> opt<money> version:i64
@@ -103,6 +106,14 @@ public enum EventCodec {
             writeVersions(written.movedVersions, &w)
             w.string(written.updatedAt)
             w.data(written.responseBody)
+        case .locationsObserved(let observed):
+            w.varint(UInt64(observed.locations.count))
+            for location in observed.locations {
+                w.string(location.id)
+                w.string(location.name)
+                w.string(location.status)
+            }
+            w.data(observed.responseBody)
         }
         return w.bytes
     }
@@ -195,6 +206,13 @@ public enum EventCodec {
             body = .writeAccepted(WriteAcceptance(call: try r.string(), idempotencyKey: try r.string(),
                                                   movedVersions: try readVersions(&r), updatedAt: try r.string(),
                                                   responseBody: try r.data()))
+        case .locationsObserved:
+            let count = try r.varint()
+            var locations: [SquareLocation] = []
+            for _ in 0..<count {
+                locations.append(SquareLocation(id: try r.string(), name: try r.string(), status: try r.string()))
+            }
+            body = .locationsObserved(LocationsObservation(locations: locations, responseBody: try r.data()))
         }
         guard r.isAtEnd else { throw r.malformed("\(payload.count - r.offset) trailing bytes after event body") }
         return LedgerEvent(sequence: sequence, recordedAt: recordedAt,
@@ -211,6 +229,7 @@ public enum EventCodec {
         case .localEditProposed(let e): e.requestBody.count + 128
         case .upsertAccepted(let a): a.responseBody.count + 128
         case .writeAccepted(let a): a.responseBody.count + a.movedVersions.count * 40 + 128
+        case .locationsObserved(let l): l.responseBody.count + l.locations.count * 64 + 64
         case .upsertRejected(let r): r.errorBody.count + r.followUpObjects.reduce(0) { $0 + $1.count + 4 } + 64
         case .priceHistoryRetained(let r): r.changes.count * 96 + 128
         default: 64

@@ -44,6 +44,9 @@ public enum EventKind: UInt8, Sendable, Codable, CaseIterable {
     /// UpdateCatalogImage, DeleteCatalogObject, BatchDeleteCatalogObjects, UpdateItemTaxes,
     /// UpdateItemModifierLists), with the versions it moved.
     case writeAccepted = 12
+    /// A ListLocations answer (each location's id, name and status), recorded when it differs from
+    /// the newest one the ledger holds.
+    case locationsObserved = 13
 }
 
 /// The routing header of a catalog fact, stored beside the payload so that the fold, routing

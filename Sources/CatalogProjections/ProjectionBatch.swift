@@ -49,6 +49,8 @@ struct ProjectionBatch {
                 try writer.insert(try diagnoses.row(forLastOf: events[...position], reader: reader), in: db)
             case .priceHistoryRetained(let record):
                 _ = try writer.applyRetained(record, admittedAt: .latest, in: db)
+            case .locationsObserved(let observed):
+                try writer.applyLocations(observed.locations, sequence: event.sequence, in: db)
             default:
                 continue
             }

@@ -145,6 +145,20 @@ public struct ProjectionQueries: Sendable {
         }
     }
 
+    /// The seller's locations the projection holds (recorded ListLocations answers), by id.
+    public func locations() throws -> [LocationRecord] {
+        try read("locations") { db in
+            try Row.fetchAll(db, sql: "SELECT location_id, name, status FROM locations ORDER BY location_id").map { row in
+                LocationRecord(id: row["location_id"], name: row["name"], status: row["status"])
+            }
+        }
+    }
+
+    /// Location id -> name, for the locations with a name.
+    public func locationNames() throws -> [String: String] {
+        Dictionary(try locations().filter { !$0.name.isEmpty }.map { ($0.id, $0.name) }) { first, _ in first }
+    }
+
     // MARK: Conflicts
 
     /// Rejected upserts, newest first, optionally only of one classification.

@@ -77,6 +77,14 @@ public struct CatalogPriceChange: Sendable, Hashable, Codable {
     public var objectName: String?
 }
 
+/// A location of the seller as the newest recorded ListLocations answer shows it.
+public struct LocationRecord: Sendable, Hashable, Codable {
+    public var id: String
+    public var name: String
+    /// `ACTIVE`, `INACTIVE`, or "" when Square did not say.
+    public var status: String
+}
+
 public struct ConflictRecord: Sendable, Hashable, Codable {
     public var sequence: UInt64
     public var recordedAt: Int64

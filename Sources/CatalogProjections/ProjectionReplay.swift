@@ -99,6 +99,11 @@ public enum ProjectionReplay {
                     state.apply(event)
                     guard point.admits(event) else { continue }
                     summary.priceHistoryRows += try writer.applyRetained(record, admittedAt: point, in: db)
+                case .locationsObserved(let observed):
+                    // Names as of the point (`LocationDirectory`): an answer recorded after a Square-time
+                    // point was not yet true there.
+                    guard point.squareTimeMax.map({ event.recordedAt <= $0 }) ?? true else { continue }
+                    try writer.applyLocations(observed.locations, sequence: event.sequence, in: db)
                 default:
                     state.apply(event)
                 }

@@ -20,7 +20,24 @@ public enum ProjectionSchema {
         migrator.registerMigration(catalogMigrationName) { db in try createCatalogTables(db) }
         migrator.registerMigration(SearchIndex.schemaMigrationName) { db in try SearchIndex.createSchema(db) }
         migrator.registerMigration(logCheckpointMigrationName) { db in try addCheckpointAnchor(db) }
+        migrator.registerMigration(locationsMigrationName) { db in try createLocationsTable(db) }
         return migrator
+    }
+
+    /// The migration that added the seller's locations (names from the recorded ListLocations answers).
+    public static let locationsMigrationName = "locations.v1"
+
+    /// Frozen: the DDL of migration "locations.v1". One row per location, as the newest
+    /// `locationsObserved` event naming it (at the point, in a replay file) shows it.
+    static func createLocationsTable(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE TABLE locations (
+                location_id TEXT PRIMARY KEY NOT NULL,
+                name TEXT NOT NULL,
+                status TEXT NOT NULL,
+                sequence INTEGER NOT NULL
+            );
+            """)
     }
 
     /// The migration that moved the checkpoint's anchor into `projection_checkpoint`, in the

@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import CatalogSearch
 import GRDB
+import SquareWire
 
 /// Stores facts, price changes and conflicts into a projection database. Every method runs inside
 /// the caller's transaction on the `db` it is given (so rows and checkpoint commit together); the
@@ -221,6 +222,17 @@ struct ProjectionWriter: Sendable {
                 row.oldAmount, row.newAmount, row.currency, row.version, row.updatedAt, row.updatedAtNanos,
                 row.recordedAt, row.source,
             ])
+    }
+
+    /// Sets the rows of the locations a ListLocations answer shows (recorded at `sequence`).
+    func applyLocations(_ locations: [SquareLocation], sequence: UInt64, in db: Database) throws {
+        let statement = try db.cachedStatement(sql: """
+            INSERT INTO locations (location_id, name, status, sequence) VALUES (?, ?, ?, ?)
+            ON CONFLICT (location_id) DO UPDATE SET name = excluded.name, status = excluded.status, sequence = excluded.sequence
+            """)
+        for location in locations {
+            try statement.execute(arguments: [location.id, location.name, location.status, Int64(bitPattern: sequence)])
+        }
     }
 
     /// Replaces the object's price-history rows up to `record.baseSequence` with the record's rows.

@@ -19,6 +19,7 @@ extension HistoryIndex {
         CREATE TABLE IF NOT EXISTS edit_requests (
             correlation_id TEXT NOT NULL, sequence INTEGER NOT NULL,
             PRIMARY KEY (correlation_id, sequence)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS location_answers (sequence INTEGER PRIMARY KEY);
         CREATE TABLE IF NOT EXISTS index_checkpoint (
             id INTEGER PRIMARY KEY CHECK (id = 1), next_sequence INTEGER NOT NULL,
             anchor_sequence INTEGER, anchor_recorded_at INTEGER, anchor_key INTEGER);
@@ -29,7 +30,8 @@ extension HistoryIndex {
         try database.write { db in
             let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
             if version != 0 && version != schemaVersion {
-                for table in ["object_facts", "object_children", "sku_objects", "edit_requests", "index_checkpoint"] {
+                for table in ["object_facts", "object_children", "sku_objects", "edit_requests", "location_answers",
+                              "index_checkpoint"] {
                     try db.execute(sql: "DROP TABLE IF EXISTS \(table)")
                 }
             }
@@ -39,7 +41,7 @@ extension HistoryIndex {
     }
 
     static func clear(_ db: Database) throws {
-        try db.execute(sql: "DELETE FROM object_facts; DELETE FROM object_children; DELETE FROM sku_objects; DELETE FROM edit_requests; DELETE FROM index_checkpoint")
+        try db.execute(sql: "DELETE FROM object_facts; DELETE FROM object_children; DELETE FROM sku_objects; DELETE FROM edit_requests; DELETE FROM location_answers; DELETE FROM index_checkpoint")
     }
 
     /// Indexes the catalog facts among `events` (in sequence order). The first learning of a fact
@@ -49,6 +51,7 @@ extension HistoryIndex {
         let child = try db.cachedStatement(sql: "INSERT OR IGNORE INTO object_children (parent_id, object_id) VALUES (?, ?)")
         let sku = try db.cachedStatement(sql: "INSERT OR IGNORE INTO sku_objects (sku, object_id) VALUES (?, ?)")
         let edit = try db.cachedStatement(sql: "INSERT OR IGNORE INTO edit_requests (correlation_id, sequence) VALUES (?, ?)")
+        let locations = try db.cachedStatement(sql: "INSERT OR IGNORE INTO location_answers (sequence) VALUES (?)")
         for event in events {
             let header: CatalogFactHeader
             var payload: [UInt8] = []
@@ -58,6 +61,9 @@ extension HistoryIndex {
             case .localEditProposed:
                 // Who asked for the edit whose accepted objects carry this correlation id.
                 try edit.execute(arguments: [event.correlationID, Int64(bitPattern: event.sequence)])
+                continue
+            case .locationsObserved:
+                try locations.execute(arguments: [Int64(bitPattern: event.sequence)])
                 continue
             case .priceHistoryRetained(let record):
                 // Read with the object's facts, so price history keeps what retention dropped.

@@ -20,7 +20,7 @@ public final class HistoryIndex: Sendable {
     /// Events folded per write transaction during a catch-up.
     static let batchEvents = 20_000
     /// Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-    static let schemaVersion = 2
+    static let schemaVersion = 3
 
     public let reader: LedgerReader
     let database: DatabaseQueue
@@ -133,6 +133,13 @@ public final class HistoryIndex: Sendable {
                                                  arguments: [id])
             }
             return sequences.sorted()
+        }
+    }
+
+    /// Sequences of the recorded ListLocations answers (`locationsObserved`), ascending.
+    public func locationAnswerSequences() throws -> [UInt64] {
+        try database.read { db in
+            try UInt64.fetchAll(db, sql: "SELECT sequence FROM location_answers ORDER BY sequence")
         }
     }
 

@@ -24,6 +24,7 @@ extension Pages {
         let category = query.first("category").map { CatalogObjectID($0) }
         let moment = try context.queries.catalog(asOf: point, search: query.first("q"), category: category)
         let all = moment
+        let locationNames = try context.queries.names(of: [], asOf: point)
         let categoryNames = Dictionary(all.categories.map { ($0.id, $0.name ?? $0.id.rawValue) }, uniquingKeysWith: { a, _ in a })
         let options = [("", "all categories")] + all.categories.map { ($0.id.rawValue, $0.name ?? $0.id.rawValue) }
         var body: HTML = """
@@ -53,7 +54,7 @@ extension Pages {
                 let categories = item.categoryIDs.map { categoryNames[$0] ?? $0.rawValue }.joined(separator: ", ")
                 let variations: [HTML] = item.variations.map { variation in
                     let overrides = variation.locationPrices.sorted { $0.key.rawValue < $1.key.rawValue }
-                        .map { "\($0.value.description) at \($0.key.rawValue)" as String }.joined(separator: ", ")
+                        .map { "\($0.value.description) at \(locationNames.labelledLocation($0.key.rawValue))" as String }.joined(separator: ", ")
                     return """
                     <li><a href="\(context.objectLink(variation.id, atQuery).description)">\(variation.name ?? variation.id.rawValue)</a> \
                     <strong>\(variation.price?.description ?? "variable price")</strong>\(overrides.isEmpty ? "" : " (\(overrides))")</li>
@@ -79,7 +80,7 @@ extension Pages {
         let created: [HTML] = diff.created.map { "<li>\(context.object($0))</li>" }
         let deleted: [HTML] = diff.deleted.map { "<li>\(context.object($0))</li>" }
         let changed: [HTML] = diff.changed.map { change in
-            "<tr><td>\(context.object(change.objectID))<br><small>\(change.objectType.rawValue) v\(change.versionBefore) → v\(change.versionAfter)</small></td><td>\(changeList(change.changes))</td></tr>"
+            "<tr><td>\(context.object(change.objectID))<br><small>\(change.objectType.rawValue) v\(change.versionBefore) → v\(change.versionAfter)</small></td><td>\(changeList(change.changes, names: context.names))</td></tr>"
         }
         return """
         <section aria-labelledby="compare"><h2 id="compare">From \(Clock.point(from)) to \(Clock.point(to))</h2>

@@ -96,7 +96,7 @@ extension Pages {
                 \(event.correlationID.isEmpty ? "" : " [\(event.correlationID)]"): \(event.note)</li>
                 """
             }
-            let changed: HTML = finding.changedFields.isEmpty ? "" : "<p>What the other write changed:</p>" + changeList(finding.changedFields)
+            let changed: HTML = finding.changedFields.isEmpty ? "" : "<p>What the other write changed:</p>" + changeList(finding.changedFields, names: context.names)
             return """
             <section class="card finding"><h2>\(context.object(finding.objectID))</h2>
             <p>\(finding.objectType.rawValue)\(parent) · <span class="tag \(finding.classification == .current || finding.classification == .newObject ? "good" : "bad")">\(finding.classification.rawValue)</span></p>

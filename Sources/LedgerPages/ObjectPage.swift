@@ -84,7 +84,8 @@ extension Pages {
             <td>\(Clock.both(square: version.updatedAtNanos, squareText: version.updatedAt, ledger: version.firstRecordedAt))</td>\
             <td>\(Clock.ledger(version.firstRecordedAt))</td><td>\(version.source.description)</td>\
             <td class="num">\(version.firstSequence)</td>\
-            <td>\(changeList(version.changes, isDeleted: version.isDeleted, isFirst: first))</td>\
+            <td>\(changeList(version.changes, isDeleted: version.isDeleted, isFirst: first,
+                                     names: context.names))</td>\
             <td><a href="\(context.objectLink(id, [("at", RFC3339.format(nanoseconds: version.updatedAtNanos))]).description)">view as of</a></td></tr>
             """
         }
@@ -121,7 +122,7 @@ extension Pages {
         if let name = object?.name { facts += "<dt>Name</dt><dd>\(name)</dd>" }
         if let price = object?.priceMoney { facts += "<dt>Price</dt><dd>\(price.description)</dd>" }
         for (location, money) in (object?.locationPriceOverrides ?? [:]).sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-            facts += "<dt>Price at <code>\(location.rawValue)</code></dt><dd>\(money.description)</dd>"
+            facts += "<dt>Price at \(context.location(location.rawValue))</dt><dd>\(money.description)</dd>"
         }
         let categories = object?.categoryIDs ?? []
         if !categories.isEmpty {
@@ -138,7 +139,7 @@ extension Pages {
     static func priceTable(_ context: PageContext, _ changes: [PriceChange]) -> HTML {
         let rows: [HTML] = changes.reversed().map { change in
             let scope: HTML = change.scope.kind == .locationPrice
-                ? "at <code>\(change.scope.locationID?.rawValue ?? "")</code>" : change.scope.kind == .basePrice ? "base" : "pricing type"
+                ? "at \(context.location(change.scope.locationID?.rawValue ?? ""))" : change.scope.kind == .basePrice ? "base" : "pricing type"
             return """
             <tr><td>\(Clock.both(square: change.updatedAtNanos, squareText: change.updatedAt, ledger: change.firstRecordedAt))</td>\
             <td>\(context.object(change.objectID))</td><td>\(scope)</td>\

@@ -52,6 +52,12 @@ public struct PageContext: Sendable {
         return "<a href=\"\(objectLink(id).description)\"><code class=\"id\">\(id.rawValue)</code></a>"
     }
 
+    /// A location's name beside its id (the id alone when the ledger learned no name for it).
+    func location(_ id: String) -> HTML {
+        guard let name = names.locationName(id) else { return "<code class=\"id\">\(id)</code>" }
+        return "\(name) <code class=\"id\">\(id)</code>"
+    }
+
     /// The name shown beside an id; nil shows the id alone.
     func displayName(_ id: CatalogObjectID) -> String? { names.name(of: id) }
 

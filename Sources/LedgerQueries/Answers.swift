@@ -76,9 +76,14 @@ public struct FieldChangeJSON: Encodable, Sendable, Hashable {
     public var after: JSONValue?
     public var beforeText: String?
     public var afterText: String?
+    /// The location a per-location field names (`...[location_id=L]...`), and its name.
+    public var locationID: String?
+    public var locationName: String?
 
-    public init(_ change: FieldChange) {
+    public init(_ change: FieldChange, names: CatalogNames) {
         path = change.path
+        locationID = CatalogNames.locationID(inPath: change.path)
+        locationName = locationID.map(names.location)
         before = change.before.flatMap { try? JSONScanner.parse(Array($0.utf8)) }
         after = change.after.flatMap { try? JSONScanner.parse(Array($0.utf8)) }
         beforeText = change.shownBefore
@@ -89,11 +94,15 @@ public struct FieldChangeJSON: Encodable, Sendable, Hashable {
         case path, before, after
         case beforeText = "before_text"
         case afterText = "after_text"
+        case locationID = "location_id"
+        case locationName = "location_name"
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(path, forKey: .path)
+        try container.encodeIfPresent(locationID, forKey: .locationID)
+        try container.encodeIfPresent(locationName, forKey: .locationName)
         try container.encode(before ?? .null, forKey: .before)
         try container.encode(after ?? .null, forKey: .after)
         try container.encodeIfPresent(beforeText, forKey: .beforeText)

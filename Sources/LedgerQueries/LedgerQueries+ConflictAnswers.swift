@@ -186,7 +186,7 @@ public struct DiagnosisAnswer: Sendable, Encodable {
                                  kind: e.kind, source: e.source.word, correlationID: e.correlationID, version: e.version,
                                  updatedAt: e.updatedAt, note: e.note)
                     },
-                    changedFields: finding.changedFields.map(FieldChangeJSON.init))
+                    changedFields: finding.changedFields.map { FieldChangeJSON($0, names: names) })
         }, forKey: .findings)
         try container.encode(d.missingKnowledge, forKey: .missingKnowledge)
         try container.encode(d.fix, forKey: .fix)

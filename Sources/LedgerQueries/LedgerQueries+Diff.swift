@@ -81,7 +81,7 @@ public struct DiffAnswer: Sendable, Encodable {
         try container.encode(diff.changed.map { change in
             Changed(id: change.objectID.rawValue, name: names.display(change.objectID), type: change.objectType.rawValue,
                     versionBefore: change.versionBefore, versionAfter: change.versionAfter,
-                    changes: change.changes.map(FieldChangeJSON.init))
+                    changes: change.changes.map { FieldChangeJSON($0, names: names) })
         }, forKey: .changed)
         try container.encode(diff.deleted.map { NamedObject($0, names: names) }, forKey: .deleted)
     }

@@ -91,7 +91,7 @@ public struct HistoryAnswer: Sendable, Encodable {
                            sequence: version.firstSequence, recordedAt: AnswerTime.ledger(version.firstRecordedAt),
                            recordedAtNs: version.firstRecordedAt, source: version.source.word,
                            correlationID: version.correlationID, actor: author?.actor, device: author?.device,
-                           changes: version.changes.map(FieldChangeJSON.init))
+                           changes: version.changes.map { FieldChangeJSON($0, names: names) })
     }
 
     public func encode(to encoder: any Encoder) throws {

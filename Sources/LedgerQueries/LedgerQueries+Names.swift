@@ -12,8 +12,9 @@ import SquareWire
 ///   last name it had; an object that did not exist yet at the point shows the first name the
 ///   ledger learned for it; an id the ledger never learned (or an object without a name) has no
 ///   name, and `display` shows the id itself.
-/// - Locations: the ledger records no Square Location objects (no Locations API call is
-///   recorded), so `location(_:)` is the location id until it does.
+/// - A location shows the name of the recorded ListLocations answers at the point
+///   (`LocationDirectory`: the newest answer at or before it, else the first learned); one the
+///   ledger never learned a name for shows as its id.
 public struct CatalogNames: Sendable, Hashable {
     /// What one object is called at the point.
     public struct Entry: Sendable, Hashable {
@@ -26,8 +27,19 @@ public struct CatalogNames: Sendable, Hashable {
     }
 
     public private(set) var entries: [CatalogObjectID: Entry]
+    /// Location id -> its name at the point (`LocationDirectory.names(asOf:)`).
+    public var locations: [String: String] = [:]
+    /// Every recorded ListLocations answer, for a location's name at another moment than the
+    /// point (a price change's); nil when these names were not made from the ledger.
+    public var locationDirectory: LocationDirectory?
 
     public init() { entries = [:] }
+
+    /// No object names, these location names.
+    public init(locations: [String: String]) {
+        entries = [:]
+        self.locations = locations
+    }
 
     /// The names of `ids` (and of their parents) as `history` knows them at `point`.
     public init(history: CatalogHistory, ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) {
@@ -100,8 +112,36 @@ public struct CatalogNames: Sendable, Hashable {
         name(of: id).map { "\($0) [\(id.rawValue)]" } ?? id.rawValue
     }
 
-    /// A location's name: its id, since the ledger does not record Square's Location objects.
-    public func location(_ id: String) -> String { id }
+    /// A location's name at the point, nil when the ledger never learned one.
+    public func locationName(_ id: String) -> String? { locations[id] }
+
+    /// A location's name, or its id when there is none.
+    public func location(_ id: String) -> String { locations[id] ?? id }
+
+    /// A location's name as it was at `moment` (a row's own time: a price change's Square and ledger
+    /// time), from the recorded answers; the name at the point without them.
+    public func location(_ id: String, at moment: AsOf) -> String {
+        locationDirectory.flatMap { $0.names(asOf: moment)[id] } ?? location(id)
+    }
+
+    /// "Harbor [LCAFEHARBOR02]": the location's name with its id; the id alone when it has no name.
+    public func labelledLocation(_ id: String) -> String {
+        locations[id].map { "\($0) [\(id)]" } ?? id
+    }
+
+    /// The location a field path names (`...location_overrides[location_id=L].price_money` -> L).
+    public static func locationID(inPath path: String) -> String? {
+        guard let start = path.range(of: "[location_id="),
+              let end = path[start.upperBound...].firstIndex(of: "]") else { return nil }
+        return String(path[start.upperBound..<end])
+    }
+
+    /// A field path for people: the path, then the name of the location it names, if any
+    /// ("...[location_id=LCAFEHARBOR02].price_money (Harbor)").
+    public func shownPath(_ path: String) -> String {
+        guard let id = Self.locationID(inPath: path), let name = locationName(id) else { return path }
+        return "\(path) (\(name))"
+    }
 
     /// The type the ledger knows for `id`, or nil when it never learned it.
     public func type(of id: CatalogObjectID) -> CatalogObjectType? { entries[id]?.type }
@@ -110,6 +150,8 @@ public struct CatalogNames: Sendable, Hashable {
     public func merging(_ other: CatalogNames) -> CatalogNames {
         var merged = self
         merged.entries.merge(other.entries) { _, new in new }
+        merged.locations.merge(other.locations) { _, new in new }
+        merged.locationDirectory = other.locationDirectory ?? locationDirectory
         return merged
     }
 }
@@ -118,13 +160,25 @@ extension LedgerQueries {
     /// The display names of `ids` as of `point` (`CatalogNames`; default: now). Reads only the
     /// events of those objects and of their parents through the history index (the whole log,
     /// decoded once and cached, when there is no index).
+    /// Location names (every location the ledger learned) come with them, as of the same point.
     public func names(of ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) throws -> CatalogNames {
         let ids = Array(Set(ids))
-        guard !ids.isEmpty else { return CatalogNames() }
+        let directory = try locationDirectory()
+        var locations = CatalogNames(locations: directory.names(asOf: point))
+        locations.locationDirectory = directory
+        guard !ids.isEmpty else { return locations }
         let first = try history(of: ids)
         let own = CatalogNames(history: first, ids: ids, asOf: point)
         let parents = Set(ids.compactMap { own.entries[$0]?.parentID }).subtracting(ids)
-        guard !parents.isEmpty, historyPath == .index else { return own }
-        return CatalogNames(history: try history(of: ids + parents), ids: ids, asOf: point)
+        guard !parents.isEmpty, historyPath == .index else { return own.merging(locations) }
+        return CatalogNames(history: try history(of: ids + parents), ids: ids, asOf: point).merging(locations)
+    }
+
+    /// Every recorded ListLocations answer (`LocationDirectory`), read through the history index
+    /// (only those events) or from the whole log without one.
+    public func locationDirectory() throws -> LocationDirectory {
+        guard let index else { return LocationDirectory(events: try events.all()) }
+        try catchUp()
+        return LocationDirectory(events: try reader.events(at: try index.locationAnswerSequences()))
     }
 }

@@ -93,7 +93,7 @@ public struct PriceChangeJSON: Encodable, Sendable, Hashable {
         sku = change.sku
         scope = Self.scopeWord(change.scope.kind)
         locationID = change.scope.locationID?.rawValue
-        locationName = change.scope.locationID.map { names.location($0.rawValue) }
+        locationName = change.scope.locationID.map { names.location($0.rawValue, at: change.moment) }
         beforeMoney = change.beforeMoney.map(MoneyJSON.init)
         afterMoney = change.afterMoney.map(MoneyJSON.init)
         before = change.shownBefore
@@ -163,4 +163,10 @@ extension LedgerQueries {
         }
         return PricesAnswer(subject: subject, changes: changes, names: try names(of: ids + changes.map(\.objectID)))
     }
+}
+
+extension PriceChange {
+    /// When the change happened, in both clocks (its Square time, and when the ledger learned it):
+    /// the moment a location's name is shown as of.
+    public var moment: AsOf { AsOf(squareTimeMax: updatedAtNanos, ledgerTimeMax: firstRecordedAt) }
 }

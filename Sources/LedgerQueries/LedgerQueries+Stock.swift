@@ -12,6 +12,8 @@ public struct StockAnswer: Sendable, Encodable {
         public var objectID: CatalogObjectID
         public var name: String
         public var locationID: String?
+        /// The location's name at the row's time (its id when the ledger learned none).
+        public var locationName: String?
         /// A count's state (`IN_STOCK`, `SOLD`, ...).
         public var state: String?
         /// A count's quantity, as Square wrote it.
@@ -28,6 +30,7 @@ public struct StockAnswer: Sendable, Encodable {
             case kind, name, state, quantity, sequence, source, at
             case objectID = "object_id"
             case locationID = "location_id"
+            case locationName = "location_name"
             case soldOut = "sold_out"
         }
 
@@ -37,6 +40,7 @@ public struct StockAnswer: Sendable, Encodable {
             try container.encode(objectID.rawValue, forKey: .objectID)
             try container.encode(name, forKey: .name)
             try container.encodeIfPresent(locationID, forKey: .locationID)
+            try container.encodeIfPresent(locationName, forKey: .locationName)
             try container.encodeIfPresent(state, forKey: .state)
             try container.encodeIfPresent(quantity, forKey: .quantity)
             try container.encodeIfPresent(soldOut, forKey: .soldOut)
@@ -77,7 +81,8 @@ extension LedgerQueries {
         let names = try self.names(of: objects + [id])
         var rows = counts.map { count in
             StockAnswer.Row(kind: .count, objectID: count.objectID, name: names.display(count.objectID),
-                            locationID: count.locationID, state: count.state, quantity: count.quantity, soldOut: nil,
+                            locationID: count.locationID, locationName: names.location(count.locationID, at: AsOf(squareTimeMax: count.calculatedAt)),
+                            state: count.state, quantity: count.quantity, soldOut: nil,
                             at: count.calculatedAt, sequence: count.sequence, source: "webhook \(InventoryCountUpdate.eventType)")
         }
         let histories = children.isEmpty ? [(id: id, versions: try entityHistory(of: id))] : children
@@ -86,7 +91,8 @@ extension LedgerQueries {
                 for change in version.changes {
                     guard let flip = Self.soldOutFlip(change) else { continue }
                     rows.append(StockAnswer.Row(kind: .soldOut, objectID: objectID, name: names.display(objectID),
-                                                locationID: flip.location, state: nil, quantity: nil, soldOut: flip.soldOut,
+                                                locationID: flip.location, locationName: names.location(flip.location, at: AsOf(squareTimeMax: version.updatedAtNanos)),
+                                                state: nil, quantity: nil, soldOut: flip.soldOut,
                                                 at: version.updatedAtNanos, sequence: version.firstSequence, source: version.source.word))
                 }
             }

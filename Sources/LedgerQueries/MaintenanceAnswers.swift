@@ -76,7 +76,7 @@ public struct VerifyAnswer: Sendable, Encodable {
         try container.encode(anomalies.map { twin in
             Anomaly(objectID: twin.objectID.rawValue, objectType: twin.objectType.rawValue, version: twin.version,
                     keptSequence: twin.keptSequence, otherSequence: twin.otherSequence,
-                    differences: twin.differences.map(FieldChangeJSON.init))
+                    differences: twin.differences.map { FieldChangeJSON($0, names: CatalogNames()) })
         }, forKey: .anomalies)
     }
 }

@@ -8,8 +8,13 @@ import SquareWire
 /// holds.
 public struct CatalogPricesAnswer: Sendable, Encodable {
     public var changes: [CatalogPriceChange]
+    /// The names of the locations the changes name (the projection's `locations`), by id.
+    public var names: CatalogNames
 
-    public init(changes: [CatalogPriceChange]) { self.changes = changes }
+    public init(changes: [CatalogPriceChange], locationNames: [String: String] = [:]) {
+        self.changes = changes
+        names = CatalogNames(locations: locationNames)
+    }
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
@@ -19,7 +24,7 @@ public struct CatalogPricesAnswer: Sendable, Encodable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(AnswerSchema.version, forKey: .schemaVersion)
-        try container.encode(changes.map { PriceChangeJSON($0) }, forKey: .changes)
+        try container.encode(changes.map { PriceChangeJSON($0, names: names) }, forKey: .changes)
     }
 
     /// The name of a row's object: "Item (Variation)", the object's own name, or its id.
@@ -41,7 +46,7 @@ public struct CatalogPricesAnswer: Sendable, Encodable {
 
 extension PriceChangeJSON {
     /// A projection row (`price_history` with the names the projection holds) in the same shape.
-    public init(_ row: CatalogPriceChange) {
+    public init(_ row: CatalogPriceChange, names: CatalogNames) {
         let change = row.change
         objectID = change.objectID
         name = CatalogPricesAnswer.name(row)
@@ -50,7 +55,7 @@ extension PriceChangeJSON {
         itemName = row.itemName
         sku = change.sku
         (scope, locationID) = CatalogPricesAnswer.scope(change)
-        locationName = locationID.map { CatalogNames().location($0) }
+        locationName = locationID.map { names.location($0) }
         beforeMoney = change.oldAmount.map { MoneyJSON(Money(amount: $0, currency: change.currency ?? "")) }
         afterMoney = change.newAmount.map { MoneyJSON(Money(amount: $0, currency: change.currency ?? "")) }
         before = change.shownOld
@@ -85,7 +90,7 @@ extension ProjectionQueries {
         if let location {
             changes = changes.filter { CatalogPricesAnswer.scope($0.change).locationID == location }
         }
-        return CatalogPricesAnswer(changes: changes)
+        return CatalogPricesAnswer(changes: changes, locationNames: try locationNames())
     }
 
     /// The incidents a projection holds (its `version_conflicts` rows: each the diagnosis the one

@@ -8,6 +8,8 @@ public struct ItemsAnswer: Sendable, Encodable {
     public var items: [ItemRecord]
     /// Category names by id, for the categories the items are in.
     public var categoryNames: [String: String]
+    /// Location names (the projection's `locations`).
+    public var names = CatalogNames()
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
@@ -87,7 +89,7 @@ public struct ItemsAnswer: Sendable, Encodable {
                      Variation(id: variation.id, name: Self.name(variation, of: item), sku: variation.sku,
                                pricingType: variation.pricingType, price: Self.price(variation).map(MoneyJSON.init),
                                locationPrices: variation.locationOverrides.map { override in
-                                   LocationPrice(locationID: override.locationID, locationName: override.locationID,
+                                   LocationPrice(locationID: override.locationID, locationName: names.location(override.locationID),
                                                  price: Self.price(override).map(MoneyJSON.init))
                                })
                  })
@@ -117,13 +119,16 @@ public struct CategoriesAnswer: Sendable, Encodable {
     }
 }
 
-/// The locations the catalog names (`catledger locations`): every location id in a variation's
-/// per-location prices or an item's `present_at_location_ids` / `absent_at_location_ids`. The
-/// ledger records no Square Location objects, so a location's name is its id.
+/// The seller's locations (`catledger locations`): every location of the recorded ListLocations
+/// answers and every location id the catalog names (a variation's per-location prices, an item's
+/// `present_at_location_ids` / `absent_at_location_ids`), with its name (the id when the ledger
+/// never learned one) and status.
 public struct LocationsAnswer: Sendable, Encodable {
     public struct Location: Sendable, Encodable {
         public var id: String
         public var name: String
+        /// `ACTIVE` or `INACTIVE` as Square last said; nil for an id only the catalog names.
+        public var status: String?
         /// Live items sold only at some locations that list this one as present.
         public var itemsPresent: Int
         /// Live items that list this location as absent.
@@ -132,7 +137,7 @@ public struct LocationsAnswer: Sendable, Encodable {
         public var priceOverrides: Int
 
         enum CodingKeys: String, CodingKey {
-            case id, name
+            case id, name, status
             case itemsPresent = "items_present"
             case itemsAbsent = "items_absent"
             case priceOverrides = "price_overrides"
@@ -165,7 +170,8 @@ extension ProjectionQueries {
             categoryID = found.id
         }
         let items = try allItems(categoryID: categoryID)
-        return ItemsAnswer(items: items, categoryNames: Dictionary(categories.map { ($0.id, $0.name ?? $0.id) }) { a, _ in a })
+        return ItemsAnswer(items: items, categoryNames: Dictionary(categories.map { ($0.id, $0.name ?? $0.id) }) { a, _ in a },
+                           names: CatalogNames(locations: try locationNames()))
     }
 
     /// Every live category (by name) with its count of live items.
@@ -178,7 +184,7 @@ extension ProjectionQueries {
         })
     }
 
-    /// Every location id the live catalog names, sorted.
+    /// Every location recorded or named by the live catalog, by id.
     public func locationsAnswer() throws -> LocationsAnswer {
         var present: [String: Int] = [:]
         var absent: [String: Int] = [:]
@@ -191,10 +197,12 @@ extension ProjectionQueries {
                 for id in Set(variation.locationOverrides.map(\.locationID)) { overrides[id, default: 0] += 1 }
             }
         }
-        let ids = Set(present.keys).union(absent.keys).union(overrides.keys).sorted()
+        let recorded = Dictionary(try locations().map { ($0.id, $0) }) { first, _ in first }
+        let ids = Set(present.keys).union(absent.keys).union(overrides.keys).union(recorded.keys).sorted()
         return LocationsAnswer(locations: ids.map { id in
-            .init(id: id, name: CatalogNames().location(id), itemsPresent: present[id] ?? 0, itemsAbsent: absent[id] ?? 0,
-                  priceOverrides: overrides[id] ?? 0)
+            .init(id: id, name: recorded[id].flatMap { $0.name.isEmpty ? nil : $0.name } ?? id,
+                  status: recorded[id].flatMap { $0.status.isEmpty ? nil : $0.status },
+                  itemsPresent: present[id] ?? 0, itemsAbsent: absent[id] ?? 0, priceOverrides: overrides[id] ?? 0)
         })
     }
 

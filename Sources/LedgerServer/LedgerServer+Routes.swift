@@ -21,7 +21,7 @@ extension LedgerServer {
         router.get("healthz") { _, _ in
             // "degraded" (still 200: the server keeps recording) when a ledger failed its last verification.
             let failed = service.failedVerifications()
-            var health = ["status": failed.isEmpty ? "ok" : "degraded", "merchants": "\(service.merchants.count)"]
+            var health = ["status": failed.isEmpty ? "ok" : "degraded", "merchants": "\(service.directory.merchantIDs.count)"]
             if !failed.isEmpty {
                 health["verification_failed"] = failed.map { $0.merchantID.rawValue }.joined(separator: ",")
                 health["message"] = failed.map { "\($0.merchantID.rawValue): \($0.record.summary)" }.joined(separator: "; ")
@@ -29,6 +29,7 @@ extension LedgerServer {
             return answer(.encoded(health))
         }
         router.get("metrics") { _, _ in metricsResponse(service) }
+        addAdminRoutes(to: router, service: service)
         // Where the API is described: docs/openapi.json, compiled in.
         router.get("/") { _, _ in answer(.encoded(Index())) }
         router.get("openapi.json") { _, _ in
@@ -152,6 +153,7 @@ extension LedgerServer {
             }
         }
         addPageRoutes(router, service: service)
+        addOAuthRoutes(router, service: service, logger: logger)
         routeMethods.record(router.routes.map { ("\($0.path)", $0.method.rawValue) })
         return router
     }
@@ -191,11 +193,12 @@ extension LedgerServer {
     static func withMerchantResponse(_ service: LedgerService, _ context: LedgerRequestContext,
                                              _ body: (MerchantLedger) async throws -> Response) async throws -> Response {
         let id = context.parameters.get("merchant") ?? ""
-        guard let merchant = service.merchant(id) else {
-            return answer(.error(404, "unknown_merchant", "this server keeps no ledger for this merchant"))
-        }
         do {
-            return try await body(merchant)
+            // The merchant's ledger is opened when it is closed, and held open while the body runs.
+            guard let response = try await service.withMerchant(id, body) else {
+                return answer(.error(404, "unknown_merchant", "this server keeps no ledger for this merchant"))
+            }
+            return response
         } catch {
             // The detail (which may name files or types) goes to the log only, under the request id.
             context.logger.error("request failed", metadata: ["merchant": "\(id)", "error": "\(error)"])
@@ -203,11 +206,11 @@ extension LedgerServer {
         }
     }
 
-    private struct DecodeFailure: Error {
+    struct DecodeFailure: Error {
         var response: Response
     }
 
-    private static func decode<T: Decodable>(_ type: T.Type, _ request: Request, _ context: LedgerRequestContext,
+    static func decode<T: Decodable>(_ type: T.Type, _ request: Request, _ context: LedgerRequestContext,
                                              _ configuration: LedgerServerConfiguration) async -> Result<T, DecodeFailure> {
         let limit = configuration.requestBodyBytesMax
         let read = await request.collectBody(upTo: limit, within: configuration.requestReadTimeout)

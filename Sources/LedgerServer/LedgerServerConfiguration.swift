@@ -61,6 +61,16 @@ public struct LedgerServerConfiguration: Sendable {
     public var syncSchedule: SyncSchedule
     /// The wall clock of the sync schedule and the staleness metrics (tests inject a manual one).
     public var clock: ServerClock
+    /// A merchant nobody used for this long is closed (its ledger, follower and sync runner), and
+    /// opened again on its next use; nil: merchants stay open until the server stops.
+    public var merchantIdleClose: Duration?
+    /// The merchants' ledgers commit on this many shared I/O threads (`LogIOPool`), so an open ledger
+    /// owns no thread; nil: each open ledger has threads of its own (faster for one busy ledger).
+    public var ioThreads: Int?
+    /// The server's OAuth app on Square: sellers onboarded through `POST /admin/oauth/authorize` and
+    /// `GET /oauth/callback`, their tokens refreshed. nil: those routes answer 404 `oauth_not_configured`.
+    /// Needs `square` (its environment is where sellers authorize).
+    public var oauth: OAuthConfiguration? = nil
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,
@@ -71,7 +81,7 @@ public struct LedgerServerConfiguration: Sendable {
                 projectionReadWait: Duration = .seconds(5), compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true),
                 insecureNoAuth: Bool = false, authFailuresMax: Int = 20, authFailureWindow: Duration = .seconds(60),
                 metricsListen: (host: String, port: Int)? = nil, syncSchedule: SyncSchedule = SyncSchedule(),
-                clock: ServerClock = .system) {
+                clock: ServerClock = .system, merchantIdleClose: Duration? = .seconds(600), ioThreads: Int? = nil) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
         precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host
@@ -99,5 +109,8 @@ public struct LedgerServerConfiguration: Sendable {
         self.metricsListen = metricsListen
         self.syncSchedule = syncSchedule
         self.clock = clock
+        self.merchantIdleClose = merchantIdleClose
+        precondition(ioThreads.map { $0 >= 1 } ?? true, "an I/O pool needs a thread")
+        self.ioThreads = ioThreads
     }
 }

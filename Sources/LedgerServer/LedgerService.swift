@@ -9,14 +9,16 @@ import Prometheus
 import ServiceLifecycle
 import SquareAPI
 
-/// The server's state without its sockets: every configured merchant's ledger, opened under
-/// `dataRoot/<merchant_id>`, plus metrics. Routes and tests work against this.
+/// The server's state without its sockets: the merchants it serves (`directory`: each merchant's
+/// ledger under `dataRoot/<merchant_id>`, opened on first use and closed when idle), plus metrics.
+/// Routes and tests work against this.
 ///
-/// Thread-safety: immutable after `open`; the merchants' parts are thread-safe.
+/// Thread-safety: immutable after `open`; the directory and the merchants' parts are thread-safe.
 public final class LedgerService: Sendable {
     public let configuration: LedgerServerConfiguration
     public let metrics: ServerMetrics
-    public let merchants: [MerchantID: MerchantLedger]
+    /// The merchants served and their open ledgers; follows the merchant registry while serving.
+    public let directory: MerchantDirectory
     /// Compaction of every merchant's ledger: on the configured nightly schedule, or `runNow`.
     public let compaction: NightlyCompaction
     /// The API tokens of the data root (`tokens.json`), re-read when the file changes.
@@ -25,118 +27,58 @@ public final class LedgerService: Sendable {
     public let authFailures: AuthFailureLimiter
     let logger: Logger
 
-    /// Opens (creating when needed) one ledger per configured merchant. Throws when one cannot be
-    /// opened (for example, locked by another writer); those already opened are closed again.
+    /// Reads the merchants to serve (those configured, then the registry's active ones) and opens
+    /// the configured ones now, so a ledger that cannot be opened (for example, locked by another
+    /// writer) fails the start (those already opened are closed again). The registry's merchants
+    /// open on first use.
     ///
     /// A merchant of the data root's merchant registry (`catledger merchant add`) uses its own Square
     /// credentials and webhook subscription where the registry holds them, the server's otherwise.
     public static func open(configuration: LedgerServerConfiguration, logger: Logger) async throws -> LedgerService {
-        precondition(!configuration.merchantIDs.isEmpty, "a ledger server needs at least one merchant")
         let metrics = ServerMetrics()
-        let clientMetrics = metrics.squareClientMetrics
-        func client(_ square: SquareClientConfiguration) -> SquareCatalogClient {
-            if let transport = configuration.squareTransport {
-                return SquareCatalogClient(configuration: square, transport: transport, logger: logger, metrics: clientMetrics)
-            }
-            return SquareCatalogClient(configuration: square, logger: logger, metrics: clientMetrics)
-        }
-        let sharedClient = configuration.square.map(client)
-        var merchants: [MerchantID: MerchantLedger] = [:]
+        try FileManager.default.createDirectory(atPath: configuration.dataRoot, withIntermediateDirectories: true)
+        let directory = MerchantDirectory(opener: MerchantOpener(configuration: configuration, metrics: metrics, logger: logger),
+                                          idleClose: configuration.merchantIdleClose, logger: logger)
         do {
-            try FileManager.default.createDirectory(atPath: configuration.dataRoot, withIntermediateDirectories: true)
-            let registry = try MerchantRegistry.open(dataRoot: configuration.dataRoot, create: false)
-            for id in configuration.merchantIDs {
-                guard MerchantRegistry.isValidMerchantID(id) else {
-                    throw EditError(.invalidRequest, "merchant id \"\(id)\" cannot name a directory", location: "merchants")
-                }
-                let merchantID = MerchantID(id)
-                let root = URL(fileURLWithPath: configuration.dataRoot).appendingPathComponent(id).path
-                let ledger = try Ledger.open(layout: LedgerLayout(root: root), options: configuration.ledgerOptions,
-                                             logger: logger)
-                let merchantLogger = {
-                    var scoped = logger
-                    scoped[metadataKey: "merchant"] = "\(id)"
-                    return scoped
-                }()
-                // The projection is kept current by its follower, a service of the server's group
-                // (`lifecycleServices`), whatever appends the events.
-                let projection = try configuration.projections ? ProjectionFollower(
-                    projector: CatalogProjector(layout: ledger.layout, logger: merchantLogger), logger: merchantLogger) : nil
-                // The registry's record of the merchant: its own token and subscription, when it has them.
-                let record = try registry?.record(id)
-                let ownCredentials = record?.hasCredentials == true ? try registry?.credentials(of: id) : nil
-                let client = ownCredentials.flatMap { credentials in
-                    configuration.square.map { square in
-                        var own = square
-                        own.accessToken = SquareAccessToken(credentials.accessToken)
-                        return client(own)
-                    }
-                } ?? sharedClient
-                let ownKeys = record.map { $0.signatureKeyCount > 0 } == true ? try registry?.signatureKeys(of: id) ?? [] : []
-                let ownSubscription = record.flatMap { record -> WebhookSubscription? in
-                    guard !ownKeys.isEmpty || record.notificationURL != nil else { return nil }
-                    return WebhookSubscription(notificationURL: record.notificationURL ?? configuration.notificationURL,
-                                               signatureKeys: ownKeys.isEmpty ? configuration.signatureKeys : ownKeys)
-                }
-                let syncer = client.map {
-                    CatalogSyncer(ledger: ledger, client: $0, merchantID: merchantID,
-                                  pageLimit: configuration.syncPageLimit, logger: merchantLogger)
-                }
-                let health = SyncHealth()
-                let clock = configuration.clock
-                let runner = syncer.map { syncer in
-                    CoalescingRunner(debounce: configuration.syncDebounce) { [metrics] in
-                        if let revocation = health.revocation {
-                            merchantLogger.notice("sync skipped: the merchant's Square authorization was revoked",
-                                                  metadata: ["reason": "\(revocation)"])
-                            return
-                        }
-                        let started = ContinuousClock.now
-                        do {
-                            let report = try await syncer.syncIncremental()
-                            metrics.appended(report.eventsAppended, path: "sync")
-                            health.syncEnded(succeeded: true, at: clock.now())
-                            metrics.syncRun(merchant: id, succeeded: true, duration: ContinuousClock.now - started)
-                        } catch {
-                            // The watermark did not move: the next trigger fetches the same changes again.
-                            merchantLogger.warning("sync failed", metadata: ["error": "\(error)"])
-                            health.syncEnded(succeeded: false, at: clock.now())
-                            metrics.syncRun(merchant: id, succeeded: false, duration: ContinuousClock.now - started)
-                        }
-                    }
-                }
-                let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger)
-                merchants[merchantID] = MerchantLedger(merchantID: merchantID, ledger: ledger, syncer: syncer,
-                                                       syncRunner: runner, editor: editor, projection: projection,
-                                                       health: health, ownSubscription: ownSubscription)
+            try await directory.reload()
+            for id in configuration.merchantIDs.map({ MerchantID($0) }) where directory.isServed(id) {
+                _ = try await directory.use(id) { _ in }
             }
         } catch let error as RegistryError {
-            for merchant in merchants.values { try? await merchant.ledger.close() }
+            await directory.closeAll()
             throw EditError(.invalidRequest, error.description, location: "merchant registry")
         } catch {
-            for merchant in merchants.values { try? await merchant.ledger.close() }
+            await directory.closeAll()
             throw error
         }
         var compactionLogger = logger
         compactionLogger[metadataKey: "task"] = "compaction"
-        let compaction = NightlyCompaction(merchants: Array(merchants.values), metrics: metrics, logger: compactionLogger,
+        let compaction = NightlyCompaction(directory: directory, metrics: metrics, logger: compactionLogger,
                                            options: configuration.compactionOptions)
-        return LedgerService(configuration: configuration, metrics: metrics, merchants: merchants, compaction: compaction,
+        return LedgerService(configuration: configuration, metrics: metrics, directory: directory, compaction: compaction,
                              logger: logger)
     }
 
     private init(configuration: LedgerServerConfiguration, metrics: ServerMetrics,
-                 merchants: [MerchantID: MerchantLedger], compaction: NightlyCompaction, logger: Logger) {
+                 directory: MerchantDirectory, compaction: NightlyCompaction, logger: Logger) {
         self.configuration = configuration
         self.metrics = metrics
-        self.merchants = merchants
+        self.directory = directory
         self.compaction = compaction
         self.logger = logger
         tokens = APITokenStore(dataRoot: configuration.dataRoot)
         authFailures = AuthFailureLimiter(failuresMax: configuration.authFailuresMax, window: configuration.authFailureWindow)
     }
 
-    public func merchant(_ id: String) -> MerchantLedger? { merchants[MerchantID(id)] }
+    /// The merchant when its ledger is open now (it is not opened: `directory.use` opens).
+    public func merchant(_ id: String) -> MerchantLedger? { directory.openMerchant(MerchantID(id)) }
+
+    /// Runs `body` with the merchant's ledger, opened when needed and held open meanwhile; nil when
+    /// the server does not serve the merchant.
+    public func withMerchant<T>(_ id: String, background: Bool = false,
+                                _ body: (MerchantLedger) async throws -> T) async throws -> T? {
+        try await directory.use(MerchantID(id), background: background, body)
+    }
 
     /// Square says the merchant revoked this app's authorization: no more syncs for it here, and the
     /// registry marks it paused with why (registering it if it was only given by `--merchant`), so
@@ -178,18 +120,19 @@ public final class LedgerService: Sendable {
     }
 
     /// What runs beside the listeners in the server's service group: the nightly compaction's
-    /// schedule (when configured) and each merchant's projection follower, in that order (a group
-    /// shuts its services down in reverse order, after the listeners placed after these).
+    /// schedule (when configured), the merchant supervisor (the projection followers of the open
+    /// merchants, the idle close, the registry's changes), then the catch-up and reconciling syncs.
+    /// A group shuts its services down in reverse order, after the listeners placed after these.
     public var lifecycleServices: [any Service] {
         var services: [any Service] = []
         if let schedule = configuration.compactionSchedule {
             services.append(ScheduledCompaction(compaction: compaction, schedule: schedule))
         }
-        for id in merchants.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
-            if let projection = merchants[id]?.projection { services.append(projection) }
-        }
+        var supervisorLogger = logger
+        supervisorLogger[metadataKey: "task"] = "merchants"
+        services.append(MerchantSupervisor(directory: directory, logger: supervisorLogger))
         // The catch-up and reconciling syncs last: they stop first, before the followers.
-        if configuration.syncSchedule != .off, merchants.values.contains(where: { $0.syncRunner != nil }) {
+        if configuration.syncSchedule != .off, configuration.square != nil {
             var syncLogger = logger
             syncLogger[metadataKey: "task"] = "sync-schedule"
             services.append(SyncReconciler(service: self, schedule: configuration.syncSchedule, clock: configuration.clock,
@@ -201,26 +144,32 @@ public final class LedgerService: Sendable {
     /// Lets the sync runners finish (a scheduled run still runs), then closes every ledger. Called
     /// after the service group has stopped (the followers and the compaction schedule with it).
     public func close() async throws {
-        for merchant in merchants.values { await merchant.syncRunner?.shutdown() }
-        var firstError: (any Error)?
-        for merchant in merchants.values {
-            do { try await merchant.ledger.close() } catch { firstError = firstError ?? error }
-        }
-        if let firstError { throw firstError }
+        await directory.closeAll()
     }
 
-    /// Metrics in the Prometheus text format, with each merchant's staleness (the age of its last
-    /// completed sync, its last webhook; merchants the server syncs), each ledger's event count, the events its
-    /// projection follower has applied, and whether it failed its last verification (1) or not
-    /// (0: passed, or never verified).
+    /// Metrics in the Prometheus text format. Per served merchant: its staleness (the age of its last
+    /// completed sync, its last webhook; when the server syncs) and whether its authorization was
+    /// revoked; per open merchant: its ledger's event count, the events its projection follower has
+    /// applied, and whether it failed its last verification (1) or not (0: passed, or never
+    /// verified); and how many merchants are served and open.
     public func renderMetrics() -> [UInt8] {
         let now = configuration.clock.now()
-        for (id, merchant) in merchants {
-            if merchant.syncRunner != nil { metrics.staleness(merchant: id.rawValue, health: merchant.health, now: now) }
+        let statuses = directory.statuses()
+        metrics.registry.makeGauge(descriptor: .named("catledger_merchants_served", help: "Merchants this server serves"))
+            .set(Int64(statuses.count))
+        metrics.registry.makeGauge(descriptor: .named("catledger_merchants_open", help: "Merchants whose ledger is open now"))
+            .set(Int64(statuses.filter(\.open).count))
+        for status in statuses {
+            let id = status.merchantID
+            guard let health = directory.health(of: id) else { continue }
+            if configuration.square != nil { metrics.staleness(merchant: id.rawValue, health: health, now: now) }
             metrics.registry.makeGauge(
                 descriptor: .named("catledger_merchant_authorization_revoked",
                                    help: "1 when Square told this server the merchant revoked its authorization (the merchant is paused), else 0"),
-                labels: [("merchant", id.rawValue)]).set(Int64(merchant.health.revocation == nil ? 0 : 1))
+                labels: [("merchant", id.rawValue)]).set(Int64(health.revocation == nil ? 0 : 1))
+        }
+        for merchant in directory.openMerchants {
+            let id = merchant.merchantID
             metrics.registry.makeGauge(descriptor: .named("catledger_ledger_events", help: "Events in the merchant's ledger"),
                                        labels: [("merchant", id.rawValue)]).set(Int64(merchant.ledger.nextSequence))
             if let applied = merchant.projection?.applied {
@@ -239,15 +188,16 @@ public final class LedgerService: Sendable {
         return metrics.render()
     }
 
-    /// The merchants whose ledger failed its last verification (nightly, `catledger verify` or repair), by id.
+    /// The served merchants whose ledger failed its last verification (nightly, `catledger verify`
+    /// or repair), by id. Read from each ledger directory's verification record, without opening it.
     public func failedVerifications() -> [(merchantID: MerchantID, record: VerificationRecord)] {
         var failed: [(merchantID: MerchantID, record: VerificationRecord)] = []
-        for merchant in merchants.values {
-            if let record = VerificationRecord.load(layout: merchant.ledger.layout), !record.ok {
-                failed.append((merchant.merchantID, record))
+        for id in directory.merchantIDs {
+            let root = URL(fileURLWithPath: configuration.dataRoot).appendingPathComponent(id.rawValue).path
+            if let record = VerificationRecord.load(layout: LedgerLayout(root: root)), !record.ok {
+                failed.append((id, record))
             }
         }
-        return failed.sorted { $0.merchantID.rawValue < $1.merchantID.rawValue }
+        return failed
     }
-
 }

@@ -24,12 +24,8 @@ public final class MerchantLedger: Sendable {
     public let queries: LedgerQueries
     /// When a sync last completed and a webhook last arrived (the reconciling sync and the staleness metrics).
     public let health: SyncHealth
-    /// The merchant's own webhook subscription (signature keys and notification URL) from the merchant
-    /// registry, accepted beside the server's; nil when it has none.
-    let ownSubscription: WebhookSubscription?
-
     init(merchantID: MerchantID, ledger: Ledger, syncer: CatalogSyncer?, syncRunner: CoalescingRunner?,
-         editor: SafeEditor, projection: ProjectionFollower?, health: SyncHealth, ownSubscription: WebhookSubscription? = nil) {
+         editor: SafeEditor, projection: ProjectionFollower?, health: SyncHealth) {
         self.merchantID = merchantID
         self.health = health
         self.ledger = ledger
@@ -38,7 +34,6 @@ public final class MerchantLedger: Sendable {
         self.editor = editor
         self.projection = projection
         self.queries = LedgerQueries(reader: ledger.reader)
-        self.ownSubscription = ownSubscription
     }
 
     /// The SQLite read model (current rows and search); nil when projections are off.

@@ -37,16 +37,44 @@ public final class NightlyCompaction: @unchecked Sendable {
     /// Compacts one merchant's ledger; tests replace it to hold a run open.
     public typealias Compactor = @Sendable (MerchantLedger) async throws -> LedgerCompactionReport
 
-    let merchants: [MerchantLedger]
+    /// The merchants to compact, in id order, at the time of a run.
+    let merchantIDs: @Sendable () -> [MerchantID]
+    /// Runs the body with the merchant's ledger (opened for it when closed); nil when no longer served.
+    let withMerchant: @Sendable (MerchantID, (MerchantLedger) async -> MerchantCompactionResult) async -> MerchantCompactionResult?
     let metrics: ServerMetrics
     let logger: Logger
     let compactor: Compactor
     private let lock = NSLock()
     private var running = false
 
-    public init(merchants: [MerchantLedger], metrics: ServerMetrics, logger: Logger,
-                options: LedgerCompactionOptions = LedgerCompactionOptions(), compactor: Compactor? = nil) {
-        self.merchants = merchants.sorted { $0.merchantID.rawValue < $1.merchantID.rawValue }
+    /// Compacts the merchants the directory serves at the time of each run, each opened for it when
+    /// it is closed (and closed again at the next idle sweep).
+    public convenience init(directory: MerchantDirectory, metrics: ServerMetrics, logger: Logger,
+                            options: LedgerCompactionOptions = LedgerCompactionOptions(), compactor: Compactor? = nil) {
+        self.init(merchantIDs: { directory.merchantIDs }, withMerchant: { id, body in
+            do {
+                return try await directory.use(id, background: true) { await body($0) }
+            } catch {
+                return MerchantCompactionResult(merchantID: id, report: nil, error: "the ledger could not be opened: \(error)")
+            }
+        }, metrics: metrics, logger: logger, options: options, compactor: compactor)
+    }
+
+    /// Compacts these merchants (open ledgers; tests).
+    public convenience init(merchants: [MerchantLedger], metrics: ServerMetrics, logger: Logger,
+                            options: LedgerCompactionOptions = LedgerCompactionOptions(), compactor: Compactor? = nil) {
+        let byID = Dictionary(uniqueKeysWithValues: merchants.map { ($0.merchantID, $0) })
+        self.init(merchantIDs: { byID.keys.sorted { $0.rawValue < $1.rawValue } }, withMerchant: { id, body in
+            guard let merchant = byID[id] else { return nil }
+            return await body(merchant)
+        }, metrics: metrics, logger: logger, options: options, compactor: compactor)
+    }
+
+    init(merchantIDs: @escaping @Sendable () -> [MerchantID],
+         withMerchant: @escaping @Sendable (MerchantID, (MerchantLedger) async -> MerchantCompactionResult) async -> MerchantCompactionResult?,
+         metrics: ServerMetrics, logger: Logger, options: LedgerCompactionOptions, compactor: Compactor?) {
+        self.merchantIDs = merchantIDs
+        self.withMerchant = withMerchant
         self.metrics = metrics
         self.logger = logger
         self.compactor = compactor ?? { merchant in try await merchant.ledger.compact(options: options) }
@@ -70,30 +98,38 @@ public final class NightlyCompaction: @unchecked Sendable {
         }
         defer { lock.withLock { running = false } }
         let started = ContinuousClock.now
-        logger.info("compaction started", metadata: ["trigger": "\(trigger)", "merchants": "\(merchants.count)"])
+        let merchantIDs = merchantIDs()
+        logger.info("compaction started", metadata: ["trigger": "\(trigger)", "merchants": "\(merchantIDs.count)"])
         var results: [MerchantCompactionResult] = []
-        for merchant in merchants {
-            defer { results[results.count - 1].verification = verifySealedSegments(merchant) }
-            do {
-                let report = try await compactor(merchant)
-                results.append(MerchantCompactionResult(merchantID: merchant.merchantID, report: report, error: nil))
-                metrics.compacted(report)
-                logger.info("compaction finished", metadata: [
-                    "merchant": "\(merchant.merchantID.rawValue)", "runs": "\(report.runs.count)",
-                    "bytes_before": "\(report.bytesBefore)", "bytes_after": "\(report.bytesAfter)",
-                    "dropped": "\(report.droppedByReason.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: ","))",
-                    "snapshots": "\(report.snapshotSequences.count)",
-                    "retention": "\(report.retention.map { "horizon=\(RFC3339.format(nanoseconds: $0.horizon)) thinned=\($0.objectsThinned) price_records=\($0.priceRecordsAppended)" } ?? "off")",
-                    "seconds": "\(Double(report.durationNanoseconds) / 1e9)",
-                ])
-            } catch {
-                results.append(MerchantCompactionResult(merchantID: merchant.merchantID, report: nil, error: "\(error)"))
-                logger.error("compaction failed", metadata: ["merchant": "\(merchant.merchantID.rawValue)", "error": "\(error)"])
-            }
+        for id in merchantIDs {
+            if let result = await withMerchant(id, compactOne) { results.append(result) }
         }
         let outcome: CompactionRunOutcome = results.contains { $0.error != nil } ? .failed : .completed
         metrics.compactionRun(outcome, duration: ContinuousClock.now - started)
         return (outcome, results)
+    }
+
+    /// Compacts one merchant's ledger, then checks its sealed segments.
+    private func compactOne(_ merchant: MerchantLedger) async -> MerchantCompactionResult {
+        var result: MerchantCompactionResult
+        do {
+            let report = try await compactor(merchant)
+            result = MerchantCompactionResult(merchantID: merchant.merchantID, report: report, error: nil)
+            metrics.compacted(report)
+            logger.info("compaction finished", metadata: [
+                "merchant": "\(merchant.merchantID.rawValue)", "runs": "\(report.runs.count)",
+                "bytes_before": "\(report.bytesBefore)", "bytes_after": "\(report.bytesAfter)",
+                "dropped": "\(report.droppedByReason.map { "\($0.key.rawValue)=\($0.value)" }.sorted().joined(separator: ","))",
+                "snapshots": "\(report.snapshotSequences.count)",
+                "retention": "\(report.retention.map { "horizon=\(RFC3339.format(nanoseconds: $0.horizon)) thinned=\($0.objectsThinned) price_records=\($0.priceRecordsAppended)" } ?? "off")",
+                "seconds": "\(Double(report.durationNanoseconds) / 1e9)",
+            ])
+        } catch {
+            result = MerchantCompactionResult(merchantID: merchant.merchantID, report: nil, error: "\(error)")
+            logger.error("compaction failed", metadata: ["merchant": "\(merchant.merchantID.rawValue)", "error": "\(error)"])
+        }
+        result.verification = verifySealedSegments(merchant)
+        return result
     }
 
     /// The cheap check of one merchant's sealed segments, recorded in its data directory and counted.

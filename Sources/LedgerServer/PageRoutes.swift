@@ -67,7 +67,7 @@ extension LedgerServer {
         }
         router.get("ui") { _, context in
             // Where a sign-in lands: the merchants the token may read (straight to the one, if one).
-            let readable = service.merchants.keys.map(\.rawValue).sorted().filter { merchant in
+            let readable = service.directory.merchantIDs.map(\.rawValue).filter { merchant in
                 context.token?.allows(.read, merchant: merchant) ?? service.configuration.insecureNoAuth
             }
             if readable.count == 1 { return response(.redirect("/ui/\(PageLink.encode(readable[0]))/changes")) }
@@ -118,19 +118,29 @@ extension LedgerServer {
     static func page(_ service: LedgerService, _ context: LedgerRequestContext,
                      _ body: (PageContext) throws -> PageResponse) async -> Response {
         let id = context.parameters.get("merchant") ?? ""
-        guard let merchant = service.merchant(id) else {
-            return response(Pages.error(status: 404, title: "No such merchant", message: "This server keeps no ledger for merchant \(id)."))
-        }
-        let pageContext = PageContext(
-            merchantID: id, queries: merchant.queries, projector: merchant.projector, viewer: context.token?.name,
-            mayReadMetrics: context.token?.allows(.metrics, merchant: nil) ?? service.configuration.insecureNoAuth,
-            now: Int64(Date().timeIntervalSince1970 * 1_000_000_000))
         do {
-            return response(try body(pageContext))
+            // The merchant's ledger is opened when it is closed, and held open while the page is made.
+            let made = try await service.withMerchant(id) { merchant in
+                let pageContext = PageContext(
+                    merchantID: id, queries: merchant.queries, projector: merchant.projector, viewer: context.token?.name,
+                    mayReadMetrics: context.token?.allows(.metrics, merchant: nil) ?? service.configuration.insecureNoAuth,
+                    now: Int64(Date().timeIntervalSince1970 * 1_000_000_000))
+                do {
+                    return response(try body(pageContext))
+                } catch {
+                    context.logger.error("page failed", metadata: ["merchant": "\(id)", "error": "\(error)"])
+                    return response(Pages.error(status: 500, title: "Something went wrong",
+                                                message: "The page could not be made (request \(context.requestID)).", context: pageContext))
+                }
+            }
+            guard let made else {
+                return response(Pages.error(status: 404, title: "No such merchant", message: "This server keeps no ledger for merchant \(id)."))
+            }
+            return made
         } catch {
-            context.logger.error("page failed", metadata: ["merchant": "\(id)", "error": "\(error)"])
+            context.logger.error("merchant could not be opened for a page", metadata: ["merchant": "\(id)", "error": "\(error)"])
             return response(Pages.error(status: 500, title: "Something went wrong",
-                                        message: "The page could not be made (request \(context.requestID)).", context: pageContext))
+                                        message: "The merchant's ledger could not be opened (request \(context.requestID))."))
         }
     }
 

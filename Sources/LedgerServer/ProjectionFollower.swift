@@ -62,18 +62,30 @@ public final class ProjectionFollower: Service, @unchecked Sendable {
     public func run() async throws {
         lock.withLock { running = true }
         defer { stopped() }
-        try? await cancelWhenGracefulShutdown { [self] in
-            while !Task.isCancelled {
-                do {
-                    try await projector.follow(catchUpExecutor: Self.catchUpExecutor) { [self] in publish($0) }
-                } catch is CancellationError {
-                    break
-                } catch {
-                    if Task.isCancelled { break }
-                    logger.error("projection follower failed; retrying from the checkpoint",
-                                 metadata: ["error": "\(error)", "retry_in": "\(retryDelay)"])
-                    try await Task.sleep(for: retryDelay)
-                }
+        try? await cancelWhenGracefulShutdown { [self] in try await follow() }
+    }
+
+    /// Follows in a task of its own until the task is cancelled (a merchant opened while the server
+    /// runs: `MerchantDirectory`). Readers see it following from the moment this returns.
+    func start() -> Task<Void, Never> {
+        lock.withLock { running = true }
+        return Task { [self] in
+            defer { stopped() }
+            try? await follow()
+        }
+    }
+
+    private func follow() async throws {
+        while !Task.isCancelled {
+            do {
+                try await projector.follow(catchUpExecutor: Self.catchUpExecutor) { [self] in publish($0) }
+            } catch is CancellationError {
+                break
+            } catch {
+                if Task.isCancelled { break }
+                logger.error("projection follower failed; retrying from the checkpoint",
+                             metadata: ["error": "\(error)", "retry_in": "\(retryDelay)"])
+                try await Task.sleep(for: retryDelay)
             }
         }
     }

@@ -67,6 +67,22 @@ public final class ServerMetrics: Sendable {
         appendCounters[path]!.increment(by: Int64(count))
     }
 
+    /// A merchant's ledger was opened on first use (its follower and sync runner with it).
+    func merchantOpened(duration: Duration) {
+        registry.makeCounter(descriptor: .named("catledger_merchant_opens_total",
+                                                help: "Merchant ledgers opened on first use")).increment()
+        registry.makeDurationHistogram(
+            descriptor: .named("catledger_merchant_open_duration_seconds", help: "Time to open a merchant's ledger on first use"),
+            buckets: [.milliseconds(1), .milliseconds(5), .milliseconds(25), .milliseconds(100), .milliseconds(500), .seconds(2)])
+            .record(duration)
+    }
+
+    /// A merchant's ledger was closed (idle, paused, removed, or the server stopped).
+    func merchantClosed() {
+        registry.makeCounter(descriptor: .named("catledger_merchant_closes_total",
+                                                help: "Merchant ledgers closed (idle, paused, removed, or at shutdown)")).increment()
+    }
+
     /// One sync run of `merchant` ended (a webhook's, a caller's, the catch-up or a reconciling one).
     public func syncRun(merchant: String, succeeded: Bool, duration: Duration) {
         registry.makeCounter(descriptor: .named("catledger_sync_runs_total", help: "Sync runs by merchant and outcome"),

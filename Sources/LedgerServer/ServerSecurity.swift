@@ -50,6 +50,9 @@ extension LedgerServer {
         guard let endpoint else { return .authenticated }
         switch (method, endpoint) {
         case (.get, "/healthz"), (.post, "/webhooks/square"): return .open
+        // Square sends the seller's browser here: no bearer token is possible, the signed state authenticates it.
+        case (.get, "/oauth/callback"): return .open
+        case (.post, "/admin/oauth/authorize"): return .scope(.admin)
         case (.get, "/metrics"): return .scope(.metrics)
         // The pointer to the API's description, for any caller with a token; the description itself is read.
         case (.get, "/"): return .authenticated

@@ -62,6 +62,9 @@ public final class SyncHealth: @unchecked Sendable {
 
     func revoke(reason: String) { lock.withLock { revoked = reason } }
 
+    /// The seller authorized the app again (an OAuth callback): syncs may run again.
+    func authorizationRestored() { lock.withLock { revoked = nil } }
+
     /// Seconds since the last completed sync at `now` (nil: never synced): how far behind Square the
     /// ledger may be, whatever webhooks say.
     public func watermarkAge(at now: Date) -> Double? {

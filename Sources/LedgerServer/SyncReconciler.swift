@@ -5,6 +5,7 @@
 // reconciling sync never runs.
 
 import CatalogIngest
+import CatalogModel
 import Foundation
 import Logging
 import ServiceLifecycle
@@ -87,56 +88,82 @@ public struct SyncReconciler: Service {
         self.random = random
     }
 
-    var merchants: [MerchantLedger] {
-        service.merchants.values.filter { $0.syncRunner != nil }.sorted { $0.merchantID.rawValue < $1.merchantID.rawValue }
-    }
-
     public func run() async throws {
         await cancelWhenGracefulShutdown { await runSchedule() }
     }
 
+    /// Each merchant served when the server starts is synced once (the catch-up), then each merchant
+    /// served (those added while the server runs too) whenever its window passed with no completed
+    /// sync. A merchant closed meanwhile is opened for its sync, and closed at the next idle sweep.
     func runSchedule() async {
-        let merchants = merchants
-        guard !merchants.isEmpty else { return }
-        for merchant in merchants {
-            // The ledger's own last completed sync: the staleness of a ledger nobody synced since.
-            if let completion = try? await merchant.syncer?.lastCompletion() {
-                merchant.health.seed(lastSuccess: Date(timeIntervalSince1970: Double(completion.recordedAt) / 1e9))
-            }
+        let directory = service.directory
+        var seeded = Set<MerchantID>()
+        let atStart = directory.merchantIDs
+        for id in atStart {
+            guard !Task.isCancelled else { return }
+            await seed(id)
+            seeded.insert(id)
         }
         if schedule.catchUpAtStart {
-            for merchant in merchants {
+            for id in atStart {
                 guard !Task.isCancelled else { return }
-                await backfillEvents(merchant)
-                await sync(merchant, reason: "catch-up at start")
+                await background(id) { merchant in
+                    await backfillEvents(merchant)
+                    await sync(merchant, reason: "catch-up at start")
+                }
             }
         }
         guard let interval = schedule.reconcileInterval else { return }
         // Per merchant, the jittered window of this round (drawn again after each sync or skip).
-        var windows = Dictionary(uniqueKeysWithValues: merchants.map { ($0.merchantID.rawValue, jittered(interval)) })
+        var windows: [MerchantID: Double] = [:]
         while !Task.isCancelled {
             let now = clock.now()
             var soonest: Date?
-            for merchant in merchants {
+            for id in directory.merchantIDs {
                 guard !Task.isCancelled else { return }
-                let id = merchant.merchantID.rawValue
-                let due = dueTime(merchant, window: windows[id]!, interval: interval, now: now)
+                if seeded.insert(id).inserted { await seed(id) }
+                guard let health = directory.health(of: id) else { continue }
+                let window = windows[id] ?? jittered(interval)
+                windows[id] = window
+                let due = dueTime(health, window: window, interval: interval, now: now)
                 guard due <= now else {
                     soonest = min(soonest ?? due, due)
                     continue
                 }
                 // No sync completed within the window: reconcile. (A webhook's sync that completed
                 // meanwhile moved `lastSuccess`, and with it the due time, so it is skipped.)
-                service.metrics.reconcile(merchant: id)
-                await sync(merchant, reason: "no sync completed within \(interval)")
+                service.metrics.reconcile(merchant: id.rawValue)
+                await background(id) { await sync($0, reason: "no sync completed within \(interval)") }
                 windows[id] = jittered(interval)
-                let next = dueTime(merchant, window: windows[id]!, interval: interval, now: clock.now())
+                let next = dueTime(health, window: windows[id]!, interval: interval, now: clock.now())
                 soonest = min(soonest ?? next, next)
             }
-            let wait = (soonest ?? now).timeIntervalSince(clock.now())
+            let wait = (soonest ?? now.addingTimeInterval(Self.seconds(interval))).timeIntervalSince(clock.now())
             guard wait > 0 else { continue }
             do { try await clock.sleep(.milliseconds(max(1, Int64((wait * 1000).rounded(.up))))) }
             catch { return }  // cancelled: the server is shutting down
+        }
+    }
+
+    /// The ledger's own last completed sync: the staleness of a ledger nobody synced since. A
+    /// merchant without a ledger yet is not opened for it.
+    private func seed(_ id: MerchantID) async {
+        let root = URL(fileURLWithPath: service.configuration.dataRoot).appendingPathComponent(id.rawValue).path
+        guard FileManager.default.fileExists(atPath: root), let health = service.directory.health(of: id) else { return }
+        await background(id) { merchant in
+            if let completion = try? await merchant.syncer?.lastCompletion() {
+                health.seed(lastSuccess: Date(timeIntervalSince1970: Double(completion.recordedAt) / 1e9))
+            }
+        }
+    }
+
+    /// Runs `body` with the merchant opened for a background job; a merchant that cannot be opened is
+    /// logged and skipped (the next round tries again).
+    private func background(_ id: MerchantID, _ body: (MerchantLedger) async -> Void) async {
+        do {
+            _ = try await service.directory.use(id, background: true, body)
+        } catch {
+            logger.error("merchant could not be opened for its scheduled sync", metadata: ["merchant": "\(id.rawValue)", "error": "\(error)"])
         }
     }
 
@@ -147,8 +174,7 @@ public struct SyncReconciler: Service {
 
     /// When `merchant` is due: `window` seconds after its last completed sync (at once when it never
     /// synced), and not before `retryAfterFailure` after a failed attempt.
-    func dueTime(_ merchant: MerchantLedger, window: Double, interval: Duration, now: Date) -> Date {
-        let health = merchant.health
+    func dueTime(_ health: SyncHealth, window: Double, interval: Duration, now: Date) -> Date {
         var due = health.lastSuccess.map { $0.addingTimeInterval(window) } ?? now
         if health.consecutiveFailures > 0, let attempt = health.lastAttempt {
             due = max(due, attempt.addingTimeInterval(Self.seconds(min(schedule.retryAfterFailure, interval))))

@@ -109,13 +109,13 @@ public struct WebhookReceiver: Sendable {
                                               signatureKeys: configuration.signatureKeys)
         guard case .failure(let refusal) = shared, refusal.code == "bad_signature",
               let named = try? WebhookNotification(body: body),
-              let own = service.merchant(named.merchantID)?.ownSubscription else { return shared }
+              let own = service.directory.subscription(of: MerchantID(named.merchantID)) else { return shared }
         return RequestAdmission.webhook(body: body, headers: headers, notificationURL: own.notificationURL,
                                         signatureKeys: own.signatureKeys)
     }
 
     /// Square's notification that a seller revoked the app's access (OAuth).
-    static let authorizationRevokedType = "oauth.authorization.revoked"
+    static let authorizationRevokedType = AuthorizationRevokedEvent.eventType
 
     /// `headers` are keyed by lower-case name.
     public func receive(body: [UInt8], headers: [String: String]) async -> JSONAnswer {
@@ -137,13 +137,29 @@ public struct WebhookReceiver: Sendable {
             return .refusal(refusal)
         }
         let notification = admitted.notification
-        let event = admitted.event
-        guard let merchant = service.merchant(notification.merchantID) else {
-            metrics.webhook(.unknownMerchant)
-            logger.warning("webhook for an unknown merchant refused", metadata: ["merchant": "\(notification.merchantID)"])
-            return .error(404, "unknown_merchant",
-                          "this server keeps no ledger for merchant \"\(notification.merchantID)\"")
+        do {
+            // The merchant's ledger is opened when it is closed, and held open while the delivery is recorded.
+            let answer = try await service.withMerchant(notification.merchantID) { merchant in
+                await record(admitted, for: merchant)
+            }
+            if let answer { return answer }
+        } catch {
+            // Not acknowledged: Square will redeliver.
+            logger.error("merchant could not be opened for a webhook", metadata: [
+                "merchant": "\(notification.merchantID)", "error": "\(error)", "request_id": "\(RequestID.current ?? "")"])
+            return .error(503, "ledger_unavailable", "the delivery could not be recorded; retry later")
         }
+        metrics.webhook(.unknownMerchant)
+        logger.warning("webhook for an unknown merchant refused", metadata: ["merchant": "\(notification.merchantID)"])
+        return .error(404, "unknown_merchant", "this server keeps no ledger for merchant \"\(notification.merchantID)\"")
+    }
+
+    /// Records an admitted delivery in the merchant's ledger, then triggers its sync.
+    private func record(_ admitted: RequestAdmission.Webhook, for merchant: MerchantLedger) async -> JSONAnswer {
+        let metrics = service.metrics
+        let configuration = service.configuration
+        let notification = admitted.notification
+        let event = admitted.event
         let started = ContinuousClock.now
         let outcome: AppendOutcomeSummary
         do {

@@ -1,4 +1,5 @@
-// The single writer of a ledger directory: group commit over dedicated threads.
+// The single writer of a ledger directory: group commit over dedicated threads, or over the shared
+// threads of a `LogIOPool` (`LogWriterOptions.ioPool`, see LogIOPool.swift).
 //
 // Thread-safety: `append` may be called from any number of tasks at once. Requests queue under
 // `condition`; one dedicated commit thread takes everything queued and writes it as one or more
@@ -76,6 +77,10 @@ public final class LogWriter: @unchecked Sendable {
     private var ioJobs: [() -> Void] = []
     private var closing = false
     private var threadFinished = false
+    /// With an I/O pool: a drain job is queued or running (at most one at a time).
+    private var drainScheduled = false
+    /// With an I/O pool: the deadline of the timer armed for idle work, if one is.
+    private var timerArmedFor: Date?
     private var failure: LedgerStorageError?
     private var committedNextSequence: UInt64
     /// The fdatasync stage of policy `always`; nil for the other policies. Set once in `init`
@@ -127,6 +132,7 @@ public final class LogWriter: @unchecked Sendable {
         }
         self.signal = AppendSignal.forDirectory(directory.root.lexicallyNormalized().string)
         publishActiveIndex(force: true)  // recovery rebuilt it in memory; an older file may be stale
+        guard options.ioPool == nil else { return }  // commits run as drain jobs of the pool
         if options.durability == .always {
             // The stage holds the writer strongly until `close` stops it, like the commit thread.
             syncStage = SyncStage { [self] groups, waited in self.syncAndAcknowledge(groups, waitedNanoseconds: waited) }
@@ -134,6 +140,49 @@ public final class LogWriter: @unchecked Sendable {
         let thread = Thread { [self] in self.runCommitLoop() }
         thread.name = "LedgerStorage.LogWriter"
         thread.start()
+    }
+
+    /// With an I/O pool, queues a drain job unless one is queued or running. `condition` is held.
+    private func scheduleDrainLocked() {
+        guard let pool = options.ioPool, !drainScheduled, !threadFinished else { return }
+        drainScheduled = true
+        pool.submit { [self] in drain() }
+    }
+
+    /// A pool's drain job: commits and runs what is queued until nothing is, then ends (arming a
+    /// timer for idle work that has a deadline). The pooled twin of `runCommitLoop`'s wait.
+    private func drain() {
+        while true {
+            condition.lock()
+            if pending.isEmpty && ioJobs.isEmpty && !closing {
+                let syncDue = intervalSyncDue
+                let publishDue = activeIndexPublishDue
+                let now = Date()
+                if let syncDue, syncDue <= now {
+                    condition.unlock()
+                    syncIfDue(force: true)
+                    continue
+                }
+                if let publishDue, publishDue <= now {
+                    condition.unlock()
+                    publishActiveIndex(force: true)
+                    continue
+                }
+                drainScheduled = false
+                if let due = [syncDue, publishDue].compactMap({ $0 }).min(), timerArmedFor.map({ $0 > due }) ?? true {
+                    timerArmedFor = due
+                    options.ioPool?.submit(at: due) { [self] in
+                        condition.withLock {
+                            if timerArmedFor == due { timerArmedFor = nil }
+                            scheduleDrainLocked()
+                        }
+                    }
+                }
+                condition.unlock()
+                return
+            }
+            if runStep() { return }
+        }
     }
 
     /// A snapshot of the group-commit counters and stage timings since open.
@@ -168,6 +217,7 @@ public final class LogWriter: @unchecked Sendable {
             }
             pending.append(PendingAppend(records: records, continuation: continuation))
             condition.signal()
+            scheduleDrainLocked()
             condition.unlock()
         }
     }
@@ -182,6 +232,7 @@ public final class LogWriter: @unchecked Sendable {
         }
         closing = true
         condition.broadcast()
+        scheduleDrainLocked()
         while !threadFinished { condition.wait() }
         let failed = failure
         condition.unlock()
@@ -218,61 +269,72 @@ public final class LogWriter: @unchecked Sendable {
                     condition.lock()
                 }
             }
-            if !ioJobs.isEmpty {
-                let jobs = ioJobs
-                ioJobs.removeAll()
-                condition.unlock()
-                // Jobs may read or change the segment state: no group may be in flight meanwhile.
-                syncStage?.drain()
-                for job in jobs { job() }
-                continue
-            }
-            if pending.isEmpty && closing {
-                condition.unlock()
-                // Every written group is acknowledged or failed before the thread reports its end,
-                // so `close` reads the final failure state.
-                syncStage?.stop()
-                if currentFailure == nil { publishActiveIndex(force: true) }
-                condition.lock()
-                threadFinished = true
-                condition.broadcast()
-                condition.unlock()
-                return
-            }
-            let group = pending
-            pending.removeAll()
-            let failedEarlier = failure
-            condition.unlock()
+            if runStep() { return }
+        }
+    }
 
-            if let failedEarlier {
-                let error = LedgerStorageError(.writerFailed, "writer failed earlier: \(failedEarlier)", location: failedEarlier.location)
-                for request in group { request.continuation.resume(throwing: error) }
-                continue
-            }
-            noteStatistics { statistics in
-                statistics.groups += 1
-                statistics.appendCalls += group.count
-                statistics.records += group.reduce(0) { $0 + $1.records.count }
-            }
-            let results: [[AppendedRecord]]
-            do {
-                results = try commit(group.map(\.records))
-            } catch {
-                let storageError = LedgerStorageError.wrapping(error)
-                logger.error("append failed", metadata: ["error": "\(storageError)"])
-                for request in group { request.continuation.resume(throwing: storageError) }
-                continue
-            }
-            if let syncStage {
-                // Written, not yet durable: the sync stage acknowledges it after its fdatasync.
-                syncStage.enqueue(SyncStage.WrittenGroup(requests: group, results: results, file: active.file,
-                                                         nextSequence: chain.nextSequence))
-            } else {
-                acknowledge(durableThrough: chain.nextSequence) {
-                    for (request, result) in zip(group, results) { request.continuation.resume(returning: result) }
-                }
+    /// One step of the commit work, entered with `condition` locked and something to do (a group, an
+    /// I/O job, or the close); returns with it unlocked, true when the writer has finished (closed).
+    private func runStep() -> Bool {
+        if !ioJobs.isEmpty {
+            let jobs = ioJobs
+            ioJobs.removeAll()
+            condition.unlock()
+            // Jobs may read or change the segment state: no group may be in flight meanwhile.
+            syncStage?.drain()
+            for job in jobs { job() }
+            return false
+        }
+        if pending.isEmpty && closing {
+            condition.unlock()
+            // Every written group is acknowledged or failed before the thread reports its end,
+            // so `close` reads the final failure state.
+            syncStage?.stop()
+            if currentFailure == nil { publishActiveIndex(force: true) }
+            condition.lock()
+            threadFinished = true
+            condition.broadcast()
+            condition.unlock()
+            return true
+        }
+        let group = pending
+        pending.removeAll()
+        let failedEarlier = failure
+        condition.unlock()
+
+        if let failedEarlier {
+            let error = LedgerStorageError(.writerFailed, "writer failed earlier: \(failedEarlier)", location: failedEarlier.location)
+            for request in group { request.continuation.resume(throwing: error) }
+            return false
+        }
+        noteStatistics { statistics in
+            statistics.groups += 1
+            statistics.appendCalls += group.count
+            statistics.records += group.reduce(0) { $0 + $1.records.count }
+        }
+        let results: [[AppendedRecord]]
+        do {
+            results = try commit(group.map(\.records))
+        } catch {
+            let storageError = LedgerStorageError.wrapping(error)
+            logger.error("append failed", metadata: ["error": "\(storageError)"])
+            for request in group { request.continuation.resume(throwing: storageError) }
+            return false
+        }
+        if let syncStage {
+            // Written, not yet durable: the sync stage acknowledges it after its fdatasync.
+            syncStage.enqueue(SyncStage.WrittenGroup(requests: group, results: results, file: active.file,
+                                                     nextSequence: chain.nextSequence))
+        } else if options.durability == .always {
+            // A pooled writer: its own fdatasync, inline, before the acknowledgement.
+            _ = syncAndAcknowledge([SyncStage.WrittenGroup(requests: group, results: results, file: active.file,
+                                                           nextSequence: chain.nextSequence)], waitedNanoseconds: 0)
+        } else {
+            acknowledge(durableThrough: chain.nextSequence) {
+                for (request, result) in zip(group, results) { request.continuation.resume(returning: result) }
             }
         }
+        return false
     }
 
     /// Publishes that every record before `nextSequence` is durable and wakes followers, then runs
@@ -313,6 +375,7 @@ public final class LogWriter: @unchecked Sendable {
                 do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
             }
             condition.signal()
+            scheduleDrainLocked()
             condition.unlock()
         }
     }

@@ -47,10 +47,15 @@ public struct LogWriterOptions: Sendable {
     /// The ledger clock in nanoseconds since the Unix epoch; used for segment creation times and age.
     public var clock: @Sendable () -> Int64 = LogWriterOptions.wallClockNanoseconds
 
+    /// The shared I/O threads this writer's commits run on (`LogIOPool`); nil: two threads of its own
+    /// (commit and, under `always`, fdatasync) plus the preallocation thread. A pooled writer owns no
+    /// thread, runs each group's fdatasync inline and does not preallocate.
+    public var ioPool: LogIOPool?
+
     public init() {}
 
     /// Whether segments this writer creates get preallocated space (and the header flag that allows it).
-    var preallocates: Bool { durability == .always && preallocationBytes > 0 }
+    var preallocates: Bool { durability == .always && preallocationBytes > 0 && ioPool == nil }
 
     public var activeIndexPublishIntervalNanoseconds: Int64 { max(0, activeIndexPublishInterval.wholeNanoseconds) }
 

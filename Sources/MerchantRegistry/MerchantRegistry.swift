@@ -162,6 +162,24 @@ public final class MerchantRegistry: Sendable {
         return try record(merchantID)!
     }
 
+    /// Registers many merchants without secrets of their own (they use the server's Square token and
+    /// subscription until they get their own) in one transaction: all or none. Refuses an id that
+    /// cannot name a directory, and one already registered in any state.
+    public func addMany(_ merchantIDs: [String], now: Int64) throws {
+        if let invalid = merchantIDs.first(where: { !Self.isValidMerchantID($0) }) {
+            throw RegistryError("merchant id \"\(invalid)\" cannot name a directory", hint: "use Square's merchant id: letters, digits, - and _")
+        }
+        try queue.write { db in
+            for merchantID in merchantIDs {
+                guard try String.fetchOne(db, sql: "SELECT state FROM merchants WHERE merchant_id = ?", arguments: [merchantID]) == nil else {
+                    throw RegistryError("merchant \(merchantID) is already registered", hint: "`catledger merchant list --all` shows it")
+                }
+                try db.execute(sql: "INSERT INTO merchants (merchant_id, state, added_at, changed_at) VALUES (?, 'active', ?, ?)",
+                               arguments: [merchantID, now, now])
+            }
+        }
+    }
+
     /// Moves a registered merchant to `state`, saying why. Throws for an unknown merchant.
     @discardableResult
     public func setState(_ merchantID: String, _ state: MerchantRecord.State, reason: String?, now: Int64) throws -> MerchantRecord {
@@ -206,6 +224,13 @@ public final class MerchantRegistry: Sendable {
         try queue.read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM merchants ORDER BY merchant_id").map(Self.record)
         }.filter { includingRemoved || $0.state != .removed }
+    }
+
+    /// A number that changes whenever another connection (`catledger merchant`, another server)
+    /// commits a change to the registry: SQLite's `data_version`. A running server polls it to pick up
+    /// merchants added, paused or removed while it runs.
+    public func changeCounter() throws -> Int {
+        try queue.inDatabase { db in try Int.fetchOne(db, sql: "PRAGMA data_version") ?? 0 }
     }
 
     /// The active merchants' ids, in id order.

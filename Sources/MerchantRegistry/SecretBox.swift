@@ -74,6 +74,22 @@ public struct SecretBox: Sendable {
         }
     }
 
+    /// An HMAC-SHA256 of `message` under a key derived from the secrets key for `purpose` (HKDF), so
+    /// a value the server signs (the OAuth `state`) cannot be forged without the data root's key, and
+    /// a tag made for one purpose is worthless for another.
+    public func authenticationCode(_ message: [UInt8], purpose: String) -> [UInt8] {
+        Array(HMAC<SHA256>.authenticationCode(for: message, using: derivedKey(purpose)))
+    }
+
+    /// Whether `code` is `authenticationCode(message, purpose:)`, compared in constant time.
+    public func isValidAuthenticationCode(_ code: [UInt8], for message: [UInt8], purpose: String) -> Bool {
+        HMAC<SHA256>.isValidAuthenticationCode(code, authenticating: message, using: derivedKey(purpose))
+    }
+
+    private func derivedKey(_ purpose: String) -> SymmetricKey {
+        HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Array("catledger \(purpose)".utf8), outputByteCount: 32)
+    }
+
     /// A new file made with mode 0600 before any byte is written; never replaces an existing one.
     static func writePrivateFile(path: String, bytes: [UInt8]) throws {
         let fd = Foundation.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)

@@ -7,6 +7,9 @@ import SquareWire
 /// Every request carries the bearer token and `Square-Version`. 429 and 5xx responses (and
 /// connection failures) are retried with jittered exponential backoff, resending the very same
 /// bytes, so a write keeps its idempotency key across attempts. The token is never logged.
+/// The token comes from `tokens` at each call (a seller's OAuth token is refreshed there, and the
+/// next call uses the new one); a 401 `ACCESS_TOKEN_EXPIRED` asks the source for a fresh token
+/// once and sends the call once more.
 ///
 /// Thread-safety: a value type holding only immutable, Sendable state; share it freely.
 public struct SquareCatalogClient: Sendable {
@@ -16,33 +19,51 @@ public struct SquareCatalogClient: Sendable {
     private let unitRandom: @Sendable () -> Double
     /// Calls, attempt latencies, retries and error codes per endpoint (swift-metrics).
     public let metrics: SquareClientMetrics
+    /// The bearer token of each call: `configuration.accessToken` unless a source was given.
+    public let tokens: any SquareTokenSource
 
     /// `unitRandom` returns a value in [0, 1) for backoff jitter; inject a seeded one in tests.
     public init(
         configuration: SquareClientConfiguration, transport: any SquareTransport, logger: Logger,
         unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        metrics: SquareClientMetrics = SquareClientMetrics()
+        metrics: SquareClientMetrics = SquareClientMetrics(), tokens: (any SquareTokenSource)? = nil
     ) {
         self.configuration = configuration
         self.transport = transport
         self.logger = logger
         self.unitRandom = unitRandom
         self.metrics = metrics
+        self.tokens = tokens ?? FixedSquareToken(configuration.accessToken)
     }
 
     /// A client over AsyncHTTPClient for the configured environment.
-    public init(configuration: SquareClientConfiguration, logger: Logger, metrics: SquareClientMetrics = SquareClientMetrics()) {
+    public init(configuration: SquareClientConfiguration, logger: Logger, metrics: SquareClientMetrics = SquareClientMetrics(),
+                tokens: (any SquareTokenSource)? = nil) {
         self.init(
             configuration: configuration,
             transport: HTTPClientTransport(baseURL: configuration.environment.baseURL),
-            logger: logger, metrics: metrics)
+            logger: logger, metrics: metrics, tokens: tokens)
     }
 
     /// Sends a request with retries and returns the body of a 2xx response.
-    /// Throws `SquareAPIError` with Square's decoded errors otherwise.
+    /// Throws `SquareAPIError` with Square's decoded errors otherwise. On 401 `ACCESS_TOKEN_EXPIRED`
+    /// the token source is asked for a fresh token once, and the call is sent once more with it.
     public func perform(_ request: SquareHTTPRequest) async throws -> [UInt8] {
+        let token = try await tokens.token()
+        do {
+            return try await perform(request, authorization: "Bearer \(token.secret)")
+        } catch let error as SquareAPIError where error.code == .accessTokenExpired {
+            guard let fresh = try await tokens.tokenExpired(token) else { throw error }
+            logger.info("square access token had expired; sending the call again with a refreshed one",
+                        metadata: ["request": "\(request.method.rawValue) \(request.path)"])
+            return try await perform(request, authorization: "Bearer \(fresh.secret)")
+        }
+    }
+
+    /// Sends a request with retries under `authorization` (nil: none, as `/oauth2/token` takes).
+    func perform(_ request: SquareHTTPRequest, authorization: String?) async throws -> [UInt8] {
         var request = request
-        request.headers["authorization"] = "Bearer \(configuration.accessToken.secret)"
+        request.headers["authorization"] = authorization
         request.headers["square-version"] = configuration.squareVersion
         request.headers["accept"] = "application/json"
         if request.method != .get, request.headers["content-type"] == nil {

@@ -65,8 +65,16 @@ public struct SimulatedError: Error, Sendable, Hashable {
         status: 401,
         errors: [
             SquareErrorDetail(
-                category: "AUTHENTICATION_ERROR", code: SquareErrorCode("ACCESS_TOKEN_EXPIRED"),
+                category: "AUTHENTICATION_ERROR", code: .accessTokenExpired,
                 detail: "The access token has expired.")
+        ])
+
+    static let accessTokenRevoked = SimulatedError(
+        status: 401,
+        errors: [
+            SquareErrorDetail(
+                category: "AUTHENTICATION_ERROR", code: .accessTokenRevoked,
+                detail: "The access token has been revoked.")
         ])
 
     static func insufficientScopes(write: Bool) -> SimulatedError {
@@ -74,7 +82,7 @@ public struct SimulatedError: Error, Sendable, Hashable {
             status: 403,
             errors: [
                 SquareErrorDetail(
-                    category: "AUTHENTICATION_ERROR", code: SquareErrorCode("INSUFFICIENT_SCOPES"),
+                    category: "AUTHENTICATION_ERROR", code: .insufficientScopes,
                     detail: "The merchant has not given your application sufficient permissions to do that. "
                         + "The app must request \(write ? "ITEMS_WRITE" : "ITEMS_READ").")
             ])

@@ -18,8 +18,28 @@ public enum SimulatorServer {
         logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         await simulator.installHTTPWebhookSinkIfNeeded()
+        try await run(handle: { await simulator.handle($0) }, pump: { await simulator.deliverPendingWebhooks() },
+                      host: host, port: port, webhookPumpInterval: webhookPumpInterval, logger: logger, onListening: onListening)
+    }
+
+    /// Serves Square's OAuth endpoints and many sellers (`SquareOAuthSimulator`) until cancelled,
+    /// delivering each seller's pending webhooks every `webhookPumpInterval`.
+    public static func run(
+        oauth: SquareOAuthSimulator, host: String, port: Int, webhookPumpInterval: Duration = .milliseconds(250),
+        logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) async throws {
+        await oauth.installHTTPWebhookSinksIfNeeded()
+        try await run(handle: { await oauth.handle($0) }, pump: { await oauth.deliverPendingWebhooks() },
+                      host: host, port: port, webhookPumpInterval: webhookPumpInterval, logger: logger, onListening: onListening)
+    }
+
+    private static func run(
+        handle: @escaping @Sendable (SquareHTTPRequest) async -> SquareHTTPResponse, pump: @escaping @Sendable () async -> Void,
+        host: String, port: Int, webhookPumpInterval: Duration, logger: Logger,
+        onListening: @escaping @Sendable (Int) async -> Void
+    ) async throws {
         let responder = CallbackResponder<BasicRequestContext> { request, _ in
-            try await respond(to: request, simulator: simulator)
+            try await respond(to: request, handle: handle)
         }
         let app = Application(
             responder: responder,
@@ -35,7 +55,7 @@ public enum SimulatorServer {
             group.addTask {
                 while !Task.isCancelled {
                     try await Task.sleep(for: webhookPumpInterval)
-                    await simulator.deliverPendingWebhooks()
+                    await pump()
                 }
             }
             try await group.next()
@@ -48,12 +68,30 @@ public enum SimulatorServer {
     public static func start(
         simulator: SquareSimulator, host: String = "127.0.0.1", port: Int = 0, logger: Logger
     ) async throws -> RunningSimulatorServer {
+        try await start(host: host, port: port) { onListening in
+            try await run(simulator: simulator, host: host, port: port, logger: logger, onListening: onListening)
+        }
+    }
+
+    /// Starts serving an OAuth simulator's sellers in a background task (as `start(simulator:)`).
+    public static func start(
+        oauth: SquareOAuthSimulator, host: String = "127.0.0.1", port: Int = 0,
+        webhookPumpInterval: Duration = .milliseconds(250), logger: Logger
+    ) async throws -> RunningSimulatorServer {
+        try await start(host: host, port: port) { onListening in
+            try await run(oauth: oauth, host: host, port: port, webhookPumpInterval: webhookPumpInterval, logger: logger,
+                          onListening: onListening)
+        }
+    }
+
+    private static func start(
+        host: String, port: Int,
+        _ run: @escaping @Sendable (_ onListening: @escaping @Sendable (Int) async -> Void) async throws -> Void
+    ) async throws -> RunningSimulatorServer {
         let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
         let task = Task {
             defer { continuation.finish() }
-            try await run(simulator: simulator, host: host, port: port, logger: logger) { boundPort in
-                continuation.yield(boundPort)
-            }
+            try await run { boundPort in continuation.yield(boundPort) }
         }
         var iterator = ports.makeAsyncIterator()
         guard let boundPort = await iterator.next() else {
@@ -63,7 +101,9 @@ public enum SimulatorServer {
         return RunningSimulatorServer(host: host, port: boundPort, task: task)
     }
 
-    static func respond(to request: Request, simulator: SquareSimulator) async throws -> Response {
+    static func respond(to request: Request, handle: @Sendable (SquareHTTPRequest) async -> SquareHTTPResponse) async throws
+        -> Response
+    {
         guard let method = SquareHTTPMethod(rawValue: request.method.rawValue) else {
             return Response(status: .methodNotAllowed)
         }
@@ -82,7 +122,7 @@ public enum SimulatorServer {
         let body = try await request.body.collect(upTo: requestBytesMax)
         let squareRequest = SquareHTTPRequest(
             method: method, path: request.uri.path, query: query, headers: headers, body: Array(buffer: body))
-        let answer = await simulator.handle(squareRequest)
+        let answer = await handle(squareRequest)
         var responseHeaders = HTTPFields()
         for (name, value) in answer.headers {
             if let fieldName = HTTPField.Name(name) { responseHeaders[fieldName] = value }

@@ -15,8 +15,12 @@ extension SquareSimulator {
     static let eventRetentionNanoseconds: Int64 = 28 * 24 * 3600 * 1_000_000_000
 
     func logEvent(_ event: CatalogVersionUpdatedEvent, at createdAt: Int64) {
-        guard let body = try? JSONScanner.parse(SquareJSON.encodeOrTrap(event)) else { return }
-        eventLog.append(LoggedEvent(createdAtNanoseconds: createdAt, type: event.type, body: body))
+        logEvent(type: event.type, body: SquareJSON.encodeOrTrap(event), at: createdAt)
+    }
+
+    func logEvent(type: String, body: [UInt8], at createdAt: Int64) {
+        guard let body = try? JSONScanner.parse(body) else { return }
+        eventLog.append(LoggedEvent(createdAtNanoseconds: createdAt, type: type, body: body))
     }
 
     /// Events kept now (the last 28 days by the simulator's clock), without reading the clock

@@ -17,6 +17,8 @@ extension SquareSimulator {
             return try batchRetrieve(try Self.jsonBody(request))
         case (.post, "/v2/events"):
             return try searchEvents(try Self.jsonBody(request))
+        case (.get, "/v2/locations"):
+            return listLocations()
         case (.post, "/v2/catalog/object"):
             let body = try Self.jsonBody(request)
             let key = try Self.idempotencyKey(body)

@@ -29,6 +29,8 @@ public actor SquareSimulator: SquareTransport {
     var eventIDRandom: SeededRandom
     /// Every request received, in order (for tests and the demo's narration).
     public private(set) var receivedRequests: [SquareHTTPRequest] = []
+    /// The seller's locations (`GET /v2/locations`); the cafe's two shops unless a test sets others.
+    public internal(set) var locations = SimulatedLocation.cafe
 
     public init(configuration: SimulatorConfiguration = SimulatorConfiguration(), logger: Logger) {
         self.configuration = configuration

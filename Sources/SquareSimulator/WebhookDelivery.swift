@@ -134,6 +134,23 @@ extension SquareSimulator {
         }
     }
 
+    /// Square tells the app its authorization for this seller ended (`oauth.authorization.revoked`,
+    /// `revokerType` `APPLICATION`, `MERCHANT` or `SQUARE`): queued for delivery and kept for the
+    /// Events API, like every notification.
+    public func enqueueAuthorizationRevoked(revokerType: String) {
+        let createdAt = now()
+        let event = AuthorizationRevokedEvent(
+            merchantID: configuration.merchantID, eventID: eventIDRandom.uuidString(),
+            createdAt: RFC3339.format(nanoseconds: createdAt, fractionDigits: 9),
+            revokedAt: RFC3339.format(nanoseconds: createdAt, fractionDigits: 3), revokerType: revokerType)
+        let body = SquareJSON.encodeOrTrap(event)
+        logEvent(type: event.type, body: body, at: createdAt)
+        guard configuration.webhook != nil else { return }
+        webhookOutbox.append(WebhookDelivery(
+            eventID: event.event_id, body: body,
+            initialDeliveryTimestamp: RFC3339.format(nanoseconds: createdAt, fractionDigits: 6), retryNumber: 0))
+    }
+
     /// Delivers every queued notification that is due once (shuffled when `reorder` is on).
     /// Failures go back in the queue with the next retry number, due after Square's backoff
     /// (`WebhookRetrySchedule`, scaled by `retryDelayScale`), until its 24 hours (or

@@ -21,6 +21,12 @@ public struct SquareErrorCode: RawRepresentable, Hashable, Sendable, Encodable, 
     public static let badRequest = SquareErrorCode("BAD_REQUEST")
     public static let missingRequiredParameter = SquareErrorCode("MISSING_REQUIRED_PARAMETER")
     public static let invalidCursor = SquareErrorCode("INVALID_CURSOR")
+    /// 401 on any call with an OAuth access token past its `expires_at` (refresh it).
+    public static let accessTokenExpired = SquareErrorCode("ACCESS_TOKEN_EXPIRED")
+    /// 401 on any call with an access token whose authorization the seller or the app revoked.
+    public static let accessTokenRevoked = SquareErrorCode("ACCESS_TOKEN_REVOKED")
+    /// 403 when the token lacks the permission (OAuth scope) the call needs.
+    public static let insufficientScopes = SquareErrorCode("INSUFFICIENT_SCOPES")
 }
 
 /// One entry of Square's `errors` array.

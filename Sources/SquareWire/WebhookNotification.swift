@@ -61,3 +61,38 @@ public struct CatalogVersionUpdatedEvent: Sendable, Hashable, Codable {
     /// The catalog's `updated_at` this event announces.
     public var catalogUpdatedAt: String { data.object.catalog_version.updated_at }
 }
+
+/// The `oauth.authorization.revoked` notification: the seller (`MERCHANT`), the app (`APPLICATION`,
+/// through `/oauth2/revoke`) or Square (`SQUARE`) ended the app's access to the seller's account.
+public struct AuthorizationRevokedEvent: Sendable, Hashable, Codable {
+    public struct Revocation: Sendable, Hashable, Codable {
+        public var revoked_at: String
+        /// `APPLICATION`, `MERCHANT` or `SQUARE`.
+        public var revoker_type: String
+    }
+    public struct RevocationObject: Sendable, Hashable, Codable {
+        public var revocation: Revocation
+    }
+    public struct EventData: Sendable, Hashable, Codable {
+        public var type: String
+        public var id: String
+        public var object: RevocationObject
+    }
+
+    public var merchant_id: String
+    public var type: String
+    public var event_id: String
+    public var created_at: String
+    public var data: EventData
+
+    public static let eventType = "oauth.authorization.revoked"
+
+    public init(merchantID: String, eventID: String, createdAt: String, revokedAt: String, revokerType: String) {
+        merchant_id = merchantID
+        type = Self.eventType
+        event_id = eventID
+        created_at = createdAt
+        data = EventData(type: "revocation", id: eventID,
+                         object: RevocationObject(revocation: Revocation(revoked_at: revokedAt, revoker_type: revokerType)))
+    }
+}

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerStorageTesting
+import SquareWire
 import Testing
 @testable import CatalogModel
 
@@ -66,6 +67,11 @@ enum GoldenEvents {
                                                         ObjectVersion(objectID: "ITEM_1", version: 300)],
                                         updatedAt: "2025-03-04T10:15:30.300Z",
                                         responseBody: Array(#"{"image":{}}"#.utf8))))),
+            ("locations-observed", event(.fullSync, "locations:sync-1",
+                                         .locationsObserved(LocationsObservation(
+                                            locations: [SquareLocation(id: "L1", name: "Main Street", status: "ACTIVE"),
+                                                        SquareLocation(id: "L2", name: "", status: "INACTIVE")],
+                                            responseBody: Array(#"{"locations":[]}"#.utf8))))),
             ("price-history-retained", event(.compaction, RetainedPriceHistory.dedupeKey(objectID: "VAR_1", baseDedupeKey: "obs:VAR_1:100"),
                                              .priceHistoryRetained(retainedPrices))),
         ]

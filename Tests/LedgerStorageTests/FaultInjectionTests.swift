@@ -5,14 +5,19 @@ import Testing
 
 @Suite("Injected faults: nothing un-durable is acknowledged")
 struct FaultInjectionTests {
-    static func openLog(_ fileSystem: FaultInjectingFileSystem, segmentBytes: Int = 1 << 20) throws -> LogWriter {
-        try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always), fileSystem: fileSystem)
+    /// The shared I/O threads of the pooled runs (two, as on a small server).
+    static let pool = LogIOPool(threads: 2, name: "tests.fault-injection.io")
+
+    static func openLog(_ fileSystem: FaultInjectingFileSystem, segmentBytes: Int = 1 << 20, pooled: Bool = false) throws -> LogWriter {
+        var options = StorageTestSupport.smallOptions(segmentBytes: segmentBytes, durability: .always)
+        options.ioPool = pooled ? pool : nil
+        return try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
     }
 
-    @Test("ENOSPC fails the append; the writer recovers its file and the log reopens cleanly")
-    func noSpace() async throws {
+    @Test("ENOSPC fails the append; the writer recovers its file and the log reopens cleanly", arguments: [false, true])
+    func noSpace(pooled: Bool) async throws {
         let fileSystem = FaultInjectingFileSystem()
-        let writer = try Self.openLog(fileSystem)
+        let writer = try Self.openLog(fileSystem, pooled: pooled)
         _ = try await writer.append(StorageTestSupport.records(0..<10))
         fileSystem.limitSpace(toMoreBytes: 40)
         let error = await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(10..<20)) }
@@ -23,7 +28,7 @@ struct FaultInjectionTests {
         #expect(next.first?.sequence == 10)
         try writer.close()
         fileSystem.crash(seed: 7)
-        let reopened = try Self.openLog(fileSystem)
+        let reopened = try Self.openLog(fileSystem, pooled: pooled)
         #expect(reopened.recoveryReport.bytesDropped == 0)
         #expect(reopened.nextSequence == 12)
         try reopened.close()
@@ -75,10 +80,10 @@ struct FaultInjectionTests {
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
 
-    @Test("an fsync failure fails the append and poisons the writer; after a crash only acknowledged records remain required")
-    func syncFailure() async throws {
+    @Test("an fsync failure fails the append and poisons the writer; after a crash only acknowledged records remain required", arguments: [false, true])
+    func syncFailure(pooled: Bool) async throws {
         let fileSystem = FaultInjectingFileSystem()
-        let writer = try Self.openLog(fileSystem)
+        let writer = try Self.openLog(fileSystem, pooled: pooled)
         let acknowledged = try await writer.append(StorageTestSupport.records(0..<10))
         fileSystem.failNextSyncs(1)
         await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(10..<20)) }
@@ -86,7 +91,7 @@ struct FaultInjectionTests {
         #expect(refused?.code == .writerFailed)
         try? writer.close()
         fileSystem.crash(seed: 11)
-        let reopened = try Self.openLog(fileSystem)
+        let reopened = try Self.openLog(fileSystem, pooled: pooled)
         #expect(reopened.nextSequence >= UInt64(acknowledged.count))
         try reopened.close()
         let records = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
@@ -94,10 +99,10 @@ struct FaultInjectionTests {
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
 
-    @Test("a short write fails the append without acknowledging anything")
-    func shortWrite() async throws {
+    @Test("a short write fails the append without acknowledging anything", arguments: [false, true])
+    func shortWrite(pooled: Bool) async throws {
         let fileSystem = FaultInjectingFileSystem()
-        let writer = try Self.openLog(fileSystem)
+        let writer = try Self.openLog(fileSystem, pooled: pooled)
         _ = try await writer.append(StorageTestSupport.records(0..<3))
         fileSystem.shortenNextWrites(1)
         await #expect(throws: LedgerStorageError.self) { try await writer.append(StorageTestSupport.records(3..<9)) }
@@ -107,15 +112,15 @@ struct FaultInjectionTests {
         #expect(try LogReader(directory: "/log", fileSystem: fileSystem).readAll().count == 5)
     }
 
-    @Test("crashes at seeded moments keep every acknowledged record, across segment rolls")
-    func crashKeepsAcknowledged() async throws {
+    @Test("crashes at seeded moments keep every acknowledged record, across segment rolls", arguments: [false, true])
+    func crashKeepsAcknowledged(pooled: Bool) async throws {
         let seed = StorageTestSupport.seed("crashKeepsAcknowledged", default: 99)
         var generator = SeededGenerator(seed: seed)
         let fileSystem = FaultInjectingFileSystem()
         var acknowledged: [UInt64: [UInt8]] = [:]
         var next = 0
         for round in 0..<40 {
-            let writer = try Self.openLog(fileSystem, segmentBytes: 2048)
+            let writer = try Self.openLog(fileSystem, segmentBytes: 2048, pooled: pooled)
             #expect(writer.nextSequence >= UInt64(acknowledged.count), "round \(round)")
             next = Int(writer.nextSequence)
             for _ in 0..<Int.random(in: 1...6, using: &generator) {
@@ -132,7 +137,7 @@ struct FaultInjectionTests {
         }
         let records = try LogReader(directory: "/log", fileSystem: fileSystem).readAll()
         for (sequence, payload) in acknowledged { #expect(records[Int(sequence)].payload == payload) }
-        let final = try Self.openLog(fileSystem, segmentBytes: 2048)
+        let final = try Self.openLog(fileSystem, segmentBytes: 2048, pooled: pooled)
         try final.close()
         #expect(LogVerifier.verify(directory: "/log", fileSystem: fileSystem).isClean)
     }
@@ -191,10 +196,12 @@ struct FaultInjectionTests {
         print("ENOSPC during rolls: \(manifestFailures) failed manifest writes among the budgets")
     }
 
-    @Test("policy interval acknowledges before the sync and syncs in the background within the interval")
-    func intervalPolicySyncsInBackground() async throws {
+    @Test("policy interval acknowledges before the sync and syncs in the background within the interval", arguments: [false, true])
+    func intervalPolicySyncsInBackground(pooled: Bool) async throws {
         let fileSystem = FaultInjectingFileSystem()
-        let writer = try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(durability: .interval(milliseconds: 20)), fileSystem: fileSystem)
+        var options = StorageTestSupport.smallOptions(durability: .interval(milliseconds: 20))
+        options.ioPool = pooled ? Self.pool : nil
+        let writer = try LogWriter.open(directory: "/log", options: options, fileSystem: fileSystem)
         _ = try await writer.append(StorageTestSupport.records(0..<5))
         _ = try await writer.append(StorageTestSupport.records(5..<10))
         // The background timer syncs without another append; a loaded machine may wake it late.

@@ -14,6 +14,23 @@ struct MerchantRegistryTests {
         try body(root)
     }
 
+    @Test("many merchants are added in one transaction, all or none; another connection sees the change counter move")
+    func addMany() throws {
+        try Self.withRoot { root in
+            let registry = try #require(try MerchantRegistry.open(dataRoot: root, create: true, environment: [:]))
+            let watcher = try #require(try MerchantRegistry.open(dataRoot: root, create: false, environment: [:]))
+            let before = try watcher.changeCounter()
+            try registry.addMany((0..<500).map { "ML\($0)" }, now: 5)
+            #expect(try registry.activeMerchantIDs().count == 500)
+            #expect(try watcher.changeCounter() != before, "a commit by another connection moves the counter")
+            let unchanged = try watcher.changeCounter()
+            #expect(try watcher.changeCounter() == unchanged, "and nothing else does")
+            #expect(throws: RegistryError.self) { try registry.addMany(["MLNEW", "ML7"], now: 6) }
+            #expect(throws: RegistryError.self) { try registry.addMany(["MLOK", "../x"], now: 6) }
+            #expect(try registry.record("MLNEW") == nil && registry.record("MLOK") == nil, "all or none")
+        }
+    }
+
     @Test("add, pause, resume, remove: states, reasons and times kept; removed listed only when asked")
     func lifecycle() throws {
         try Self.withRoot { root in

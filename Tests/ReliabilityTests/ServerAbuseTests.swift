@@ -153,7 +153,7 @@ struct ServerAbuseTests {
             let directories = try FileManager.default.contentsOfDirectory(atPath: server.root.path)
                 .filter { $0 != APITokenStore.fileName }
             #expect(Set(directories) == Set(merchants))
-            #expect(server.service.merchants.count == merchants.count)
+            #expect(server.service.directory.merchantIDs.count == merchants.count)
             #expect(try await server.metric(#"catledger_webhooks_total{outcome="unknown_merchant"}"#) == unknown.count * perMerchant)
         } catch {
             try? await server.stop()

@@ -12,7 +12,7 @@ import Testing
 /// VERSION_MISMATCH incident.
 struct CafeAnswersTests {
     struct Answers: Decodable {
-        struct Incident: Decodable { var idempotencyKey: String; var expected: String }
+        struct Incident: Decodable { var idempotencyKey: String; var expected: String; var call: String? }
         struct Price: Decodable { var variationID: String; var amount: Int64?; var harborAmount: Int64? }
         struct Checkpoint: Decodable {
             var at: String
@@ -76,7 +76,8 @@ struct CafeAnswersTests {
         let answers = try Self.answers()
         let events = try ledger.reader.allEvents()
         let diagnoser = VersionMismatchDiagnoser(events: events)
-        #expect(answers.incidents.count == 10, "two incidents of each of the five classes")
+        #expect(answers.incidents.count == 11, "two incidents of each of the five classes, and one after a photo attach")
+        #expect(answers.incidents.contains { $0.call == "CreateCatalogImage" && $0.expected == "staleOwnEarlierWrite" })
         for incident in answers.incidents {
             let rejection = try #require(events.first { event in
                 if case .upsertRejected(let rejected) = event.body { return rejected.idempotencyKey == incident.idempotencyKey }
@@ -84,6 +85,12 @@ struct CafeAnswersTests {
             })
             let diagnosis = try diagnoser.diagnose(rejectionSequence: rejection.sequence)
             #expect(diagnosis.primaryClassification.rawValue == incident.expected, "incident \(incident.idempotencyKey)")
+            if let call = incident.call {
+                // Our own earlier write, named: the finding's explanation and its evidence.
+                let own = diagnosis.findings.filter { $0.classification.rawValue == incident.expected }
+                #expect(own.contains { $0.reason.kind == .ownEarlierCall && $0.reason.call == call }, "incident \(incident.idempotencyKey) names \(call)")
+                #expect(own.contains { $0.movedBy.contains { $0.kind == "writeAccepted" && $0.note.contains(call) } })
+            }
         }
         try await ledger.close()
     }

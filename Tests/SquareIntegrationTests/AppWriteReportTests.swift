@@ -177,4 +177,64 @@ import Testing
         #expect(ledger.nextSequence == 0)
         try await ledger.close()
     }
+
+    /// The versions an image attach or a toggle moved are read back from Square at the write's
+    /// `catalog_version` (issue 18): a device renaming the item between the write and the report does
+    /// not make its version ours, and the read-back is recorded with the write's events.
+    @Test("an attach and a toggle carry Square's versions, read back at the write, whatever a device did since")
+    func versionsAreReadBackAtTheWritesCatalogVersion() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let square = Kit.client(simulator)
+        let editor = SafeEditor(ledger: ledger, client: square, merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
+        let cappuccino = try #require(ids["#Cappuccino"])
+        let latte = try #require(ids["#Latte"])
+        let tax = try #require(await simulator.engine.liveIDs(ofType: "TAX").first)
+        func version(_ id: String) async -> Int64? { await simulator.engine.objectVersion(id: id) }
+
+        // 1. The app attaches a photo; before it reports, the dashboard renames the item.
+        let imageJSON = Array(##"{"type":"IMAGE","id":"#photo","image_data":{"caption":"top view"}}"##.utf8)
+        let created = try await square.createImage(
+            imageJSON: imageJSON, file: SquareImageFile(bytes: Self.jpeg, filename: "c.jpg", contentType: "image/jpeg"),
+            objectID: cappuccino, idempotencyKey: "rb-image")
+        let image = try #require(created.objects.first)
+        let attached = try #require(await version(cappuccino))
+        await simulator.advanceClock(by: .seconds(5))
+        await simulator.applyDeviceEdit(.renameItem(itemID: cappuccino, name: "Cappuccino (House)"), by: .dashboard)
+        let renamed = try #require(await version(cappuccino))
+        #expect(renamed != attached)
+        let result = try await editor.report(AppReport(
+            actor: "", device: "scanner-3", endpoint: "create-image", idempotencyKey: "rb-image",
+            requestBody: Self.text(SquareCatalogClient.imageRequestJSON(idempotencyKey: "rb-image", imageJSON: imageJSON,
+                                                                         objectID: cappuccino)),
+            status: 200, responseBody: Self.text(created.body)))
+        #expect(result.newVersions[cappuccino] == attached, "the attach's version, not the rename's")
+        #expect(result.newVersions[image.id] == image.version)
+
+        // 2. A tax toggle on Latte, then a device rename, then the report.
+        let toggled = try await square.updateItemTaxes(itemIDs: [latte], disable: [tax])
+        let toggledVersion = try #require(await version(latte))
+        await simulator.advanceClock(by: .seconds(5))
+        await simulator.applyDeviceEdit(.renameItem(itemID: latte, name: "Latte (House)"), by: .pointOfSale)
+        let taxes = try await editor.report(AppReport(
+            actor: "", device: "scanner-3", endpoint: "update-item-taxes", idempotencyKey: "rb-taxes",
+            requestBody: Self.text(SquareJSON.encodeOrTrap(["item_ids": [.string(latte)],
+                                                            "taxes_to_disable": [.string(tax)]] as JSONValue)),
+            status: 200, responseBody: Self.text(toggled.body)))
+        #expect(taxes.newVersions[latte] == toggledVersion)
+
+        // The read-backs are recorded with the writes: the items as Square held them at each write.
+        let readBack = try Kit.events(ledger, kind: .objectObserved).filter { $0.source == .retrieve }
+        let attachedFact = try #require(readBack.first { $0.header?.objectID.rawValue == cappuccino })
+        #expect(attachedFact.correlationID == "rb-image" && attachedFact.header?.version == attached)
+        guard case .objectObserved(let observed) = attachedFact.body else { return }
+        let json = try JSONScanner.parse(observed.payload)
+        #expect(json["item_data"]?["image_ids"]?.arrayValue?.contains(.string(image.id)) == true)
+        #expect(json["item_data"]?["name"]?.stringValue == "Cappuccino", "as of the attach, before the rename")
+        #expect(readBack.contains { $0.header?.objectID.rawValue == latte && $0.header?.version == toggledVersion
+            && $0.correlationID == "rb-taxes" })
+        try await ledger.close()
+    }
 }

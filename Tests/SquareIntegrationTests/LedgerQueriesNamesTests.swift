@@ -65,7 +65,18 @@ struct LedgerQueriesNamesTests {
         #expect(names.name(of: unknown) == nil)
         #expect(names.display(unknown) == "NO_SUCH_OBJECT")
         #expect(names.labelled(Self.croissantAlmond) == "\(name) [\(Self.croissantAlmond)]")
-        #expect(names.location("LCAFEHARBOR02") == "LCAFEHARBOR02")
+        #expect(names.location("LNOSUCHPLACE") == "LNOSUCHPLACE")
+    }
+
+    @Test("a location shows its name as of the point: first recorded on day 46, renamed on day 52")
+    func locationNamesOfTheSample() async throws {
+        let queries = LedgerQueries(reader: try await Self.sample.get().reader)
+        // Recorded from 2026-11-18 on; an earlier point shows the first name the ledger learned.
+        #expect(try queries.names(of: [], asOf: Self.at("2026-10-05T00:00:00Z")).location("LCAFEHARBOR02") == "Harbor")
+        #expect(try queries.names(of: [], asOf: Self.at("2026-11-20T00:00:00Z")).location("LCAFEHARBOR02") == "Harbor")
+        #expect(try queries.names(of: []).location("LCAFEHARBOR02") == "Harbor Pier")
+        #expect(try queries.names(of: []).location("LCAFEMAINST01") == "Main Street")
+        #expect(try queries.locationDirectory().answers.count == 2, "an unchanged answer is not recorded again")
     }
 
     @Test("the history index and the whole log give the same names for every object")

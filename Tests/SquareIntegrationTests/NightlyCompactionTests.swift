@@ -248,7 +248,7 @@ final class CompactionGateForTest: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(at: root) }
         let service = try await Self.serviceWithHistory(root: root)
         let gate = CompactionGateForTest()
-        let compaction = NightlyCompaction(merchants: Array(service.merchants.values), metrics: service.metrics, logger: Kit.logger) { merchant in
+        let compaction = NightlyCompaction(merchants: service.directory.openMerchants, metrics: service.metrics, logger: Kit.logger) { merchant in
             await gate.pass()
             return try await merchant.ledger.compact()
         }

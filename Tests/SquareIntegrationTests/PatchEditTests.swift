@@ -21,6 +21,15 @@ import Testing
         SafeEditor(ledger: ledger, client: Kit.client(simulator), merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
     }
 
+    /// An editor whose batches hold 3 objects and requests 6, so six items take several parts.
+    static func smallPartsEditor(_ ledger: Ledger, _ simulator: SquareSimulator) -> SafeEditor {
+        var editor = editor(ledger, simulator)
+        editor.upsertLimits = UpsertLimits(batchObjectsMax: 3, requestObjectsMax: 6)
+        return editor
+    }
+
+    static let sixItems = ["#Espresso", "#Latte", "#Cappuccino", "#DripCoffee", "#BlackTea", "#GreenTea"]
+
     @Test func aPatchChangesEveryFieldTheAppEditsOnTheCurrentHierarchy() async throws {
         let directory = try Kit.temporaryDirectory()
         defer { Kit.cleanUp(directory) }
@@ -122,9 +131,8 @@ import Testing
         defer { Kit.cleanUp(directory) }
         let (simulator, ids) = await Kit.seededSimulator()
         let ledger = try Kit.ledger(in: directory)
-        var editor = Self.editor(ledger, simulator)
-        editor.upsertLimits = UpsertLimits(batchObjectsMax: 3, requestObjectsMax: 6)
-        let items = ["#Espresso", "#Latte", "#Cappuccino", "#DripCoffee", "#BlackTea", "#GreenTea"].compactMap { ids[$0] }
+        let editor = Self.smallPartsEditor(ledger, simulator)
+        let items = Self.sixItems.compactMap { ids[$0] }
         #expect(items.count == 6)
         let request = EditRequest(objectID: items[0], actor: "ana", device: "backoffice", idempotencyKey: "archive-all",
                                   changes: EditChanges(archived: true))
@@ -184,5 +192,78 @@ import Testing
         #expect(retried.replayed)
         #expect(await simulator.receivedRequests.filter { $0.path == "/v2/catalog/batch-delete" }.count == 2)
         try await ledger.close()
+    }
+
+    /// Single edits were refused already; the parts of a many-object edit or delete were answered
+    /// from the ledger whatever the request (the old code replayed the other edit's outcome).
+    @Test func aManyObjectEditOrDeleteWithTheKeyOfADifferentEditIsRefusedAndNothingIsSent() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let editor = Self.smallPartsEditor(ledger, simulator)
+        let items = Self.sixItems.compactMap { ids[$0] }
+        #expect(items.count == 6)
+        var archive = EditRequest(objectID: items[0], actor: "ana", device: "backoffice", idempotencyKey: "bulk-1",
+                                  changes: EditChanges(archived: true))
+        archive.objectIDs = Array(items.dropFirst())
+        let first = try await editor.edit(archive)
+        #expect(first.status == .accepted && first.parts.count >= 2)
+
+        func expectRefused(_ request: EditRequest, _ what: Comment) async {
+            await Self.expectRefused(request, by: editor, simulator: simulator, what)
+        }
+        // Another change of the same objects, the same change of other objects, another actor, a delete.
+        var unarchive = archive
+        unarchive.changes = EditChanges(archived: false)
+        await expectRefused(unarchive, "another change")
+        var fewer = archive
+        fewer.objectIDs = Array(items.dropFirst().prefix(2))
+        await expectRefused(fewer, "other objects")
+        var other = archive
+        other.actor = "sam"
+        await expectRefused(other, "another actor")
+        var delete = EditRequest(objectID: items[0], actor: "ana", device: "backoffice", idempotencyKey: "bulk-1")
+        delete.delete = true
+        delete.objectIDs = [items[1]]
+        await expectRefused(delete, "a delete")
+        for id in items { #expect(await simulator.engine.object(id: id)?["item_data"]?["is_archived"]?.boolValue == true) }
+
+        // The key of a single edit is not a many-object edit's either.
+        let latteSmall = try #require(ids["#Latte_Small"])
+        let single = try await editor.edit(EditRequest(objectID: latteSmall, price: .init(amount: 495), actor: "ana",
+                                                        device: "backoffice", idempotencyKey: "one-1"))
+        #expect(single.status == .accepted)
+        var many = archive
+        many.idempotencyKey = "one-1"
+        await expectRefused(many, "a single edit's key")
+        // The same edit with its key is still answered from the ledger.
+        let retried = try await editor.edit(archive)
+        #expect(retried.replayed && retried.parts.count == first.parts.count)
+        // A delete retried with another delete's key.
+        var cleanup = EditRequest(objectID: items[4], actor: "ana", device: "backoffice", idempotencyKey: "gone-1")
+        cleanup.delete = true
+        #expect(try await editor.edit(cleanup).status == .accepted)
+        var otherCleanup = cleanup
+        otherCleanup.objectID = items[5]
+        await expectRefused(otherCleanup, "another delete")
+
+        try await ledger.close()
+    }
+
+    /// `request` is refused as `idempotencyKeyReused`, and no write reaches the simulator.
+    static func expectRefused(_ request: EditRequest, by editor: SafeEditor, simulator: SquareSimulator,
+                              _ what: Comment) async {
+        let before = await simulator.receivedRequests.filter { $0.path != "/v2/catalog/batch-retrieve" }.count
+        do {
+            _ = try await editor.edit(request)
+            Issue.record("accepted: \(what)")
+        } catch let error as EditError {
+            #expect(error.code == .idempotencyKeyReused, what)
+        } catch {
+            Issue.record("\(error): \(what)")
+        }
+        let after = await simulator.receivedRequests.filter { $0.path != "/v2/catalog/batch-retrieve" }.count
+        #expect(after == before, "nothing was sent: \(what)")
     }
 }

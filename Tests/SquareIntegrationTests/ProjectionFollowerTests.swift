@@ -98,15 +98,15 @@ import Testing
         #expect(!follower.isFollowing)
     }
 
-    @Test("the nightly schedule and each follower are services of the server's group; stopping the group stops them")
+    @Test("the nightly schedule and the merchant supervisor (each open merchant's follower) are services of the server's group; stopping the group stops them")
     func servicesOfTheGroup() async throws {
         let root = try Kit.temporaryDirectory()
         defer { Kit.cleanUp(root) }
         var configuration = ServerKit.configuration(root: root, merchants: [Kit.merchant, "MSECOND"])
         configuration.compactionSchedule = CompactionSchedule(hour: 3, minute: 0, timeZone: TimeZone(identifier: "UTC")!)
         let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
-        #expect(service.lifecycleServices.count == 3, "the schedule and one follower per merchant")
-        let followers = service.merchants.values.compactMap(\.projection)
+        #expect(service.lifecycleServices.count == 2, "the schedule and the merchant supervisor")
+        let followers = service.directory.openMerchants.compactMap(\.projection)
         #expect(followers.count == 2 && followers.allSatisfy { !$0.isFollowing }, "nothing follows before the group runs")
         let server = try await LedgerServer.start(service: service, logger: Kit.logger)
         #expect(await ServerKit.eventually(timeout: .seconds(60)) { followers.allSatisfy(\.isFollowing) })

@@ -1,6 +1,7 @@
 import CatalogModel
 import Crypto
 import Foundation
+import SquareAPI
 import SquareSimulator
 import SquareWire
 
@@ -10,6 +11,9 @@ struct Answers: Codable {
         var idempotencyKey: String
         var expected: String
         var note: String
+        /// The call of our own earlier write the diagnosis must name (`staleOwnEarlierWrite` after a
+        /// write other than an upsert); nil for the others.
+        var call: String?
     }
 
     struct Price: Codable {
@@ -35,7 +39,10 @@ struct Answers: Codable {
 
 /// Forty-five days at the cafe: other devices change prices and names, the ledger syncs on webhooks,
 /// the app edits (mostly safely), items are deleted and re-created, and every kind of VERSION_MISMATCH
-/// happens twice.
+/// happens twice. Then a week of everything else the app and Square do (days 46-52, `laterDay`):
+/// the locations recorded and one renamed, photos uploaded and attached, deletes, tax and
+/// modifier-list toggles, a paged search, item options, a custom attribute, stock at the point of
+/// sale, and an incident after a photo attach. Days 1-45 are recorded byte for byte as before.
 struct CafeScript {
     let days: Int
     /// Copies of the menu (1: the committed sample); daily activity grows with it.
@@ -45,6 +52,8 @@ struct CafeScript {
     var answers: Answers
     var ids: [String: String] = [:]
     var trackedVariations: [String] = []
+    /// The photo uploaded without an item on day 46 (deleted on day 48).
+    var photoWithoutItem: String?
 
     init(seed: UInt64, days: Int, scale: Int = 1, recorder: HistoryRecorder) {
         self.days = days
@@ -86,6 +95,7 @@ struct CafeScript {
             case 10, 25: await deleteItem(day: day)
             case 15, 30: try await recreateItem(day: day)
             case 20: await recorder.sync(full: true)  // a second full sync re-observes everything: all duplicates
+            case 46...: try await laterDay(day)
             default: break
             }
             await recorder.advance(seconds: 3_600 * 3)
@@ -259,7 +269,8 @@ struct CafeScript {
                              note: "the dashboard deleted the item while the app still showed it")
     }
 
-    mutating func expectRejected(_ object: JSONValue, based: JSONValue, expected: String, note: String) async {
+    mutating func expectRejected(_ object: JSONValue, based: JSONValue, expected: String, note: String,
+                                 call: String? = nil) async {
         let status = await recorder.upsert(object, actor: "sam", device: "iphone-backroom",
                                            baseVersions: HistoryRecorder.versions(of: based))
         let key = recorder.exchanges.last?.idempotencyKey ?? ""
@@ -267,7 +278,7 @@ struct CafeScript {
             FileHandle.standardError.write(Data("sample-gen: warning: \(key) was accepted, expected \(expected)\n".utf8))
             return
         }
-        answers.incidents.append(.init(idempotencyKey: key, expected: expected, note: note))
+        answers.incidents.append(.init(idempotencyKey: key, expected: expected, note: note, call: call))
         await recorder.advance(seconds: 300)
     }
 
@@ -295,6 +306,179 @@ struct CafeScript {
         answers.checkpoints.append(.init(at: recorder.at, catalogVersion: engine.catalogVersion, liveObjects: lines.count,
                                          catalogDigest: digest, prices: prices))
         await recorder.advance(seconds: 60)
+    }
+}
+
+// MARK: The week after day 45
+
+extension CafeScript {
+    /// The id of the first live item among `names` (the sample's items by name; an item a random
+    /// delete took is skipped).
+    func liveItem(_ names: [String]) async -> String? {
+        for name in names {
+            if let id = ids["#item-\(CafeCatalog.slug(name))"], await recorder.simulator.engine.isLive(id: id) { return id }
+        }
+        return nil
+    }
+
+    static let photo: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10] + Array("JFIF".utf8) + [0x00, 0xFF, 0xD9]
+
+    /// A photo from the app: uploaded (attached to `objectID` when given) and reported.
+    func uploadPhoto(_ caption: String, to objectID: String?, key: String) async throws -> SquareCatalogResponse {
+        let imageJSON = SquareJSON.encodeOrTrap(["type": "IMAGE", "id": "#photo",
+                                                 "image_data": ["caption": .string(caption)]] as JSONValue)
+        let created = try await recorder.appClient.createImage(
+            imageJSON: imageJSON, file: SquareImageFile(bytes: Self.photo, filename: "photo.jpg", contentType: "image/jpeg"),
+            objectID: objectID, idempotencyKey: key)
+        try await recorder.reportWrite(
+            endpoint: "create-image", key: key,
+            requestBody: SquareCatalogClient.imageRequestJSON(idempotencyKey: key, imageJSON: imageJSON, objectID: objectID),
+            response: created, targets: [objectID, "#photo"].compactMap { $0 }, actor: "maria", device: "ipad-counter")
+        return created
+    }
+
+    mutating func laterDay(_ day: Int) async throws {
+        let key = { (what: String) in String(format: "app-\(what)-%04d", day) }
+        switch day {
+        case 46:
+            // The ledger restarts: its catch-up sync asks for the locations. A photo without an item.
+            await recorder.sync(locations: true)
+            photoWithoutItem = try await uploadPhoto("Counter display", to: nil, key: key("photo")).objects.first?.id
+        case 47:
+            try await incidentStaleAfterPhotoAttach(key: key("photo"))
+        case 48:
+            // Toggles: the sales tax off two sandwiches, the syrups on lemonade; the photo of day 46 deleted.
+            let tax = ids["#tax-sales"] ?? ""
+            let sandwiches = [await liveItem(["Turkey Club"]), await liveItem(["BLT"])].compactMap { $0 }
+            if !sandwiches.isEmpty {
+                let taxes = try await recorder.appClient.updateItemTaxes(itemIDs: sandwiches, disable: [tax])
+                try await recorder.reportWrite(
+                    endpoint: "update-item-taxes", key: key("taxes"),
+                    requestBody: SquareJSON.encodeOrTrap(["item_ids": .array(sandwiches.map(JSONValue.string)),
+                                                          "taxes_to_disable": [.string(tax)]] as JSONValue),
+                    response: taxes, targets: sandwiches, actor: "maria", device: "ipad-counter")
+            }
+            if let lemonade = await liveItem(["Lemonade"]), let syrup = ids["#ml-Syrup"] {
+                let lists = try await recorder.appClient.updateItemModifierLists(itemIDs: [lemonade], enable: [syrup])
+                try await recorder.reportWrite(
+                    endpoint: "update-item-modifier-lists", key: key("lists"),
+                    requestBody: SquareJSON.encodeOrTrap(["item_ids": [.string(lemonade)],
+                                                          "modifier_lists_to_enable": [.string(syrup)]] as JSONValue),
+                    response: lists, targets: [lemonade], actor: "maria", device: "ipad-counter")
+            }
+            if let photo = photoWithoutItem {
+                let deleted = try await recorder.appClient.batchDelete(objectIDs: [photo])
+                try await recorder.reportWrite(
+                    endpoint: "batch-delete", key: key("batch-delete"),
+                    requestBody: SquareJSON.encodeOrTrap(["object_ids": [.string(photo)]] as JSONValue),
+                    response: deleted, targets: [photo], actor: "maria", device: "ipad-counter")
+            }
+            await recorder.advance(seconds: 120)
+            if await recorder.deliverWebhooks() > 0 { await recorder.sync() }
+        case 49:
+            // The app pages through the categories, four at a time.
+            await recorder.pagedSearch(["object_types": ["CATEGORY"], "limit": 4], pages: 2, correlation: key("search"))
+        case 50:
+            // The dashboard adds canned drinks with an item option, and a custom attribute on the beans.
+            await dashboardOptionsAndAttribute()
+            await recorder.advance(seconds: 300)
+            if await recorder.deliverWebhooks() > 0 { await recorder.sync() }
+        case 51, 52:
+            if day == 51, let box = ids["#item-HolidayGiftBox"], await recorder.simulator.engine.isLive(id: box) {
+                // The app deletes the gift box the dashboard added (DeleteCatalogObject; its variation goes with it).
+                let deleted = try await recorder.appClient.delete(objectID: box)
+                try await recorder.reportWrite(endpoint: "delete", key: key("delete"), requestBody: [], response: deleted,
+                                               targets: [box], actor: "maria", device: "ipad-counter")
+            }
+            // Stock at Harbor: the muffins sell out, then a delivery; Square sends inventory.count.updated
+            // and flips the variation's sold-out mark.
+            if let muffin = ids["#var-BlueberryMuffin-0"], await recorder.simulator.engine.isLive(id: muffin) {
+                await recorder.simulator.setStock(variationID: muffin, locationID: CafeCatalog.harbor,
+                                                  quantity: day == 51 ? 0 : 24)
+                await recorder.advance(seconds: 60)
+                if await recorder.deliverWebhooks() > 0 { await recorder.sync() }
+            }
+            if day == 52 {
+                // The Harbor shop is renamed in the dashboard; the next sync that asks records it.
+                await recorder.simulator.setLocation(SimulatedLocation(id: CafeCatalog.harbor, name: "Harbor Pier"))
+                await recorder.advance(seconds: 600)
+                await recorder.sync(locations: true)
+            }
+        default:
+            break
+        }
+    }
+
+    /// The app attaches a photo to an item, then edits a price from its copy read before the attach:
+    /// Square refuses the stale item version, which our own CreateCatalogImage moved.
+    mutating func incidentStaleAfterPhotoAttach(key: String) async throws {
+        guard let item = await liveItem(["Scone", "Cinnamon Roll", "Brownie"]),
+              let cached = await recorder.fetch(item, correlation: "app-cache"),
+              let variation = cached["item_data"]?["variations"]?.arrayValue?.first?["id"]?.stringValue else { return }
+        await recorder.advance(seconds: 600)
+        _ = try await uploadPhoto("Fresh from the oven", to: item, key: key)
+        await recorder.advance(seconds: 90)
+        let edited = Self.settingPrice(of: variation, in: cached) { $0 + 25 }
+        await expectRejected(edited, based: cached, expected: "staleOwnEarlierWrite",
+                             note: "the app attached a photo (CreateCatalogImage), then edited a price from its copy read before",
+                             call: "CreateCatalogImage")
+        if await recorder.deliverWebhooks() > 0 { await recorder.sync() }
+    }
+
+    /// Item options, a custom attribute and a gift box (which the app deletes the next day), made in
+    /// the dashboard (one batch-upsert).
+    mutating func dashboardOptionsAndAttribute() async {
+        var objects: [JSONValue] = [
+            ["type": "ITEM_OPTION", "id": "#opt-size", "present_at_all_locations": true,
+             "item_option_data": ["name": "Can Size", "display_name": "Size", "show_colors": false,
+                                  "values": [
+                                    ["type": "ITEM_OPTION_VAL", "id": "#opt-size-330", "present_at_all_locations": true,
+                                     "item_option_value_data": ["item_option_id": "#opt-size", "name": "330 ml", "ordinal": 1]],
+                                    ["type": "ITEM_OPTION_VAL", "id": "#opt-size-500", "present_at_all_locations": true,
+                                     "item_option_value_data": ["item_option_id": "#opt-size", "name": "500 ml", "ordinal": 2]],
+                                  ]]],
+            ["type": "ITEM", "id": "#item-SparklingLemonadeCan", "present_at_all_locations": true,
+             "item_data": ["name": "Sparkling Lemonade Can",
+                           "categories": [["id": .string(ids["#cat-ColdDrinks"] ?? ""), "ordinal": .integer(-2_251_731_094_208_000)]],
+                           "item_options": [["item_option_id": "#opt-size"]],
+                           "variations": .array([("330", 300), ("500", 400)].enumerated().map { index, size in
+                               ["type": "ITEM_VARIATION", "id": .string("#var-SparklingLemonadeCan-\(index)"),
+                                "present_at_all_locations": true,
+                                "item_variation_data": ["item_id": "#item-SparklingLemonadeCan", "name": .string("\(size.0) ml"),
+                                                        "sku": .string("COL-061-\(index + 1)"), "ordinal": .integer(Int64(index + 1)),
+                                                        "pricing_type": "FIXED_PRICING", "price_money": CafeCatalog.money(Int64(size.1)),
+                                                        "item_option_values": [["item_option_id": "#opt-size",
+                                                                                "item_option_value_id": .string("#opt-size-\(size.0)")]]]]
+                           })]],
+            ["type": "ITEM", "id": "#item-HolidayGiftBox", "present_at_all_locations": true,
+             "item_data": ["name": "Holiday Gift Box",
+                           "categories": [["id": .string(ids["#cat-Retail"] ?? ""), "ordinal": .integer(-2_251_731_094_207_000)]],
+                           "variations": [["type": "ITEM_VARIATION", "id": "#var-HolidayGiftBox-0", "present_at_all_locations": true,
+                                           "item_variation_data": ["item_id": "#item-HolidayGiftBox", "name": "Regular",
+                                                                   "sku": "RET-062-1", "pricing_type": "FIXED_PRICING",
+                                                                   "price_money": CafeCatalog.money(3_500)]]]]],
+            ["type": "CUSTOM_ATTRIBUTE_DEFINITION", "id": "#cad-roast", "present_at_all_locations": true,
+             "custom_attribute_definition_data": ["type": "STRING", "name": "Roast level", "key": "roast_level",
+                                                  "allowed_object_types": ["ITEM"],
+                                                  "seller_visibility": "SELLER_VISIBILITY_READ_WRITE_VALUES",
+                                                  "app_visibility": "APP_VISIBILITY_HIDDEN",
+                                                  "string_config": ["enforce_uniqueness": false]]],
+        ]
+        if let decaf = ids["#item-DecafBeans"], var beans = await recorder.simulator.engine.object(id: decaf),
+           await recorder.simulator.engine.isLive(id: decaf) {
+            beans["custom_attribute_values"] = ["roast_level": ["name": "Roast level", "type": "STRING", "key": "roast_level",
+                                                                "string_value": "Medium-dark",
+                                                                "custom_attribute_definition_id": "#cad-roast"]]
+            objects.append(beans)
+        }
+        let response = await recorder.call(.post, "/v2/catalog/batch-upsert",
+                                           ["idempotency_key": "dashboard-options", "batches": [["objects": .array(objects)]]])
+        for mapping in (try? JSONScanner.parse(response.body))?["id_mappings"]?.arrayValue ?? [] {
+            if let client = mapping["client_object_id"]?.stringValue, let real = mapping["object_id"]?.stringValue { ids[client] = real }
+        }
+        if response.status != 200 {
+            FileHandle.standardError.write(Data("sample-gen: warning: the dashboard's options were refused: \(String(decoding: response.body, as: UTF8.self))\n".utf8))
+        }
     }
 }
 

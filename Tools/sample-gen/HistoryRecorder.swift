@@ -13,12 +13,15 @@ final class HistoryRecorder {
     static let notificationURL = "https://ledger.cafe.example/webhooks/square"
     static let signatureKey = "sample-signature-key-2026"
     static let objectTypes: [JSONValue] = ["ITEM", "ITEM_VARIATION", "CATEGORY", "TAX", "DISCOUNT", "MODIFIER_LIST",
-                                            "MODIFIER", "IMAGE"]
+                                            "MODIFIER", "IMAGE", "ITEM_OPTION", "ITEM_OPTION_VAL",
+                                            "CUSTOM_ATTRIBUTE_DEFINITION"]
 
     static let headers = ["content-type": "application/json", "authorization": "Bearer sample-gen-token", "square-version": "2025-08-20"]
 
     let simulator: SquareSimulator
     let sink: RecordingWebhookSink
+    /// The app's own Square client (images, deletes, toggles), over the simulator.
+    let appClient: SquareCatalogClient
     /// The ledger's clock, nanoseconds; the simulator's clock moves with it (plus a microsecond a read).
     private(set) var wall: Int64
     private(set) var exchanges: [RecordedExchange] = []
@@ -34,6 +37,11 @@ final class HistoryRecorder {
                                                    merchantID: Self.merchantID, webhook: webhook)
         simulator = SquareSimulator(configuration: configuration, logger: .init(label: "sample-gen.simulator"))
         sink = RecordingWebhookSink()
+        appClient = SquareCatalogClient(
+            configuration: SquareClientConfiguration(environment: .custom(baseURL: "http://simulator.invalid"),
+                                                     accessToken: SquareAccessToken("sample-gen-token"),
+                                                     squareVersion: Self.headers["square-version"]!),
+            transport: simulator, logger: .init(label: "sample-gen.app"), unitRandom: { 0.5 })
         wall = start
         await simulator.setWebhookSink(sink)
     }
@@ -63,8 +71,10 @@ final class HistoryRecorder {
 
     // MARK: Sync
 
-    /// A full sync (no watermark) or an incremental one from the stored `latest_time`.
-    func sync(full: Bool = false) async {
+    /// A full sync (no watermark) or an incremental one from the stored `latest_time`; with
+    /// `locations`, it asks for the locations too (ListLocations), as the ledger's sync does at a
+    /// full run or the catch-up at start. The first 45 days never ask, so they are recorded as before.
+    func sync(full: Bool = false, locations: Bool = false) async {
         runs += 1
         let runID = String(format: "sync-%04d", runs)
         var started = base(.syncStarted)
@@ -72,6 +82,7 @@ final class HistoryRecorder {
         started.mode = full ? "full" : "incremental"
         started.beginTime = full ? nil : watermark
         record(started)
+        if locations { await recordLocations(correlation: runID) }
         var cursor: String?
         var latest: String?
         repeat {
@@ -79,12 +90,7 @@ final class HistoryRecorder {
             if !full, let watermark { request["begin_time"] = .string(watermark) }
             if let cursor { request["cursor"] = .string(cursor) }
             let response = await call(.post, "/v2/catalog/search", request)
-            var page = base(.squareResponse)
-            page.correlationID = runID
-            page.endpoint = "search"
-            page.status = response.status
-            page.body = String(decoding: response.body, as: UTF8.self)
-            record(page)
+            record(response, endpoint: "search", correlation: runID)
             let decoded = try? JSONScanner.parse(response.body)
             cursor = decoded?["cursor"]?.stringValue
             latest = decoded?["latest_time"]?.stringValue ?? latest
@@ -95,6 +101,66 @@ final class HistoryRecorder {
         completed.latestTime = latest
         record(completed)
         if let latest { watermark = latest }
+    }
+
+    /// The seller's locations (`GET /v2/locations`), as the ledger's full sync asks for them.
+    func recordLocations(correlation: String) async {
+        let response = await call(.get, "/v2/locations", nil)
+        record(response, endpoint: "locations", correlation: correlation)
+    }
+
+    /// A read's response (a sync page, a fetch, the locations) as the ledger learns it.
+    private func record(_ response: SquareHTTPResponse, endpoint: String, correlation: String) {
+        var exchange = base(.squareResponse)
+        exchange.correlationID = correlation
+        exchange.endpoint = endpoint
+        exchange.status = response.status
+        exchange.body = String(decoding: response.body, as: UTF8.self)
+        record(exchange)
+    }
+
+    /// A page-by-page search the app makes (its own reads, recorded as retrieves): `pages` pages
+    /// of `request` at most, following the cursor.
+    func pagedSearch(_ request: JSONValue, pages: Int, correlation: String) async {
+        var request = request
+        for _ in 0..<pages {
+            let response = await call(.post, "/v2/catalog/search", request)
+            record(response, endpoint: "search", correlation: correlation)
+            guard let cursor = (try? JSONScanner.parse(response.body))?["cursor"]?.stringValue else { return }
+            request["cursor"] = .string(cursor)
+        }
+    }
+
+    /// A write the app made with its own client and reported (`POST .../reports`): its proposal, then
+    /// Square's answer with the request and, for an attach or toggle, the read-back of the objects it
+    /// moved at the write's catalog version, as `SafeEditor.report` records them.
+    func reportWrite(endpoint: String, key: String, requestBody: [UInt8], response: SquareCatalogResponse,
+                     targets: [String], actor: String, device: String) async throws {
+        var proposed = base(.editProposed)
+        proposed.actor = actor
+        proposed.device = device
+        proposed.idempotencyKey = key
+        proposed.correlationID = key
+        proposed.targetIDs = targets
+        proposed.baseVersions = [:]
+        proposed.requestBody = String(decoding: requestBody, as: UTF8.self)
+        record(proposed)
+        var outcome = base(.squareResponse)
+        outcome.correlationID = key
+        outcome.endpoint = endpoint
+        outcome.idempotencyKey = key
+        outcome.status = 200
+        outcome.body = String(decoding: response.body, as: UTF8.self)
+        outcome.requestBody = proposed.requestBody
+        if ExchangeMapper.itemWriteCalls[endpoint] != nil {
+            let moved = try ExchangeMapper.itemWriteTargets(endpoint: endpoint, response: response,
+                                                            requestBody: proposed.requestBody)
+            if !moved.named.isEmpty, let version = moved.catalogVersion {
+                let read = try await appClient.batchRetrieve(objectIDs: moved.named, catalogVersion: version)
+                outcome.followUpBody = String(decoding: read.body, as: UTF8.self)
+            }
+        }
+        record(outcome)
     }
 
     // MARK: Webhooks
@@ -126,12 +192,7 @@ final class HistoryRecorder {
     /// Reads an object (with nested children) as the app's fetch-before-update does, recorded.
     func fetch(_ id: String, correlation: String) async -> JSONValue? {
         let response = await call(.post, "/v2/catalog/batch-retrieve", ["object_ids": [.string(id)], "include_related_objects": false])
-        var exchange = base(.squareResponse)
-        exchange.correlationID = correlation
-        exchange.endpoint = "batch-retrieve"
-        exchange.status = response.status
-        exchange.body = String(decoding: response.body, as: UTF8.self)
-        record(exchange)
+        record(response, endpoint: "batch-retrieve", correlation: correlation)
         return (try? JSONScanner.parse(response.body))?["objects"]?.arrayValue?.first
     }
 

@@ -12,8 +12,8 @@ struct SampleGen: AsyncParsableCommand {
     @Option(help: "Seed of the script and the simulator.")
     var seed: UInt64 = 20_261_001
 
-    @Option(help: "Days of history.")
-    var days = 45
+    @Option(help: "Days of history (the committed sample: 52; days 46-52 are the week of images, deletes, toggles, options, stock and locations).")
+    var days = 52
 
     @Option(help: "Output directory.")
     var out = "data-samples/cafe"

@@ -22,16 +22,7 @@ from square.core.api_error import ApiError
 from square.utils.webhooks_helper import verify_signature
 
 import square_sdk_models
-
-
-def fail(message: str) -> None:
-    print(f"CONFORMANCE FAILURE: {message}", file=sys.stderr)
-    sys.exit(1)
-
-
-def check(condition: bool, message: str) -> None:
-    if not condition:
-        fail(message)
+from square_sdk_models import check, fail
 
 
 def dump(model) -> dict:
@@ -139,6 +130,12 @@ def main() -> None:
     gone = client.catalog.batch_delete(object_ids=[image.id])
     check(gone.deleted_object_ids == [image.id] and gone.deleted_at, "batch delete")
 
+    # The seller's locations (ListLocations): the names the ledger shows beside location ids.
+    locations = client.locations.list().locations or []
+    check([(loc.id, loc.name, loc.status) for loc in locations]
+          == [("LCAFEMAINST01", "Main Street", "ACTIVE"), ("LCAFEHARBOR02", "Harbor", "ACTIVE")],
+          f"locations: {[(loc.id, loc.name) for loc in locations]}")
+
     # 6. Webhook signatures from the simulator verify with the SDK's helper.
     with open(webhooks_path, encoding="utf-8") as handle:
         deliveries = json.load(handle)
@@ -160,7 +157,7 @@ def main() -> None:
     for delivery in deliveries:
         problems += square_sdk_models.check_webhook(delivery["body"])
     check(not problems, "bodies the SDK's models do not declare:\n  " + "\n  ".join(problems))
-    check(len(counts) >= 12, f"validated responses of only {sorted(counts)}")
+    check(len(counts) >= 13, f"validated responses of only {sorted(counts)}")
 
     print(f"conformance ok: {len(listed)} listed in {len(pages)} pages, {len(deliveries)} webhooks verified, "
           f"{sum(counts.values())} responses of {len(counts)} endpoints validated against the SDK's models")

@@ -8,8 +8,21 @@ does not declare fails unless it is on `ALLOWED_UNDECLARED` below.
 import importlib
 import json
 import re
+import sys
 
 import pydantic
+
+
+# The conformance scripts' verdict: the first mismatch ends the run with status 1.
+def fail(message: str) -> None:
+    print(f"CONFORMANCE FAILURE: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def check(condition: bool, message: str) -> None:
+    if not condition:
+        fail(message)
+
 
 # Keys Square itself sends that its models do not declare. Keep these lists short and commented.
 ALLOWED_UNDECLARED = {
@@ -38,10 +51,14 @@ ENDPOINT_MODELS = [
     ("POST", r"^/v2/catalog/update-item-taxes$", "update_item_taxes_response.UpdateItemTaxesResponse"),
     ("POST", r"^/v2/catalog/update-item-modifier-lists$",
      "update_item_modifier_lists_response.UpdateItemModifierListsResponse"),
+    ("GET", r"^/v2/locations$", "list_locations_response.ListLocationsResponse"),
+    ("POST", r"^/oauth2/token$", "obtain_token_response.ObtainTokenResponse"),
+    ("POST", r"^/oauth2/revoke$", "revoke_token_response.RevokeTokenResponse"),
 ]
 
 WEBHOOK_MODELS = {
     "catalog.version.updated": "catalog_version_updated_event.CatalogVersionUpdatedEvent",
+    "oauth.authorization.revoked": "oauth_authorization_revoked_event.OauthAuthorizationRevokedEvent",
 }
 
 

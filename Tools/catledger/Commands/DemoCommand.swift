@@ -14,7 +14,7 @@ import SquareWire
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Import the bundled 45-day cafe history into a new ledger and take a guided tour.",
+        abstract: "Import the bundled 52-day cafe history into a new ledger and take a guided tour.",
         discussion: """
         Examples:
           catledger demo --data-dir demo-ledger
@@ -67,7 +67,8 @@ struct DemoCommand: AsyncParsableCommand {
                 print("$ catledger prices \(variation.rawValue) --chart\n")
                 print(PriceRendering.table(answer, time: TimeDisplay(zone: zone)))
                 let names = try queries.names(of: [variation])
-                print("\n" + PriceChart.terminal(changes, width: 60, height: 10, name: { names.name(of: $0) }))
+                print("\n" + PriceChart.terminal(changes, width: 60, height: 10, name: { names.name(of: $0) },
+                                                  locationName: { names.location($0.rawValue) }))
             }
 
             section("3. Time travel", "The catalog as it was three weeks ago, compared with today.")

@@ -72,6 +72,6 @@ enum DiffRendering {
     /// `fields`), as `catledger diff` and the demo print it.
     static func lines(_ change: CatalogTimeDiff.Change, names: CatalogNames, fields: Int = .max) -> [String] {
         [Terminal.colour("~ \(change.objectType.rawValue) \(names.labelled(change.objectID)) v\(change.versionBefore) -> v\(change.versionAfter)", "33")]
-            + change.changes.prefix(fields).map { "    \($0.path): \($0.shownBefore ?? "(absent)") -> \($0.shownAfter ?? "(absent)")" }
+            + change.changes.prefix(fields).map { "    \(names.shownPath($0.path)): \($0.shownBefore ?? "(absent)") -> \($0.shownAfter ?? "(absent)")" }
     }
 }

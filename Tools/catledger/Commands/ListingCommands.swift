@@ -69,7 +69,8 @@ struct ItemsCommand: AsyncParsableCommand {
                 if item.variations.isEmpty { table.append([item.name ?? item.id, "-", "-", "-", "-", categories, item.id]) }
                 for (index, variation) in item.variations.enumerated() {
                     let price = ItemsAnswer.price(variation)?.description ?? (variation.pricingType == "VARIABLE_PRICING" ? "variable" : "-")
-                    let local = variation.locationOverrides.map { "\($0.locationID) \(ItemsAnswer.price($0)?.description ?? "-")" }
+                    let local = variation.locationOverrides
+                        .map { "\(answer.names.labelledLocation($0.locationID)) \(ItemsAnswer.price($0)?.description ?? "-")" }
                         .joined(separator: ", ")
                     table.append([index == 0 ? item.name ?? item.id : "", variation.name ?? variation.id, variation.sku ?? "-", price,
                                   local.isEmpty ? "-" : local, index == 0 ? categories : "", variation.id])
@@ -107,9 +108,10 @@ struct CategoriesCommand: AsyncParsableCommand {
 struct LocationsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "locations",
-        abstract: "List the locations the catalog names (per-location prices, items sold at some locations only).",
+        abstract: "List the seller's locations with their names, and how the catalog uses each.",
         discussion: """
-        The ledger records no Square Location objects, so each location shows by its id.
+        Names and status come from Square's ListLocations answers, which sync records (every full sync, \
+        and an incremental one at most hourly); a location only the catalog names shows by its id.
 
         Examples:
           catledger locations
@@ -123,12 +125,13 @@ struct LocationsCommand: AsyncParsableCommand {
         try await reportingErrors(json: global.json) {
             let answer = try source.read(global) { try $0.locationsAnswer() }
             if global.json { try printJSON(answer); return }
-            var table = TextTable(["location", "items present", "items absent", "own prices"],
-                                  alignments: [.left, .right, .right, .right])
+            var table = TextTable(["location", "id", "status", "items present", "items absent", "own prices"],
+                                  alignments: [.left, .left, .left, .right, .right, .right])
             for location in answer.locations {
-                table.append([location.name, "\(location.itemsPresent)", "\(location.itemsAbsent)", "\(location.priceOverrides)"])
+                table.append([location.name, location.id, location.status ?? "-", "\(location.itemsPresent)",
+                              "\(location.itemsAbsent)", "\(location.priceOverrides)"])
             }
-            print("\(answer.locations.count) location(s) (shown by id: the ledger records no location names)\n\n" + table.render())
+            print("\(answer.locations.count) location(s)\n\n" + table.render())
         }
     }
 }

@@ -141,10 +141,12 @@ struct MerchantCommand: AsyncParsableCommand {
                     return
                 }
                 let zone = try global.timeZone()
+                let now = Int64(Date().timeIntervalSince1970 * 1e9)
                 var table = TextTable(["MERCHANT", "STATE", "WHY", "SINCE", "SQUARE TOKEN", "SIGNATURE KEYS", "LEDGER"])
                 for record in records {
+                    // The expiry only: a token is never shown. An OAuth token is refreshed by serve 7 days before it.
                     let token = !record.hasCredentials ? "serve's"
-                        : record.credentialsExpireAt.map { "own, expires \(formatTime($0, in: zone))" } ?? "own"
+                        : record.credentialsExpireAt.map { "own, \($0 <= now ? "expired" : "expires") \(formatTime($0, in: zone))" } ?? "own"
                     let hasLedger = FileManager.default.fileExists(
                         atPath: URL(fileURLWithPath: global.dataDirectory).appendingPathComponent(record.merchantID).path)
                     table.append([record.merchantID, record.state.rawValue, record.stateReason ?? "-", formatTime(record.changedAt, in: zone),

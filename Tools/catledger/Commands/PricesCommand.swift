@@ -130,7 +130,8 @@ enum PriceRendering {
             let change = row.change
             let scope = CatalogPricesAnswer.scope(change)
             table.append([squareTime(change.updatedAt, time), CatalogPricesAnswer.name(row),
-                          scope.locationID.map { "price at \($0)" } ?? (scope.scope == "base_price" ? "price" : "pricing type"),
+                          scope.locationID.map { "price at " + answer.names.labelledLocation($0) }
+                              ?? (scope.scope == "base_price" ? "price" : "pricing type"),
                           change.shownOld ?? "-", change.shownNew ?? "-", change.source, change.objectID])
         }
         return table.render()
@@ -141,12 +142,13 @@ enum PriceRendering {
     }
 
     static func csv(_ answer: CatalogPricesAnswer, time: TimeDisplay) -> String {
-        var lines = ["square_time,ledger_time,item_id,item,object_id,name,sku,scope,location_id,before_amount,after_amount,currency,before,after,version,sequence,source"]
+        var lines = ["square_time,ledger_time,item_id,item,object_id,name,sku,scope,location_id,location_name,before_amount,after_amount,currency,before,after,version,sequence,source"]
         for row in answer.changes {
             let change = row.change
             let scope = CatalogPricesAnswer.scope(change)
             lines.append([squareTime(change.updatedAt, time), time.ledger(change.recordedAt), row.itemID, row.itemName,
                           change.objectID, CatalogPricesAnswer.name(row), change.sku, scope.scope, scope.locationID,
+                          scope.locationID.map(answer.names.location),
                           change.oldAmount.map { "\($0)" }, change.newAmount.map { "\($0)" }, change.currency,
                           change.shownOld, change.shownNew, "\(change.version)", "\(change.sequence)",
                           EventSource.named(change.source)?.word ?? change.source]
@@ -166,29 +168,30 @@ enum PriceRendering {
                               alignments: [.left, .left, .left, .left, .right, .right, .right, .left, .left])
         for change in answer.changes {
             table.append([time.square(change.updatedAtNanos), time.ledger(change.firstRecordedAt),
-                          answer.names.display(change.objectID), scopeText(change.scope, answer.names),
+                          answer.names.display(change.objectID), scopeText(change, answer.names),
                           change.shownBefore ?? "-", change.shownAfter ?? "-", "\(change.version)",
                           change.source.description, change.objectID.rawValue])
         }
         return table.render()
     }
 
-    static func scopeText(_ scope: PriceScope, _ names: CatalogNames) -> String {
-        switch scope.kind {
+    static func scopeText(_ change: PriceChange, _ names: CatalogNames) -> String {
+        switch change.scope.kind {
         case .basePrice: "price"
         case .pricingType: "pricing type"
-        case .locationPrice: "price at " + names.location(scope.locationID?.rawValue ?? "?")
+        case .locationPrice:
+            "price at " + (change.scope.locationID.map { "\(names.location($0.rawValue, at: change.moment)) [\($0.rawValue)]" } ?? "?")
         }
     }
 
     static func csv(_ answer: PricesAnswer, time: TimeDisplay) -> String {
         let field = csvField
-        var lines = ["square_time,ledger_time,object_id,name,sku,scope,location_id,before_amount,after_amount,currency,before,after,version,sequence,source"]
+        var lines = ["square_time,ledger_time,object_id,name,sku,scope,location_id,location_name,before_amount,after_amount,currency,before,after,version,sequence,source"]
         for change in answer.changes {
             let json = PriceChangeJSON(change, names: answer.names)
             let currency = change.afterMoney?.currency ?? change.beforeMoney?.currency
             lines.append([time.square(change.updatedAtNanos), time.ledger(change.firstRecordedAt), json.objectID, json.name,
-                          change.sku, json.scope, json.locationID, change.beforeMoney.map { "\($0.amount)" },
+                          change.sku, json.scope, json.locationID, json.locationName, change.beforeMoney.map { "\($0.amount)" },
                           change.afterMoney.map { "\($0.amount)" }, currency, change.shownBefore, change.shownAfter,
                           "\(change.version)", "\(change.firstSequence)", json.source]
                 .map(field).joined(separator: ","))

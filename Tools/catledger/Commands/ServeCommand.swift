@@ -89,12 +89,41 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("reconcile-every"), help: ArgumentHelp("Sync a merchant when no sync completed for it within this interval, jittered ±10% (e.g. 15m, 90s, 2h; off: never). Catches what webhooks missed.", valueName: "INTERVAL"))
     var reconcileEvery = "15m"
 
+    @Option(name: .customLong("idle-close"), help: ArgumentHelp("Close a merchant's ledger when nobody used it for this long (e.g. 10m, 30s; off: never); it opens again on its next webhook, request or scheduled sync.", valueName: "INTERVAL"))
+    var idleClose = "10m"
+
+    @Option(name: .customLong("io-threads"), help: ArgumentHelp("Shared I/O threads the merchants' ledgers commit on, so an open ledger owns no thread (0: each open ledger has threads of its own, faster for one busy merchant).", valueName: "N"))
+    var ioThreads = 8
+
+    @Option(name: .customLong("auth-failures-max"), help: ArgumentHelp("Failed authentications one client address may make within a minute before it is refused 429.", valueName: "N"))
+    var authFailuresMax = 20
+
     @Flag(name: .customLong("no-catch-up"), help: "Do not sync every merchant when the server starts.")
     var noCatchUp = false
+
+    @Option(name: .customLong("square-application-id"),
+            help: "The Square app's id (OAuth): sellers onboard through POST /admin/oauth/authorize and GET /oauth/callback, their tokens refreshed. Needs --square-application-secret-file.")
+    var applicationID: String?
+
+    @Option(name: .customLong("square-application-secret-file"), help: "A file (mode 0600) holding the Square app's secret.")
+    var applicationSecretFile: String?
+
+    @Option(name: .customLong("oauth-redirect-url"),
+            help: "The redirect URL registered for the Square app: this server's /oauth/callback as the sellers' browsers reach it.")
+    var oauthRedirectURL: String?
 
     func validate() throws {
         if case .failure(let error) = SyncSchedule.parseInterval(reconcileEvery) {
             throw ValidationError("--reconcile-every: \(error)")
+        }
+        if ioThreads < 0 {
+            throw ValidationError("--io-threads takes 0 or more")
+        }
+        if authFailuresMax < 1 {
+            throw ValidationError("--auth-failures-max must be at least 1")
+        }
+        if case .failure(let error) = SyncSchedule.parseInterval(idleClose) {
+            throw ValidationError("--idle-close: \(error)")
         }
         if let metricsListen, Self.hostPort(metricsListen) == nil {
             throw ValidationError("--metrics-listen takes HOST:PORT (e.g. 127.0.0.1:9090), not \"\(metricsListen)\"")
@@ -105,6 +134,9 @@ struct ServeCommand: AsyncParsableCommand {
         if compactDropPriceHistory && compactRetain == nil {
             throw ValidationError("--compact-drop-price-history needs --compact-retain DURATION")
         }
+        if (applicationID == nil) != (applicationSecretFile == nil) {
+            throw ValidationError("--square-application-id and --square-application-secret-file go together (the Square app's OAuth id and secret)")
+        }
         if let compactAt, !compactAt.isEmpty, CompactionSchedule(parsing: compactAt) == nil {
             throw ValidationError("--compact-at takes a local time HH:MM (24-hour), not \"\(compactAt)\"")
         }
@@ -113,10 +145,10 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let environment = ProcessInfo.processInfo.environment
-            // The merchants given here (or in $CATLEDGER_MERCHANTS), then the registry's active ones.
-            let merchantIDs = try LedgerService.merchantIDs(
-                configured: merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants,
-                dataRoot: global.dataDirectory)
+            // The merchants given here (or in $CATLEDGER_MERCHANTS), opened at start; then the registry's
+            // active ones, opened on first use.
+            let configured = merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants
+            let merchantIDs = try LedgerService.merchantIDs(configured: configured, dataRoot: global.dataDirectory)
             let fileKeys = try signatureKeyFile.map { try SecretFile.lines($0, what: "signature key") } ?? []
             let keys = !signatureKeys.isEmpty ? signatureKeys
                 : !fileKeys.isEmpty ? fileKeys : Self.list(environment["SQUARE_SIGNATURE_KEYS"])
@@ -133,8 +165,8 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let retainSpan = try compactRetain.map { text in Int64(Date().timeIntervalSince1970 * 1e9) - (try global.horizon(retaining: text)) }
             let logger = try global.logger("catledger.serve")
-            let configuration = LedgerServerConfiguration(
-                host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: merchantIDs, signatureKeys: keys,
+            var settings = LedgerServerConfiguration(
+                host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: configured, signatureKeys: keys,
                 notificationURL: notificationURL, square: offline ? nil : try square.configuration(),
                 syncDebounce: .milliseconds(max(0, syncDebounceMilliseconds)),
                 compactionSchedule: compactAt.flatMap { text in
@@ -142,10 +174,17 @@ struct ServeCommand: AsyncParsableCommand {
                 },
                 compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression, retainSpanNanoseconds: retainSpan,
                                                            dropPriceHistory: compactDropPriceHistory, lowPriority: true),
-                insecureNoAuth: insecureNoAuth, metricsListen: metricsListen.flatMap(Self.hostPort),
+                insecureNoAuth: insecureNoAuth, authFailuresMax: authFailuresMax, metricsListen: metricsListen.flatMap(Self.hostPort),
                 syncSchedule: SyncSchedule(catchUpAtStart: !noCatchUp,
-                                           reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()))
+                                           reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()),
+                merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get(), ioThreads: ioThreads == 0 ? nil : ioThreads)
 
+            if let applicationID, let applicationSecretFile, !offline {
+                settings.oauth = OAuthConfiguration(application: SquareApplication(
+                    clientID: applicationID, clientSecret: try SecretFile.read(applicationSecretFile, what: "Square application secret"),
+                    redirectURL: oauthRedirectURL))
+            }
+            let configuration = settings
             let json = global.json
             do {
                 try await LedgerServer.run(configuration: configuration, logger: logger) { boundPort in

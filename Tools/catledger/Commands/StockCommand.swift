@@ -41,7 +41,7 @@ struct StockCommand: AsyncParsableCommand {
                 case .count: "\(row.quantity ?? "?") \(row.state ?? "")"
                 case .soldOut: row.soldOut == true ? "marked sold out" : "back in stock (sold out cleared)"
                 }
-                table.append([time.square(row.at), row.name, row.locationID.map(answer.names.location) ?? "-", what,
+                table.append([time.square(row.at), row.name, row.locationID.map { id in row.locationName.flatMap { $0 == id ? nil : "\($0) [\(id)]" } ?? id } ?? "-", what,
                               row.source, "\(row.sequence)"])
             }
             print("\n" + table.render())

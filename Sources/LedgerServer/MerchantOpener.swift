@@ -1,0 +1,120 @@
+import CatalogIngest
+import CatalogLedger
+import CatalogModel
+import CatalogProjections
+import Foundation
+import LedgerStorage
+import Logging
+import MerchantRegistry
+import SquareAPI
+
+/// Opens one merchant's ledger with what works on it: its Square client (the merchant's own
+/// credentials from the registry where it has them, the server's otherwise), syncer and sync
+/// runner, editor and projection follower. `MerchantDirectory` calls it on a merchant's first use.
+struct MerchantOpener: Sendable {
+    let configuration: LedgerServerConfiguration
+    let metrics: ServerMetrics
+    let logger: Logger
+    /// The server's Square client, shared by the merchants without credentials of their own.
+    let sharedClient: SquareCatalogClient?
+    /// OAuth merchants' tokens are refreshed through the server's Square app and sealed back (nil: no app).
+    let keeper: OAuthTokenKeeper?
+
+    init(configuration: LedgerServerConfiguration, metrics: ServerMetrics, logger: Logger) {
+        self.configuration = configuration
+        self.metrics = metrics
+        self.logger = logger
+        sharedClient = configuration.square.map {
+            LedgerService.squareClient($0, configuration: configuration, metrics: metrics, logger: logger)
+        }
+        keeper = LedgerService.oauthTokenKeeper(configuration: configuration, metrics: metrics, logger: logger)
+    }
+
+    /// The registry of the data root, when it has one.
+    private func registry() throws -> MerchantRegistry? {
+        do {
+            return try MerchantRegistry.open(dataRoot: configuration.dataRoot, create: false)
+        } catch let error as RegistryError {
+            throw EditError(.invalidRequest, error.description, location: "merchant registry")
+        }
+    }
+
+    /// The merchant's own webhook subscription from the registry; nil when it has none.
+    func subscription(of id: MerchantID) throws -> WebhookSubscription? {
+        guard let registry = try registry(), let record = try registry.record(id.rawValue) else { return nil }
+        let ownKeys = record.signatureKeyCount > 0 ? try registry.signatureKeys(of: id.rawValue) : []
+        guard !ownKeys.isEmpty || record.notificationURL != nil else { return nil }
+        return WebhookSubscription(notificationURL: record.notificationURL ?? configuration.notificationURL,
+                                   signatureKeys: ownKeys.isEmpty ? configuration.signatureKeys : ownKeys)
+    }
+
+    func open(_ merchantID: MerchantID, health: SyncHealth) throws -> MerchantLedger {
+        let id = merchantID.rawValue
+        let root = URL(fileURLWithPath: configuration.dataRoot).appendingPathComponent(id).path
+        var options = configuration.ledgerOptions
+        if let threads = configuration.ioThreads { options.storage.ioPool = LogIOPool.shared(threads: threads) }
+        let ledger = try Ledger.open(layout: LedgerLayout(root: root), options: options, logger: logger)
+        do {
+            return try assemble(merchantID, ledger: ledger, health: health)
+        } catch {
+            Task { try? await ledger.close() }
+            throw error
+        }
+    }
+
+    private func assemble(_ merchantID: MerchantID, ledger: Ledger, health: SyncHealth) throws -> MerchantLedger {
+        let id = merchantID.rawValue
+        let merchantLogger = {
+            var scoped = logger
+            scoped[metadataKey: "merchant"] = "\(id)"
+            return scoped
+        }()
+        // The projection is kept current by its follower, which the directory starts while the
+        // server's service group runs (`MerchantSupervisor`), whatever appends the events.
+        let projection = configuration.projections ? ProjectionFollower(
+            projector: try CatalogProjector(layout: ledger.layout, logger: merchantLogger), logger: merchantLogger) : nil
+        // The registry's record of the merchant: its own token, when it has one.
+        let registry = try registry()
+        let record = try registry?.record(id)
+        let ownCredentials = record?.hasCredentials == true ? try registry?.credentials(of: id) : nil
+        let client = ownCredentials.flatMap { credentials in
+            configuration.square.map { square in
+                var own = square
+                own.accessToken = SquareAccessToken(credentials.accessToken)
+                // With a refresh token (an OAuth seller), refreshed 7 days before expiry and on ACCESS_TOKEN_EXPIRED.
+                let tokens = credentials.refreshToken == nil ? nil
+                    : keeper?.tokenSource(merchantID: id, credentials: credentials, logger: merchantLogger)
+                return LedgerService.squareClient(own, configuration: configuration, metrics: metrics, logger: logger,
+                                                  tokens: tokens)
+            }
+        } ?? sharedClient
+        let syncer = client.map {
+            CatalogSyncer(ledger: ledger, client: $0, merchantID: merchantID, pageLimit: configuration.syncPageLimit,
+                          logger: merchantLogger)
+        }
+        let runner = syncer.map { syncer in
+            CoalescingRunner(debounce: configuration.syncDebounce) { [metrics, clock = configuration.clock] in
+                if let revocation = health.revocation {
+                    merchantLogger.notice("sync skipped: the merchant's Square authorization was revoked",
+                                          metadata: ["reason": "\(revocation)"])
+                    return
+                }
+                let started = ContinuousClock.now
+                do {
+                    let report = try await syncer.syncIncremental()
+                    metrics.appended(report.eventsAppended, path: "sync")
+                    health.syncEnded(succeeded: true, at: clock.now())
+                    metrics.syncRun(merchant: id, succeeded: true, duration: ContinuousClock.now - started)
+                } catch {
+                    // The watermark did not move: the next trigger fetches the same changes again.
+                    merchantLogger.warning("sync failed", metadata: ["error": "\(error)"])
+                    health.syncEnded(succeeded: false, at: clock.now())
+                    metrics.syncRun(merchant: id, succeeded: false, duration: ContinuousClock.now - started)
+                }
+            }
+        }
+        let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger)
+        return MerchantLedger(merchantID: merchantID, ledger: ledger, syncer: syncer, syncRunner: runner, editor: editor,
+                              projection: projection, health: health)
+    }
+}

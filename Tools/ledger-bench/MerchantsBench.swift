@@ -1,0 +1,217 @@
+import ArgumentParser
+import CatalogLedger
+import Foundation
+import LedgerServer
+import Logging
+import MerchantRegistry
+import SquareAPI
+import SquareWire
+
+/// `ledger-bench merchants`: what many merchants cost `serve`. The data root's registry holds
+/// `registered` merchants; the server starts (time to listening), idles (threads, resident memory, open
+/// files), then `active` of them each receive signed webhooks at `perMerchantRate` through the HTTP
+/// server (webhook-to-durable latency: the server answers once the delivery is durable). The
+/// baseline, in the same run: one merchant alone receiving the same total rate.
+struct MerchantsBench: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "merchants",
+        abstract: "Many merchants on one server: start-up, threads, memory, open files, webhook p50/p99, against one merchant alone.")
+
+    @Flag(help: "1,000 registered, 100 active, 5 s phases.")
+    var quick = false
+
+    @Flag(help: "Print the figures as one JSON object.")
+    var json = false
+
+    @Option(help: "Shared I/O threads of the ledgers (serve's --io-threads; 0: threads of their own per ledger).")
+    var ioThreads = 8
+
+    @Option(help: "Merchants in the registry.")
+    var registered = 10_000
+
+    @Option(help: "Merchants receiving webhooks.")
+    var active = 1_000
+
+    @Option(help: "Deliveries per second to each active merchant.")
+    var perMerchantRate = 1
+
+    @Option(name: .customLong("seconds"), help: "Seconds of the delivery phase.")
+    var phaseSeconds = 20
+
+    static let notificationURL = "https://bench.example.com/webhooks/square"
+    static let signatureKey = "bench-signature-key"
+
+    /// The process's threads, resident memory and open files (Linux /proc).
+    struct ProcessFigures: Encodable {
+        var threads: Int
+        var residentKilobytes: Int
+        var openFiles: Int
+
+        static func now() -> ProcessFigures {
+            let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+            func field(_ name: String) -> Int {
+                guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return -1 }
+                return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "") ?? -1
+            }
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+            return ProcessFigures(threads: field("Threads"), residentKilobytes: field("VmRSS"), openFiles: files)
+        }
+    }
+
+    struct Run: Encodable {
+        var registered: Int
+        var active: Int
+        var startupSeconds: Double
+        var idle: ProcessFigures
+        var underLoad: ProcessFigures
+        /// Seconds to open every active merchant for the first time (one delivery each, not measured).
+        var warmUpSeconds: Double
+        var deliveries: Int
+        var accepted: Int
+        var p50Milliseconds: Double
+        var p99Milliseconds: Double
+        var openAfterLoad: Int
+        /// Mean time to open a merchant on its first use (from the server's own histogram).
+        var openMeanMilliseconds: Double
+    }
+
+    struct Figures: Encodable {
+        var before: ProcessFigures
+        var oneMerchant: Run
+        var many: Run
+        var idleResidentKilobytesPerMerchant: Double
+        var idleThreadsPerMerchant: Double
+        var targets: [String: Bool]
+    }
+
+    func run() throws {
+        final class Outcome: @unchecked Sendable {
+            var error: (any Error)?
+        }
+        let outcome = Outcome()
+        let done = DispatchSemaphore(value: 0)
+        let bench = self
+        Task {
+            do { try await bench.measure() } catch { outcome.error = error }
+            done.signal()
+        }
+        done.wait()
+        if let error = outcome.error { throw error }
+    }
+
+    func measure() async throws {
+        let registered = quick ? 1_000 : registered
+        let active = min(quick ? 100 : active, registered)
+        let phase = Duration.seconds(quick ? 5 : phaseSeconds)
+        let logger = Logger(label: "ledger-bench.merchants", factory: { _ in SwiftLogNoOpLogHandler() })
+        // Every pool of threads the server creates once per process (HTTP, open and catch-up executors)
+        // exists before the figures are taken: a throwaway server takes one delivery first.
+        _ = try await serveAndLoad(registered: 1, active: 1, rate: 10, phase: .milliseconds(300), logger: logger)
+        let before = ProcessFigures.now()
+        let one = try await serveAndLoad(registered: 1, active: 1, rate: active * perMerchantRate, phase: phase, logger: logger)
+        let many = try await serveAndLoad(registered: registered, active: active, rate: active * perMerchantRate,
+                                          phase: phase, logger: logger)
+        let perMerchantKB = Double(many.idle.residentKilobytes - one.idle.residentKilobytes) / Double(max(registered - 1, 1))
+        let perMerchantThreads = Double(many.idle.threads - one.idle.threads) / Double(max(registered - 1, 1))
+        let targets = [
+            "startup_under_5s": many.startupSeconds < 5,
+            "threads_at_most_64": many.underLoad.threads <= 64,
+            "idle_under_100kb_per_merchant": perMerchantKB < 100,
+            "idle_zero_threads_per_merchant": many.idle.threads <= one.idle.threads,  // pools exist before both
+            "p99_under_20ms": many.p99Milliseconds < 20,
+            "every_delivery_accepted": many.accepted == many.deliveries && one.accepted == one.deliveries,
+        ]
+        let figures = Figures(before: before, oneMerchant: one, many: many, idleResidentKilobytesPerMerchant: perMerchantKB,
+                              idleThreadsPerMerchant: perMerchantThreads, targets: targets)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.keyEncodingStrategy = .convertToSnakeCase
+            encoder.outputFormatting = [.sortedKeys]
+            print(String(decoding: try encoder.encode(figures), as: UTF8.self))
+            return
+        }
+        print("merchants on one server, \(perMerchantRate) webhook/s per active merchant, \(Int(seconds(phase))) s phase")
+        for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
+            print(String(format: "  %-18@ start %.2f s; idle: %d threads, %.1f MB, %d files; %d active: p50 %.2f ms, p99 %.2f ms, %d/%d accepted; under load: %d threads, %.1f MB, %d files; first open %.1f ms (warm-up %.1f s)",
+                         label as NSString, run.startupSeconds, run.idle.threads, Double(run.idle.residentKilobytes) / 1024, run.idle.openFiles,
+                         run.active, run.p50Milliseconds, run.p99Milliseconds, run.accepted, run.deliveries,
+                         run.underLoad.threads, Double(run.underLoad.residentKilobytes) / 1024, run.underLoad.openFiles,
+                         run.openMeanMilliseconds, run.warmUpSeconds))
+        }
+        print(String(format: "  per idle merchant: %.1f KB resident, %.3f threads", perMerchantKB, perMerchantThreads))
+        for (name, met) in targets.sorted(by: { $0.key < $1.key }) { print("  \(name): \(met ? "met" : "NOT met")") }
+    }
+
+    /// A data root with `registered` merchants in its registry, served; `active` of them receive `rate`
+    /// deliveries per second in all, round robin, for `phase`.
+    func serveAndLoad(registered: Int, active: Int, rate: Int, phase: Duration, logger: Logger) async throws -> Run {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-merchants-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let ids = (0..<registered).map { String(format: "MLBENCH%06d", $0) }
+        let registry = try MerchantRegistry.open(dataRoot: root.path, create: true)!
+        try registry.addMany(ids, now: Int64(Date().timeIntervalSince1970 * 1e9))
+
+        let started = ContinuousClock.now
+        let service = try await LedgerService.open(configuration: LedgerServerConfiguration(
+            port: 0, dataRoot: root.path, merchantIDs: [], signatureKeys: [Self.signatureKey],
+            notificationURL: Self.notificationURL, syncSchedule: .off, ioThreads: ioThreads == 0 ? nil : ioThreads), logger: logger)
+        let server = try await LedgerServer.start(service: service, logger: logger)
+        let startup = seconds(ContinuousClock.now - started)
+        try await Task.sleep(for: .milliseconds(500))
+        let idle = ProcessFigures.now()
+
+        let transport = HTTPClientTransport(baseURL: server.baseURL)
+        let prefix = UUID().uuidString.lowercased()
+        @Sendable func deliver(_ merchant: String, _ eventID: String) async throws -> Int {
+            let body = SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
+                merchantID: merchant, eventID: eventID,
+                createdAt: "2026-01-05T09:00:00.000000001Z", catalogUpdatedAt: "2026-01-05T09:00:00.000Z"))
+            let signature = WebhookSignature.sign(body: body, notificationURL: Self.notificationURL, signatureKey: Self.signatureKey)
+            return try await transport.send(SquareHTTPRequest(
+                method: .post, path: "/webhooks/square",
+                headers: [WebhookSignature.headerName: signature, "content-type": "application/json"], body: body),
+                timeout: .seconds(60)).status
+        }
+        // Warm-up: each active merchant's first delivery opens (and here creates) its ledger.
+        let warmStart = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, merchant) in ids.prefix(active).enumerated() {
+                if index >= 16 { try await group.next() }
+                group.addTask { _ = try await deliver(merchant, "\(prefix)-warm-\(index)") }
+            }
+            try await group.waitForAll()
+        }
+        let warmUp = seconds(ContinuousClock.now - warmStart)
+
+        let total = Int(seconds(phase) * Double(rate))
+        let interval = Duration.nanoseconds(1_000_000_000 / Int64(max(rate, 1)))
+        let loadStart = ContinuousClock.now
+        var underLoad = idle
+        let latencies = try await withThrowingTaskGroup(of: Double?.self) { group in
+            for index in 0..<total {
+                let scheduled = loadStart + interval * index
+                if scheduled > ContinuousClock.now { try await Task.sleep(until: scheduled) }
+                if index == total * 9 / 10 { underLoad = ProcessFigures.now() }
+                let merchant = ids[index % active]
+                group.addTask {
+                    let status = try await deliver(merchant, "\(prefix)-\(index)")
+                    return status == 200 ? seconds(ContinuousClock.now - scheduled) * 1000 : nil
+                }
+            }
+            var latencies: [Double] = []
+            for try await latency in group { if let latency { latencies.append(latency) } }
+            return latencies
+        }
+        let openAfterLoad = service.directory.openMerchants.count
+        let metrics = String(decoding: service.renderMetrics(), as: UTF8.self).split(separator: "\n")
+        func metric(_ name: String) -> Double {
+            metrics.first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? .nan
+        }
+        let openMean = metric("catledger_merchant_open_duration_seconds_sum") / metric("catledger_merchant_open_duration_seconds_count") * 1000
+        try await server.stop()
+        return Run(registered: registered, active: active, startupSeconds: startup, idle: idle, underLoad: underLoad,
+                   warmUpSeconds: warmUp, deliveries: total, accepted: latencies.count, p50Milliseconds: percentile(latencies, 0.5),
+                   p99Milliseconds: percentile(latencies, 0.99), openAfterLoad: openAfterLoad,
+                   openMeanMilliseconds: openMean)
+    }
+}

@@ -40,8 +40,8 @@ extension Pages {
         filter.device = query.first("device")
         filter.location = query.first("location")
         filter.category = query.first("category").map { CatalogObjectID($0) }
-        filter.since = try Clock.parse(query.first("since"), field: "from", now: context.now)
-        filter.until = try Clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
+        filter.since = try context.clock.parse(query.first("since"), field: "from", now: context.now)
+        filter.until = try context.clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
         if let page = query.first("page") {
             guard let number = Int(page), number >= 1 else { throw PageInputError(message: "page \"\(page)\" is not a page number") }
             request.page = number
@@ -134,7 +134,7 @@ extension Pages {
             if let device = entry.device { who += "<br><small>on \(device)</small>" }
         }
         return """
-        <tr><td>\(Clock.both(square: entry.updatedAtNanos, squareText: entry.updatedAt, ledger: entry.recordedAt))</td>\
+        <tr><td>\(context.clock.both(square: entry.updatedAtNanos, squareText: entry.updatedAt, ledger: entry.recordedAt))</td>\
         <td>\(context.object(entry.objectID))<br><small>\(entry.objectType.rawValue) v\(entry.version)</small>\(parent)</td>\
         <td>\(types)</td><td>\(changeList(entry.changes, isDeleted: entry.types == [.deleted], isFirst: entry.types == [.created]))</td>\
         <td>\(entry.source.description)</td><td>\(who)</td>\
@@ -197,8 +197,8 @@ extension Pages {
         \(Layout.field("Device", name: "device", value: query.first("device")))
         \(Layout.field("Location id", name: "location", value: query.first("location")))
         \(Layout.select("Category", name: "category", options: categoryOptions, selected: query.first("category")))
-        \(Layout.field("From (UTC)", name: "since", value: query.first("since"), placeholder: "2026-10-01"))
-        \(Layout.field("To (UTC)", name: "until", value: query.first("until"), placeholder: "2026-10-31"))
+        \(Layout.field("From (\(context.clock.zoneName))", name: "since", value: query.first("since"), placeholder: "2026-10-01"))
+        \(Layout.field("To (\(context.clock.zoneName))", name: "until", value: query.first("until"), placeholder: "2026-10-31"))
         <div class="field"><button type="submit">Apply filters</button></div>
         <div class="field"><a href="\(context.link("/changes").description)">Clear</a></div>
         </form>

@@ -126,7 +126,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
             let retainSpan = try compactRetain.map { text in Int64(Date().timeIntervalSince1970 * 1e9) - (try global.horizon(retaining: text)) }
             let logger = try global.logger("catledger.serve")
-            let configuration = LedgerServerConfiguration(
+            var serverConfiguration = LedgerServerConfiguration(
                 host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: merchantIDs, signatureKeys: keys,
                 notificationURL: notificationURL, square: offline ? nil : try square.configuration(),
                 syncDebounce: .milliseconds(max(0, syncDebounceMilliseconds)),
@@ -138,6 +138,8 @@ struct ServeCommand: AsyncParsableCommand {
                 insecureNoAuth: insecureNoAuth, metricsListen: metricsListen.flatMap(Self.hostPort),
                 syncSchedule: SyncSchedule(catchUpAtStart: !noCatchUp,
                                            reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()))
+            serverConfiguration.pageTimeZone = global.timeZoneName == nil ? nil : try global.timeZone()
+            let configuration = serverConfiguration
 
             let json = global.json
             do {

@@ -13,6 +13,7 @@ struct ProjectionBatch {
     let reader: LedgerReader
     /// What the diagnoses of the rejections met read, kept from batch to batch.
     let diagnoses = DiagnosisFeed()
+    let changeLog = ChangeLogWriter()
 
     func apply(_ events: [LedgerEvent], in db: Database) throws {
         guard let last = events.last else { return }
@@ -27,6 +28,7 @@ struct ProjectionBatch {
         var order: [CatalogObjectID] = []
         var changed = Set<CatalogObjectID>()
         for (position, event) in events.enumerated() {
+            try changeLog.apply(event, in: db)
             switch event.body {
             case .objectObserved, .objectDeleted:
                 let id = event.header!.objectID

@@ -79,10 +79,16 @@ extension Pages {
             let body = try changeLogForm(context, query) + Layout.notice(error.message, error: true)
             return .html(Layout.page("Change log", context, section: .changes, body), status: 400)
         }
-        let entries = try context.queries.changeLog(request.filter)
-        let pages = max(1, (entries.count + changesPerPage - 1) / changesPerPage)
+        let projection = context.projector?.queries
+        var answer = try context.queries.changeLogPage(request.filter, offset: (request.page - 1) * changesPerPage,
+                                                       limit: changesPerPage, projection: projection)
+        let pages = max(1, (answer.total + changesPerPage - 1) / changesPerPage)
         let page = min(request.page, pages)
-        let shown = entries.dropFirst((page - 1) * changesPerPage).prefix(changesPerPage)
+        if page != request.page {
+            answer = try context.queries.changeLogPage(request.filter, offset: (page - 1) * changesPerPage,
+                                                       limit: changesPerPage, projection: projection)
+        }
+        let shown = answer.entries
         // Names as they are now (a rename shows in its own row's diff).
         context = try context.naming(shown.flatMap { [$0.objectID] + ($0.parentID.map { [$0] } ?? []) }
             + query.all("object").map { CatalogObjectID($0) })
@@ -97,11 +103,11 @@ extension Pages {
         }
         let csv = context.link("/changes.csv", query.without("page"))
         body += """
-        <div class="pager"><span>\(entries.count) change(s), page \(page) of \(pages)</span>\
+        <div class="pager"><span>\(answer.total) change(s), page \(page) of \(pages)</span>\
         <a class="button" href="\(csv.description)" download>Export these changes as CSV</a>\
         <button type="button" data-copy-link>Copy link</button></div>
         """
-        if entries.isEmpty {
+        if shown.isEmpty {
             body += Layout.notice("No change matches these filters.")
         } else {
             let rows: [HTML] = shown.map { changeRow(context, $0) }
@@ -175,7 +181,7 @@ extension Pages {
     }
 
     static func changeLogForm(_ context: PageContext, _ query: PageQuery) throws -> HTML {
-        let categories = try context.queries.changeLogCategories()
+        let categories = try context.queries.changeLogCategories(projection: context.projector?.queries)
         let categoryNames = try context.queries.names(of: categories)
         let types: [HTML] = ChangeType.allCases.map { type in
             let checked: HTML = query.all("type").contains(type.rawValue) ? " checked" : ""
@@ -215,7 +221,7 @@ extension Pages {
         }
         var csv = CSV(header: ["square_time", "ledger_time", "sequence", "object_id", "name", "object_type", "parent_id", "version",
                                "change_types", "field", "before", "after", "source", "actor", "device"])
-        let entries = try context.queries.changeLog(request.filter)
+        let entries = try context.queries.changeLog(request.filter, projection: context.projector?.queries)
         let names = try context.queries.names(of: entries.map(\.objectID))
         for entry in entries {
             let common = [entry.updatedAt, RFC3339.format(nanoseconds: entry.recordedAt), "\(entry.sequence)", entry.objectID.rawValue,

@@ -27,8 +27,10 @@ struct ProjectionBatch {
         var before: [CatalogObjectID: ObjectFact?] = [:]
         var order: [CatalogObjectID] = []
         var changed = Set<CatalogObjectID>()
+        var counts = LedgerCountsWriter.Batch()
         for (position, event) in events.enumerated() {
             try changeLog.apply(event, in: db)
+            counts.add(event)
             switch event.body {
             case .objectObserved, .objectDeleted:
                 let id = event.header!.objectID
@@ -60,6 +62,7 @@ struct ProjectionBatch {
             return ProjectionWriter.Change(previous: before[id] ?? nil, winner: winner)
         }
         try writer.write(changes, indexSearch: true, in: db)
+        try counts.write(in: db)
         try writer.storeCheckpoint(last, in: db)
     }
 }

@@ -26,6 +26,10 @@ public enum ProjectionSchema {
             // anchor is made to disagree with the log, so the next catch-up rebuilds it.
             try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
         }
+        migrator.registerMigration(LedgerCountsWriter.migrationName) { db in
+            try LedgerCountsWriter.createTables(db)
+            try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
+        }
         return migrator
     }
 

@@ -5,7 +5,7 @@ import LedgerQueries
 /// Ledger health, the sign-in form, error pages and the merchant list.
 extension Pages {
     public static func health(_ context: PageContext) throws -> PageResponse {
-        let health = try context.queries.health()
+        let health = try context.queries.health(projection: context.projector?.queries)
         let stats = health.stats
         func rows(_ counts: [String: Int]) -> HTML {
             let items: [HTML] = counts.sorted { $0.key < $1.key }.map { "<tr><td>\($0.key)</td><td class=\"num\">\($0.value)</td></tr>" }

@@ -7,8 +7,8 @@ import LedgerQueries
 import TestSupport
 import Testing
 
-/// The change log read from the projection's `change_log` gives the same answer as the scan of every
-/// event (`LedgerQueries.changeLog(_:)`, `CatalogHistory.entityHistory`), for every filter and page:
+/// The change log read from the projection's `change_log` (and the health page's counts from its
+/// `event_counts`) give the same answer as the scan of every event (`LedgerQueries.changeLog(_:)`, `CatalogHistory.entityHistory`), for every filter and page:
 /// on the bundled sample, caught up and rebuilt, and on random ledgers (the sample's facts and edits
 /// appended in a shuffled order, in batches, so late old versions and twins arrive after newer ones).
 @Suite(.serialized) struct ChangeLogProjectionTests {
@@ -41,6 +41,14 @@ import Testing
     }
 
     static func expectSameAnswers(_ queries: LedgerQueries, _ projection: ProjectionQueries, _ label: String) throws {
+        // The health page's counts too (no compaction here: one would drop records the counts keep).
+        let scanned = try queries.health()
+        let counted = try queries.health(projection: projection)
+        #expect(counted.stats == scanned.stats, "\(label): stats")
+        #expect(counted.lastSync == scanned.lastSync && counted.syncRuns == scanned.syncRuns, "\(label): syncs")
+        #expect(counted.webhooksByVerdict == scanned.webhooksByVerdict && counted.webhooksByType == scanned.webhooksByType,
+                "\(label): webhooks")
+        #expect(counted.compactions == scanned.compactions, "\(label): compactions")
         let all = try queries.changeLog()
         #expect(!all.isEmpty, "\(label): a change log to compare")
         let categories = try queries.changeLogCategories()

@@ -80,7 +80,7 @@ extension Pages {
         <dt>Rejected</dt><dd>\(context.clock.ledger(diagnosis.rejectedAt)), event \(diagnosis.rejectionSequence), HTTP \(diagnosis.httpStatus) \(diagnosis.errorCodes.joined(separator: ", "))</dd>
         """
         if let editSequence = diagnosis.editSequence {
-            body += "<dt>Request</dt><dd>event \(editSequence)\(diagnosis.requestedAt.map { " at \(context.clock.time($0))" } ?? "") by \(diagnosis.actor ?? "unknown") on \(diagnosis.device ?? "unknown device")</dd>"
+            body += "<dt>Request</dt><dd>event \(editSequence)\(diagnosis.requestedAt.map { " at \(context.clock.time($0))" as HTML } ?? "") by \(diagnosis.actor ?? "unknown") on \(diagnosis.device ?? "unknown device")</dd>"
         }
         body += "<dt>Fix</dt><dd><strong>\(diagnosis.fix)</strong></dd></dl>"
         // The objects that caused the refusal first, then those that were current.

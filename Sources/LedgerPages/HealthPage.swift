@@ -36,7 +36,7 @@ extension Pages {
             <tbody>\(compactions)</tbody></table>
             """
         let disk: [HTML] = health.diskBytes.map { "<tr><td>\($0.part)</td><td class=\"num\">\(bytes($0.bytes))</td></tr>" }
-        let span = stats.firstRecordedAt.map { first in
+        let span: HTML = stats.firstRecordedAt.map { first -> HTML in
             "from \(context.clock.time(first)) to \(context.clock.time(stats.lastRecordedAt ?? first))"
         } ?? "empty"
         let body: HTML = """

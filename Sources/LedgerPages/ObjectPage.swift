@@ -45,7 +45,8 @@ extension Pages {
         var body = notice
         body += "<p><code class=\"id\">\(rawID)</code> · <a href=\"\(context.link("/changes", [("object", rawID)]).description)\">changes of this object in the change log</a> · <button type=\"button\" data-copy-link>Copy link</button></p>"
         body += asOfForm(context, id: id, query)
-        body += "<h2>\(point == .latest ? "Now" : "As of \(context.clock.point(point))")</h2>"
+        let heading: HTML = point == .latest ? "Now" : "As of \(context.clock.point(point))"
+        body += "<h2>\(heading)</h2>"
         if let now {
             body += objectFacts(context, now)
         } else {

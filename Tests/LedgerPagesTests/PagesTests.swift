@@ -202,6 +202,8 @@ import Testing
         #expect(object.contains(">\(Self.parisText(last.firstRecordedAt))</time>"), "the ledger time in Paris")
         #expect(object.contains("Ledger time (recorded): \(Clock().text(last.firstRecordedAt))"), "the UTC instant on hover")
         #expect(object.contains("View as of (Square time, Europe/Paris)"))
+        let asOf = PagesTests.html(try Pages.object(context, id: PagesTests.slice, PageQuery([("at", "2026-10-05")])))
+        #expect(asOf.contains("<h2>As of <time") && !object.contains("&lt;time") && !asOf.contains("&lt;time"))
         #expect(object.contains("Square time (Europe/Paris)"), "the chart's axis")
         #expect(object.contains("value=\"Europe/Paris\""), "the zone picker shows the zone")
         let changes = PagesTests.html(try Pages.changeLog(context, PageQuery()))
@@ -213,6 +215,7 @@ import Testing
             let html = PagesTests.html(page)
             #expect(page.status == 200)
             #expect(!html.contains(" UTC</time>"), "no time left in UTC")
+            #expect(!html.contains("&lt;time"), "a time's markup is markup, not text")
             #expect(html.contains(" +02:00</time>") || html.contains(" +01:00</time>"))
         }
     }

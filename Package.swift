@@ -324,7 +324,8 @@ let package = Package(
         ),
         .testTarget(
             name: "LedgerPagesTests",
-            dependencies: ["LedgerPages", "LedgerQueries", "CatalogLedger", "CatalogModel", "CatalogIngest", "SquareWire", "TestSupport"],
+            dependencies: ["LedgerPages", "LedgerQueries", "CatalogLedger", "CatalogModel", "CatalogIngest", "CatalogProjections", "SquareWire",
+                           "TestSupport"],
             exclude: ["Golden"]
         ),
         .testTarget(

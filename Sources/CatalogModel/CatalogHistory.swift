@@ -96,30 +96,8 @@ extension CatalogHistory {
     /// only other children (a twin) brings no change and is left out. Any other twin is listed
     /// with what it changed.
     public func entityHistory(of id: CatalogObjectID) -> [EntityVersion] {
-        var result: [EntityVersion] = []
-        var previousJSON: JSONValue?
-        var previous: ObjectFact?
-        for fact in facts(of: id) {
-            var changes: [FieldChange] = []
-            var json: JSONValue?
-            if !fact.payload.isEmpty {
-                json = try? JSONScanner.parse(NestedAssembly.ownFields(of: fact.payload, type: fact.header.objectType))
-                if let previousJSON, let json { changes = FieldDiff.changes(from: previousJSON, to: json) }
-            }
-            if let previous, previous.header.version == fact.header.version,
-               previous.header.isDeleted == fact.header.isDeleted, changes.isEmpty {
-                continue
-            }
-            result.append(EntityVersion(
-                objectID: id, objectType: fact.header.objectType, version: fact.header.version,
-                updatedAt: fact.header.updatedAt, updatedAtNanos: fact.header.updatedAtNanos,
-                isDeleted: fact.header.isDeleted, firstSequence: fact.firstSequence,
-                firstRecordedAt: fact.firstRecordedAt, source: fact.source,
-                correlationID: correlationByDedupeKey[fact.dedupeKey] ?? "", changes: changes))
-            previous = fact
-            if let json { previousJSON = json }
-        }
-        return result
+        var fold = EntityHistoryFold()
+        return facts(of: id).compactMap { fold.add($0, correlationID: correlationByDedupeKey[$0.dedupeKey] ?? "") }
     }
 
     /// The entity history of every child ever nested under `parent` (variations of an item,
@@ -232,5 +210,69 @@ extension CatalogHistory {
             }
         }
         return CatalogTimeDiff(from: from, to: to, created: created, changed: changed, deleted: deleted)
+    }
+}
+
+/// The fold of `CatalogHistory.entityHistory(of:)`, one fact at a time in history order: what each
+/// fact adds to the object's versions (nil for a twin that changes nothing). Its state is kept
+/// between facts (the projection's change log stores it per object, `restored`, and goes on from it),
+/// so the one rule serves the whole-history answer and the incremental one.
+public struct EntityHistoryFold: Sendable {
+    /// The last version added.
+    public private(set) var previousVersion: Int64?
+    public private(set) var previousIsDeleted = false
+    /// The own fields (`NestedAssembly.ownFields`) of the last added fact whose JSON parsed: what the
+    /// next version is compared with.
+    public private(set) var previousOwnFields: [UInt8]?
+    /// How many versions were added.
+    public private(set) var count = 0
+    private var previousJSON: JSONValue?
+
+    public init() {}
+
+    /// A fold that had reached this state.
+    public init(previousVersion: Int64?, previousIsDeleted: Bool, previousOwnFields: [UInt8]?, count: Int) {
+        self.previousVersion = previousVersion
+        self.previousIsDeleted = previousIsDeleted
+        self.previousOwnFields = previousOwnFields
+        self.count = count
+        previousJSON = previousOwnFields.flatMap { try? JSONScanner.parse($0) }
+    }
+
+    /// The own fields of `fact` when its JSON parses (nil for a tombstone or a payload that does not).
+    public static func ownFields(of fact: ObjectFact) -> [UInt8]? {
+        guard !fact.payload.isEmpty else { return nil }
+        let own = NestedAssembly.ownFields(of: fact.payload, type: fact.header.objectType)
+        return (try? JSONScanner.parse(own)) == nil ? nil : own
+    }
+
+    /// The version `fact` (the next in history order) adds, with its field changes.
+    public mutating func add(_ fact: ObjectFact, correlationID: String) -> EntityVersion? {
+        var changes: [FieldChange] = []
+        var json: JSONValue?
+        var own: [UInt8]?
+        if !fact.payload.isEmpty {
+            let bytes = NestedAssembly.ownFields(of: fact.payload, type: fact.header.objectType)
+            json = try? JSONScanner.parse(bytes)
+            if json != nil { own = bytes }
+            if let previousJSON, let json { changes = FieldDiff.changes(from: previousJSON, to: json) }
+        }
+        if let previousVersion, previousVersion == fact.header.version, previousIsDeleted == fact.header.isDeleted,
+           changes.isEmpty {
+            return nil
+        }
+        previousVersion = fact.header.version
+        previousIsDeleted = fact.header.isDeleted
+        count += 1
+        if let json {
+            previousJSON = json
+            previousOwnFields = own
+        }
+        return EntityVersion(
+            objectID: fact.header.objectID, objectType: fact.header.objectType, version: fact.header.version,
+            updatedAt: fact.header.updatedAt, updatedAtNanos: fact.header.updatedAtNanos,
+            isDeleted: fact.header.isDeleted, firstSequence: fact.firstSequence,
+            firstRecordedAt: fact.firstRecordedAt, source: fact.source,
+            correlationID: correlationID, changes: changes)
     }
 }

@@ -13,6 +13,7 @@ struct ProjectionBatch {
     let reader: LedgerReader
     /// What the diagnoses of the rejections met read, kept from batch to batch.
     let diagnoses = DiagnosisFeed()
+    let changeLog = ChangeLogWriter()
 
     func apply(_ events: [LedgerEvent], in db: Database) throws {
         guard let last = events.last else { return }
@@ -26,7 +27,10 @@ struct ProjectionBatch {
         var before: [CatalogObjectID: ObjectFact?] = [:]
         var order: [CatalogObjectID] = []
         var changed = Set<CatalogObjectID>()
+        var counts = LedgerCountsWriter.Batch()
         for (position, event) in events.enumerated() {
+            try changeLog.apply(event, in: db)
+            counts.add(event)
             switch event.body {
             case .objectObserved, .objectDeleted:
                 let id = event.header!.objectID
@@ -60,6 +64,7 @@ struct ProjectionBatch {
             return ProjectionWriter.Change(previous: before[id] ?? nil, winner: winner)
         }
         try writer.write(changes, indexSearch: true, in: db)
+        try counts.write(in: db)
         try writer.storeCheckpoint(last, in: db)
     }
 }

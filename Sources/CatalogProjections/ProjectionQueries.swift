@@ -214,7 +214,7 @@ public struct ProjectionQueries: Sendable {
         (try? BoundedJSON.decode([String].self, from: Data((json ?? "[]").utf8))) ?? []
     }
 
-    private func read<T>(_ location: String, _ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ location: String, _ body: (Database) throws -> T) throws -> T {
         try CatalogProjector.databaseCall(location) { try database.read { db in try body(db) } }
     }
 }

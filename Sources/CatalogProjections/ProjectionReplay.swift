@@ -72,12 +72,17 @@ public enum ProjectionReplay {
             // What the diagnoses read, filled as the log is folded: a rejection is diagnosed with every
             // event up to and including it, whatever the point admits.
             var diagnoses = DiagnosisIndex()
+            // The change log is the live projection's (every version learned); a replay of a past point has none.
+            let changeLog: ChangeLogWriter? = point == .latest ? ChangeLogWriter() : nil
+            var counts = LedgerCountsWriter.Batch()
             while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }) {
                 if let k = point.ledgerTimeMax, event.recordedAt > k { break }
                 if let last = throughSequence, event.sequence > last { break }
                 summary.throughSequence = event.sequence
                 lastEvent = event
                 diagnoses.add(event)
+                try changeLog?.apply(event, in: db)
+                if changeLog != nil { counts.add(event) }
                 if let progress, event.sequence % 1_000 == 999 { progress(ProjectionProgress(processed: event.sequence + 1, total: total)) }
                 switch event.body {
                 case .objectObserved, .objectDeleted:
@@ -109,6 +114,7 @@ public enum ProjectionReplay {
                 }
             }
             try writeObjects(of: state, in: db)
+            try counts.write(in: db)
             if let lastEvent { try writer.storeCheckpoint(lastEvent, in: db) }
             summary.objects = state.objects.count
             summary.liveObjects = state.liveCount

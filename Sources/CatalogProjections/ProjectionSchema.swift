@@ -21,6 +21,16 @@ public enum ProjectionSchema {
         migrator.registerMigration(SearchIndex.schemaMigrationName) { db in try SearchIndex.createSchema(db) }
         migrator.registerMigration(logCheckpointMigrationName) { db in try addCheckpointAnchor(db) }
         migrator.registerMigration(locationsMigrationName) { db in try createLocationsTable(db) }
+        migrator.registerMigration(ChangeLogWriter.migrationName) { db in
+            try ChangeLogWriter.createTables(db)
+            // A projection that already applied events has no change log for them: its checkpoint's
+            // anchor is made to disagree with the log, so the next catch-up rebuilds it.
+            try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
+        }
+        migrator.registerMigration(LedgerCountsWriter.migrationName) { db in
+            try LedgerCountsWriter.createTables(db)
+            try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
+        }
         return migrator
     }
 

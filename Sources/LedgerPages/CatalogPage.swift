@@ -11,9 +11,9 @@ extension Pages {
         var other: AsOf?
         var notice = HTML()
         do {
-            point.squareTimeMax = try Clock.parse(query.first("at"), field: "moment", now: context.now)
-            point.ledgerTimeMax = try Clock.parse(query.first("known"), field: "as known at", now: context.now)
-            if let compare = try Clock.parse(query.first("compare"), field: "compare with", now: context.now) {
+            point.squareTimeMax = try context.clock.parse(query.first("at"), field: "moment", now: context.now)
+            point.ledgerTimeMax = try context.clock.parse(query.first("known"), field: "as known at", now: context.now)
+            if let compare = try context.clock.parse(query.first("compare"), field: "compare with", now: context.now) {
                 other = AsOf(squareTimeMax: compare, ledgerTimeMax: point.ledgerTimeMax)
             }
         } catch let error as PageInputError {
@@ -29,18 +29,18 @@ extension Pages {
         let options = [("", "all categories")] + all.categories.map { ($0.id.rawValue, $0.name ?? $0.id.rawValue) }
         var body: HTML = """
         <form class="filters" method="get" action="\(context.link("/catalog").description)" aria-label="Choose the moment">
-        \(Layout.field("Moment (Square time, UTC)", name: "at", value: query.first("at"), placeholder: "2026-10-05 12:00"))
-        \(Layout.field("As known at (ledger time, optional)", name: "known", value: query.first("known"), placeholder: "2026-10-06"))
+        \(Layout.field("Moment (Square time, \(context.clock.zoneName))", name: "at", value: query.first("at"), placeholder: "2026-10-05 12:00"))
+        \(Layout.field("As known at (ledger time, \(context.clock.zoneName), optional)", name: "known", value: query.first("known"), placeholder: "2026-10-06"))
         \(Layout.select("Category", name: "category", options: options, selected: query.first("category")))
         \(Layout.field("Search in this moment", name: "q", value: query.first("q"), type: "search", placeholder: "e.g. bread"))
-        \(Layout.field("Compare with (Square time)", name: "compare", value: query.first("compare"), placeholder: "2026-10-01"))
+        \(Layout.field("Compare with (Square time, \(context.clock.zoneName))", name: "compare", value: query.first("compare"), placeholder: "2026-10-01"))
         <div class="field"><button type="submit">Show</button></div>
         <div class="field"><a href="\(context.link("/catalog").description)">Now</a></div>
         </form>
         """
         body += notice
         let live = moment.liveByType.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" as String }.joined(separator: ", ")
-        body += "<p>As of <strong>\(Clock.point(point))</strong>: \(moment.itemCount) item(s) in \(all.categories.count) categor\(all.categories.count == 1 ? "y" : "ies") (\(live)). <button type=\"button\" data-copy-link>Copy link</button></p>"
+        body += "<p>As of <strong>\(context.clock.point(point))</strong>: \(moment.itemCount) item(s) in \(all.categories.count) categor\(all.categories.count == 1 ? "y" : "ies") (\(live)). <button type=\"button\" data-copy-link>Copy link</button></p>"
 
         if let other {
             body += try comparison(context, from: other, to: point)
@@ -83,7 +83,7 @@ extension Pages {
             "<tr><td>\(context.object(change.objectID))<br><small>\(change.objectType.rawValue) v\(change.versionBefore) → v\(change.versionAfter)</small></td><td>\(changeList(change.changes, names: context.names))</td></tr>"
         }
         return """
-        <section aria-labelledby="compare"><h2 id="compare">From \(Clock.point(from)) to \(Clock.point(to))</h2>
+        <section aria-labelledby="compare"><h2 id="compare">From \(context.clock.point(from)) to \(context.clock.point(to))</h2>
         <div class="cards"><div class="card"><h3>Created (\(diff.created.count))</h3><ul>\(created)</ul></div>\
         <div class="card"><h3>Deleted (\(diff.deleted.count))</h3><ul>\(deleted)</ul></div></div>
         <h3>Changed (\(diff.changed.count))</h3>

@@ -40,8 +40,8 @@ extension Pages {
         filter.device = query.first("device")
         filter.location = query.first("location")
         filter.category = query.first("category").map { CatalogObjectID($0) }
-        filter.since = try Clock.parse(query.first("since"), field: "from", now: context.now)
-        filter.until = try Clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
+        filter.since = try context.clock.parse(query.first("since"), field: "from", now: context.now)
+        filter.until = try context.clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
         if let page = query.first("page") {
             guard let number = Int(page), number >= 1 else { throw PageInputError(message: "page \"\(page)\" is not a page number") }
             request.page = number
@@ -79,10 +79,16 @@ extension Pages {
             let body = try changeLogForm(context, query) + Layout.notice(error.message, error: true)
             return .html(Layout.page("Change log", context, section: .changes, body), status: 400)
         }
-        let entries = try context.queries.changeLog(request.filter)
-        let pages = max(1, (entries.count + changesPerPage - 1) / changesPerPage)
+        let projection = context.projector?.queries
+        var answer = try context.queries.changeLogPage(request.filter, offset: (request.page - 1) * changesPerPage,
+                                                       limit: changesPerPage, projection: projection)
+        let pages = max(1, (answer.total + changesPerPage - 1) / changesPerPage)
         let page = min(request.page, pages)
-        let shown = entries.dropFirst((page - 1) * changesPerPage).prefix(changesPerPage)
+        if page != request.page {
+            answer = try context.queries.changeLogPage(request.filter, offset: (page - 1) * changesPerPage,
+                                                       limit: changesPerPage, projection: projection)
+        }
+        let shown = answer.entries
         // Names as they are now (a rename shows in its own row's diff).
         context = try context.naming(shown.flatMap { [$0.objectID] + ($0.parentID.map { [$0] } ?? []) }
             + query.all("object").map { CatalogObjectID($0) })
@@ -97,11 +103,11 @@ extension Pages {
         }
         let csv = context.link("/changes.csv", query.without("page"))
         body += """
-        <div class="pager"><span>\(entries.count) change(s), page \(page) of \(pages)</span>\
+        <div class="pager"><span>\(answer.total) change(s), page \(page) of \(pages)</span>\
         <a class="button" href="\(csv.description)" download>Export these changes as CSV</a>\
         <button type="button" data-copy-link>Copy link</button></div>
         """
-        if entries.isEmpty {
+        if shown.isEmpty {
             body += Layout.notice("No change matches these filters.")
         } else {
             let rows: [HTML] = shown.map { changeRow(context, $0) }
@@ -134,7 +140,7 @@ extension Pages {
             if let device = entry.device { who += "<br><small>on \(device)</small>" }
         }
         return """
-        <tr><td>\(Clock.both(square: entry.updatedAtNanos, squareText: entry.updatedAt, ledger: entry.recordedAt))</td>\
+        <tr><td>\(context.clock.both(square: entry.updatedAtNanos, squareText: entry.updatedAt, ledger: entry.recordedAt))</td>\
         <td>\(context.object(entry.objectID))<br><small>\(entry.objectType.rawValue) v\(entry.version)</small>\(parent)</td>\
         <td>\(types)</td><td>\(changeList(entry.changes, isDeleted: entry.types == [.deleted], isFirst: entry.types == [.created],
                                                   names: context.names))</td>\
@@ -177,7 +183,7 @@ extension Pages {
     }
 
     static func changeLogForm(_ context: PageContext, _ query: PageQuery) throws -> HTML {
-        let categories = try context.queries.changeLogCategories()
+        let categories = try context.queries.changeLogCategories(projection: context.projector?.queries)
         let categoryNames = try context.queries.names(of: categories)
         let types: [HTML] = ChangeType.allCases.map { type in
             let checked: HTML = query.all("type").contains(type.rawValue) ? " checked" : ""
@@ -199,8 +205,8 @@ extension Pages {
         \(Layout.field("Device", name: "device", value: query.first("device")))
         \(Layout.field("Location id", name: "location", value: query.first("location")))
         \(Layout.select("Category", name: "category", options: categoryOptions, selected: query.first("category")))
-        \(Layout.field("From (UTC)", name: "since", value: query.first("since"), placeholder: "2026-10-01"))
-        \(Layout.field("To (UTC)", name: "until", value: query.first("until"), placeholder: "2026-10-31"))
+        \(Layout.field("From (\(context.clock.zoneName))", name: "since", value: query.first("since"), placeholder: "2026-10-01"))
+        \(Layout.field("To (\(context.clock.zoneName))", name: "until", value: query.first("until"), placeholder: "2026-10-31"))
         <div class="field"><button type="submit">Apply filters</button></div>
         <div class="field"><a href="\(context.link("/changes").description)">Clear</a></div>
         </form>
@@ -217,7 +223,7 @@ extension Pages {
         }
         var csv = CSV(header: ["square_time", "ledger_time", "sequence", "object_id", "name", "object_type", "parent_id", "version",
                                "change_types", "field", "before", "after", "source", "actor", "device"])
-        let entries = try context.queries.changeLog(request.filter)
+        let entries = try context.queries.changeLog(request.filter, projection: context.projector?.queries)
         let names = try context.queries.names(of: entries.map(\.objectID))
         for entry in entries {
             let common = [entry.updatedAt, RFC3339.format(nanoseconds: entry.recordedAt), "\(entry.sequence)", entry.objectID.rawValue,

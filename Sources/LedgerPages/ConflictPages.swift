@@ -9,8 +9,8 @@ extension Pages {
         var filter = ConflictFilter()
         var notice = HTML()
         do {
-            filter.since = try Clock.parse(query.first("since"), field: "from", now: context.now)
-            filter.until = try Clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
+            filter.since = try context.clock.parse(query.first("since"), field: "from", now: context.now)
+            filter.until = try context.clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
         } catch let error as PageInputError {
             notice = Layout.notice(error.message, error: true)
         }
@@ -28,8 +28,8 @@ extension Pages {
         let classes = [("", "any class")] + VersionMismatchDiagnosis.Classification.allCases.map { ($0.rawValue, $0.rawValue) }
         var body: HTML = """
         <form class="filters" method="get" action="\(context.link("/conflicts").description)" aria-label="Filter the incidents">
-        \(Layout.field("From (UTC)", name: "since", value: query.first("since"), placeholder: "2026-10-01"))
-        \(Layout.field("To (UTC)", name: "until", value: query.first("until"), placeholder: "2026-10-31"))
+        \(Layout.field("From (\(context.clock.zoneName))", name: "since", value: query.first("since"), placeholder: "2026-10-01"))
+        \(Layout.field("To (\(context.clock.zoneName))", name: "until", value: query.first("until"), placeholder: "2026-10-31"))
         \(Layout.select("Class", name: "class", options: classes, selected: query.first("class")))
         \(Layout.field("Device", name: "device", value: query.first("device")))
         \(Layout.field("Actor", name: "actor", value: query.first("actor")))
@@ -46,7 +46,7 @@ extension Pages {
                 let stale: [HTML] = answer.staleObjectIDs.map { context.object($0) }
                 return """
                 <tr><td class="num"><a href="\(context.link("/conflicts/\(answer.sequence)").description)">\(answer.sequence)</a></td>\
-                <td>\(Clock.ledger(diagnosis.rejectedAt))</td><td><code>\(diagnosis.idempotencyKey)</code></td>\
+                <td>\(context.clock.ledger(diagnosis.rejectedAt))</td><td><code>\(diagnosis.idempotencyKey)</code></td>\
                 <td>\(diagnosis.actor ?? "—")</td><td>\(diagnosis.device ?? "—")</td>\
                 <td>HTTP \(diagnosis.httpStatus) \(diagnosis.errorCodes.joined(separator: ", "))</td>\
                 <td><span class="tag bad">\(diagnosis.primaryClassification.rawValue)</span></td><td>\(stale.joined(separator: "<br>"))</td></tr>
@@ -77,10 +77,10 @@ extension Pages {
         <p><a href="\(context.link("/conflicts").description)">← All incidents</a> · <button type="button" data-copy-link>Copy link</button></p>
         <dl class="facts"><dt>Classification</dt><dd>\(diagnosis.classifications.map { "<span class=\"tag bad\">\($0.rawValue)</span>" as HTML }.joined())</dd>\
         <dt>Idempotency key</dt><dd><code>\(diagnosis.idempotencyKey)</code></dd>\
-        <dt>Rejected</dt><dd>\(Clock.ledger(diagnosis.rejectedAt)), event \(diagnosis.rejectionSequence), HTTP \(diagnosis.httpStatus) \(diagnosis.errorCodes.joined(separator: ", "))</dd>
+        <dt>Rejected</dt><dd>\(context.clock.ledger(diagnosis.rejectedAt)), event \(diagnosis.rejectionSequence), HTTP \(diagnosis.httpStatus) \(diagnosis.errorCodes.joined(separator: ", "))</dd>
         """
         if let editSequence = diagnosis.editSequence {
-            body += "<dt>Request</dt><dd>event \(editSequence)\(diagnosis.requestedAt.map { " at \(Clock.text($0))" } ?? "") by \(diagnosis.actor ?? "unknown") on \(diagnosis.device ?? "unknown device")</dd>"
+            body += "<dt>Request</dt><dd>event \(editSequence)\(diagnosis.requestedAt.map { " at \(context.clock.time($0))" as HTML } ?? "") by \(diagnosis.actor ?? "unknown") on \(diagnosis.device ?? "unknown device")</dd>"
         }
         body += "<dt>Fix</dt><dd><strong>\(diagnosis.fix)</strong></dd></dl>"
         // The objects that caused the refusal first, then those that were current.
@@ -92,7 +92,7 @@ extension Pages {
                 let link = context.objectLink(finding.objectID).description + "#seq-\(event.sequence)"
                 return """
                 <li><a href="\(link)">event \(event.sequence)</a> \(event.kind) via \(event.source.description), \
-                recorded \(Clock.ledger(event.recordedAt)), \(version(event.version)) updated_at \(event.updatedAt ?? "?")\
+                recorded \(context.clock.ledger(event.recordedAt)), \(version(event.version)) updated_at \(context.clock.written(event.updatedAt))\
                 \(event.correlationID.isEmpty ? "" : " [\(event.correlationID)]"): \(event.note)</li>
                 """
             }

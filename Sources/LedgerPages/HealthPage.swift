@@ -5,7 +5,7 @@ import LedgerQueries
 /// Ledger health, the sign-in form, error pages and the merchant list.
 extension Pages {
     public static func health(_ context: PageContext) throws -> PageResponse {
-        let health = try context.queries.health()
+        let health = try context.queries.health(projection: context.projector?.queries)
         let stats = health.stats
         func rows(_ counts: [String: Int]) -> HTML {
             let items: [HTML] = counts.sorted { $0.key < $1.key }.map { "<tr><td>\($0.key)</td><td class=\"num\">\($0.value)</td></tr>" }
@@ -15,8 +15,8 @@ extension Pages {
         if let last = health.lastSync {
             let age = last.watermark.map { duration(context.now - $0) + " ago" } ?? "none"
             sync = """
-            <dl class="facts"><dt>Last run</dt><dd>\(last.mode) sync <code>\(last.runID)</code>, completed \(Clock.ledger(last.completedAt))</dd>\
-            <dt>Watermark</dt><dd>\(last.watermarkText ?? "none") (\(age))</dd>\
+            <dl class="facts"><dt>Last run</dt><dd>\(last.mode) sync <code>\(last.runID)</code>, completed \(context.clock.ledger(last.completedAt))</dd>\
+            <dt>Watermark</dt><dd>\(last.watermarkText == nil ? "none" : context.clock.written(last.watermarkText)) (\(age))</dd>\
             <dt>Pages, objects</dt><dd>\(last.pages) page(s), \(last.objects) object(s)</dd><dt>Runs recorded</dt><dd>\(health.syncRuns)</dd></dl>
             """
         }
@@ -24,20 +24,20 @@ extension Pages {
         if let record = health.verification {
             let problems: [HTML] = record.problems.map { "<li>\($0)</li>" }
             verification = """
-            <p><span class="tag \(record.ok ? "good" : "bad")">\(record.ok ? "passed" : "FAILED")</span> \(record.scope.rawValue) check at \(record.checkedAt)\
+            <p><span class="tag \(record.ok ? "good" : "bad")">\(record.ok ? "passed" : "FAILED")</span> \(record.scope.rawValue) check at \(context.clock.written(record.checkedAt))\
             \(record.ok ? "" : ", \(record.problemCount) problem(s)")</p>\(problems.isEmpty ? "" : "<ul>\(problems)</ul>" as HTML)
             """
         }
         let compactions: [HTML] = health.compactions.reversed().map {
-            "<tr><td class=\"num\">\($0.sequence)</td><td>\(Clock.ledger($0.recordedAt))</td><td class=\"num\">\($0.throughSequence)</td></tr>"
+            "<tr><td class=\"num\">\($0.sequence)</td><td>\(context.clock.ledger($0.recordedAt))</td><td class=\"num\">\($0.throughSequence)</td></tr>"
         }
         let compactionTable: HTML = compactions.isEmpty ? "<p>None yet.</p>" : """
             <table><thead><tr><th scope="col" class="num">Event</th><th scope="col">At</th><th scope="col" class="num">Through</th></tr></thead>\
             <tbody>\(compactions)</tbody></table>
             """
         let disk: [HTML] = health.diskBytes.map { "<tr><td>\($0.part)</td><td class=\"num\">\(bytes($0.bytes))</td></tr>" }
-        let span = stats.firstRecordedAt.map { first in
-            "from \(Clock.text(first)) to \(Clock.text(stats.lastRecordedAt ?? first))"
+        let span: HTML = stats.firstRecordedAt.map { first -> HTML in
+            "from \(context.clock.time(first)) to \(context.clock.time(stats.lastRecordedAt ?? first))"
         } ?? "empty"
         let body: HTML = """
         <p>\(stats.events) event(s), \(span); \(stats.liveObjectsByType.values.reduce(0, +)) live object(s), \(stats.snapshots) snapshot(s).</p>

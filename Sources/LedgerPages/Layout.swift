@@ -29,8 +29,10 @@ enum Layout {
             <nav aria-label="Pages"><ul>\(links)\(metrics)</ul></nav>
             <div class="who">Merchant <code>\(context.merchantID)</code>\(context.viewer.map { " · signed in as \($0)" } ?? "")
             <form method="post" action="/ui/logout" class="inline"><button type="submit">Sign out</button></form></div>
+            \(zoneForm(context))
             """
         }
+        let zoneError: HTML = context?.timeZone.error.map { notice($0, error: true) } ?? ""
         return """
         <!doctype html>
         <html lang="en">
@@ -42,16 +44,30 @@ enum Layout {
         <link rel="stylesheet" href="/ui/assets/pages.css">
         <script src="/ui/assets/pages.js" defer></script>
         </head>
-        <body>
+        <body data-tz="\(context.map { Clock(zone: $0.timeZone.zone).zoneName } ?? "UTC")">
         <a class="skip" href="#main">Skip to content</a>
         <header><div class="brand">catledger</div>\(nav)</header>
         <main id="main">
         <h1>\(title)</h1>
-        \(body)
+        \(zoneError)\(body)
         </main>
         </body>
         </html>
 
+        """
+    }
+
+    /// The time zone picker: a GET form to this page with its query but `tz`, so the chosen zone is in
+    /// the URL (pasteable) and the server keeps it in a cookie.
+    static func zoneForm(_ context: PageContext) -> HTML {
+        let kept: [HTML] = context.requestQuery.without("tz").map { "<input type=\"hidden\" name=\"\($0.0)\" value=\"\($0.1)\">" }
+        let options: [HTML] = TimeZoneChoice.common.map { "<option value=\"\($0)\"></option>" }
+        let action = context.requestPath.isEmpty ? context.base + "/changes" : context.requestPath
+        return """
+        <form method="get" action="\(action)" class="tz" aria-label="Time zone">\(kept)\
+        <label for="tz">Times in</label> <input id="tz" name="tz" list="tz-zones" size="16" autocomplete="off" \
+        value="\(Clock(zone: context.timeZone.zone).zoneName)"><datalist id="tz-zones">\(options)</datalist> \
+        <button type="submit">Show</button></form>
         """
     }
 
@@ -97,6 +113,8 @@ enum Layout {
     header nav a[aria-current="page"] { font-weight: bold; text-decoration-thickness: 3px; }
     header .who { margin-left: auto; font-size: .9em; }
     header .who code { color: #fff; }
+    header form.tz { font-size: .9em; }
+    header form.tz input { padding: .1em .3em; }
     main { padding: 1em 1.2em 3em; max-width: 1400px; }
     h1 { font-size: 1.5em; margin: .3em 0 .6em; }
     h2 { font-size: 1.2em; margin: 1.4em 0 .5em; }
@@ -132,6 +150,7 @@ enum Layout {
     .chart { max-width: 100%; overflow-x: auto; }
     .chart svg { max-width: 100%; height: auto; }
     time[title] { text-decoration: underline dotted; cursor: help; }
+    time { white-space: nowrap; }
     dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; }
     dl.facts dt { font-weight: 600; }
     dl.facts dd { margin: 0; }
@@ -157,7 +176,10 @@ enum Layout {
       // "Copy link" buttons copy the page's stable URL.
       var button = event.target.closest('[data-copy-link]');
       if (!button || !navigator.clipboard) { return; }
-      navigator.clipboard.writeText(window.location.href).then(function () { button.textContent = 'Link copied'; });
+      // The link carries the page's time zone, so whoever opens it sees the times shown here.
+      var url = new URL(window.location.href);
+      if (!url.searchParams.has('tz') && document.body.dataset.tz) { url.searchParams.set('tz', document.body.dataset.tz); }
+      navigator.clipboard.writeText(url.toString()).then(function () { button.textContent = 'Link copied'; });
     });
     """
 }

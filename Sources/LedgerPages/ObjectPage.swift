@@ -18,8 +18,8 @@ extension Pages {
         var point = AsOf.latest
         var notice = HTML()
         do {
-            point.squareTimeMax = try Clock.parse(query.first("at"), field: "as of", now: context.now)
-            point.ledgerTimeMax = try Clock.parse(query.first("known"), field: "as known at", now: context.now)
+            point.squareTimeMax = try context.clock.parse(query.first("at"), field: "as of", now: context.now)
+            point.ledgerTimeMax = try context.clock.parse(query.first("known"), field: "as known at", now: context.now)
         } catch let error as PageInputError {
             notice = Layout.notice(error.message, error: true)
             point = .latest
@@ -45,7 +45,8 @@ extension Pages {
         var body = notice
         body += "<p><code class=\"id\">\(rawID)</code> · <a href=\"\(context.link("/changes", [("object", rawID)]).description)\">changes of this object in the change log</a> · <button type=\"button\" data-copy-link>Copy link</button></p>"
         body += asOfForm(context, id: id, query)
-        body += "<h2>\(point == .latest ? "Now" : "As of \(Clock.point(point))")</h2>"
+        let heading: HTML = point == .latest ? "Now" : "As of \(context.clock.point(point))"
+        body += "<h2>\(heading)</h2>"
         if let now {
             body += objectFacts(context, now)
         } else {
@@ -56,9 +57,9 @@ extension Pages {
             let changes = prices
             let names = context.names
             let chart = PriceChart.svg(changes, title: "Price history of \(name ?? rawID)", end: context.now,
-                                       marker: point.squareTimeMax.map { ($0, "as of") }, name: { names.name(of: $0) },
+                                       marker: point.squareTimeMax.map { ($0, "as of") }, zone: context.timeZone.zone, name: { names.name(of: $0) },
                                        locationName: { names.location($0.rawValue) })
-            body += "<h2>Prices</h2><figure class=\"chart\">\(HTML(raw: chart))<figcaption>Step lines: a price holds until the next change. Square time on the axis.</figcaption></figure>"
+            body += "<h2>Prices</h2><figure class=\"chart\">\(HTML(raw: chart))<figcaption>Step lines: a price holds until the next change. Square time on the axis, in \(context.clock.zoneName).</figcaption></figure>"
             body += priceTable(context, changes)
         }
 
@@ -81,12 +82,12 @@ extension Pages {
             let state: HTML = version.isDeleted ? " <span class=\"tag deleted\">deleted</span>" : first ? " <span class=\"tag created\">first learned</span>" : ""
             return """
             <tr id="seq-\(version.firstSequence)"><td>v\(version.version)\(state)</td>\
-            <td>\(Clock.both(square: version.updatedAtNanos, squareText: version.updatedAt, ledger: version.firstRecordedAt))</td>\
-            <td>\(Clock.ledger(version.firstRecordedAt))</td><td>\(version.source.description)</td>\
+            <td>\(context.clock.both(square: version.updatedAtNanos, squareText: version.updatedAt, ledger: version.firstRecordedAt))</td>\
+            <td>\(context.clock.ledger(version.firstRecordedAt))</td><td>\(version.source.description)</td>\
             <td class="num">\(version.firstSequence)</td>\
             <td>\(changeList(version.changes, isDeleted: version.isDeleted, isFirst: first,
                                      names: context.names))</td>\
-            <td><a href="\(context.objectLink(id, [("at", RFC3339.format(nanoseconds: version.updatedAtNanos))]).description)">view as of</a></td></tr>
+            <td><a href="\(context.objectLink(id, [("at", Clock.query(version.updatedAtNanos))]).description)">view as of</a></td></tr>
             """
         }
         body += """
@@ -101,8 +102,8 @@ extension Pages {
     static func asOfForm(_ context: PageContext, id: CatalogObjectID, _ query: PageQuery) -> HTML {
         """
         <form class="filters" method="get" action="\(context.objectLink(id).description)" aria-label="View the object as of a point">
-        \(Layout.field("View as of (Square time, UTC)", name: "at", value: query.first("at"), placeholder: "2026-10-05"))
-        \(Layout.field("As known at (ledger time, UTC, optional)", name: "known", value: query.first("known"), placeholder: "2026-10-06"))
+        \(Layout.field("View as of (Square time, \(context.clock.zoneName))", name: "at", value: query.first("at"), placeholder: "2026-10-05"))
+        \(Layout.field("As known at (ledger time, \(context.clock.zoneName), optional)", name: "known", value: query.first("known"), placeholder: "2026-10-06"))
         <div class="field"><button type="submit">View as of</button></div>
         <div class="field"><a href="\(context.objectLink(id).description)">Now</a></div>
         </form>
@@ -115,8 +116,8 @@ extension Pages {
         var facts: HTML = """
         <dl class="facts"><dt>Type</dt><dd>\(header.objectType.rawValue)</dd>\
         <dt>Version</dt><dd>\(header.version)\(header.isDeleted ? " (deleted)" : "")</dd>\
-        <dt>Square time</dt><dd>\(header.updatedAt.isEmpty ? "unknown" : header.updatedAt)</dd>\
-        <dt>Ledger time</dt><dd>\(Clock.ledger(answer.fact.firstRecordedAt))</dd>\
+        <dt>Square time</dt><dd>\(context.clock.written(header.updatedAt))</dd>\
+        <dt>Ledger time</dt><dd>\(context.clock.ledger(answer.fact.firstRecordedAt))</dd>\
         <dt>Learned from</dt><dd>\(answer.fact.source.description), event \(answer.fact.firstSequence)</dd>
         """
         if let name = object?.name { facts += "<dt>Name</dt><dd>\(name)</dd>" }
@@ -141,7 +142,7 @@ extension Pages {
             let scope: HTML = change.scope.kind == .locationPrice
                 ? "at \(context.location(change.scope.locationID?.rawValue ?? ""))" : change.scope.kind == .basePrice ? "base" : "pricing type"
             return """
-            <tr><td>\(Clock.both(square: change.updatedAtNanos, squareText: change.updatedAt, ledger: change.firstRecordedAt))</td>\
+            <tr><td>\(context.clock.both(square: change.updatedAtNanos, squareText: change.updatedAt, ledger: change.firstRecordedAt))</td>\
             <td>\(context.object(change.objectID))</td><td>\(scope)</td>\
             <td><span class="before">\(change.shownBefore ?? "none")</span> → <span class="after">\(change.shownAfter ?? "none")</span></td>\
             <td>\(change.source.description)</td><td class="num">\(change.firstSequence)</td></tr>

@@ -21,8 +21,16 @@ public struct PageContext: Sendable {
     public var mayReadMetrics: Bool
     /// Ledger nanoseconds of the request.
     public var now: Int64
+    /// The zone the page shows times in (`TimeZoneChoice.resolve`).
+    public var timeZone: TimeZoneChoice = TimeZoneChoice()
+    /// The path and query of the request, for the time zone form (which keeps the rest of the query).
+    public var requestPath: String = ""
+    public var requestQuery = PageQuery()
     /// The names of the objects the page shows (`LedgerQueries.names`), set by the page (`naming`).
     var names = CatalogNames()
+
+    /// Times in the chosen zone.
+    var clock: Clock { Clock(zone: timeZone.zone) }
 
     public init(merchantID: String, queries: LedgerQueries, projector: CatalogProjector?, viewer: String?,
                 mayReadMetrics: Bool, now: Int64) {
@@ -130,33 +138,67 @@ struct PageInputError: Error {
     var message: String
 }
 
-/// Times as the pages show them: UTC, to the second, labelled.
-enum Clock {
-    static func text(_ nanoseconds: Int64) -> String {
-        let text = RFC3339.format(nanoseconds: nanoseconds, fractionDigits: 0)
-        return text.prefix(10) + " " + text.dropFirst(11).prefix(8) + " UTC"
+/// Times as the pages show them, in the zone the person chose (`TimeZoneChoice`: `tz=` in the URL,
+/// else the `catledger_tz` cookie, else serve's `--tz`, else UTC), to the second, with the offset;
+/// the UTC instant is on hover. Filters read times typed without an offset in the same zone.
+struct Clock: Sendable {
+    var zone: TimeZone
+
+    init(zone: TimeZone = TimeZone(identifier: "UTC")!) { self.zone = zone }
+
+    var isUTC: Bool { TimeZoneChoice.isUTC(zone) }
+
+    /// The zone as the forms label it: `UTC`, `Europe/Paris`.
+    var zoneName: String { isUTC ? "UTC" : zone.identifier }
+
+    /// Seconds east of UTC at `nanoseconds` (daylight saving time included).
+    func offsetSeconds(at nanoseconds: Int64) -> Int {
+        isUTC ? 0 : zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(nanoseconds.dividedRoundingDown(by: 1_000_000_000))))
     }
 
-    static func date(_ nanoseconds: Int64) -> String { String(RFC3339.format(nanoseconds: nanoseconds).prefix(10)) }
+    /// `2026-10-05 14:00:00 UTC`, or `2026-10-05 16:00:00 +02:00` in another zone.
+    func text(_ nanoseconds: Int64) -> String {
+        let offset = offsetSeconds(at: nanoseconds)
+        let local = RFC3339.format(nanoseconds: nanoseconds + Int64(offset) * 1_000_000_000, fractionDigits: 0)
+        let digits = local.prefix(10) + " " + local.dropFirst(11).prefix(8)
+        if isUTC { return digits + " UTC" }
+        let minutes = abs(offset) / 60
+        return digits + " " + (offset < 0 ? "-" : "+") + String(format: "%02d:%02d", minutes / 60, minutes % 60)
+    }
 
-    /// Both clocks of a fact: Square's `updated_at` shown, the ledger time on hover (and the other way).
-    static func both(square: Int64, squareText: String, ledger: Int64) -> HTML {
+    /// The UTC instant, for the hover text: `2026-10-05 14:00:00 UTC`.
+    static func utc(_ nanoseconds: Int64) -> String { Clock().text(nanoseconds) }
+
+    /// The local date (`2026-10-05`).
+    func date(_ nanoseconds: Int64) -> String { String(text(nanoseconds).prefix(10)) }
+
+    /// Both clocks of a fact: Square's `updated_at` shown in the zone; on hover both clocks in UTC
+    /// and the ledger time in the zone.
+    func both(square: Int64, squareText: String, ledger: Int64) -> HTML {
         let squareShown = square > 0 ? text(square) : (squareText.isEmpty ? "unknown" : squareText)
+        let squareUTC = square > 0 ? Self.utc(square) + " (updated_at \(squareText))" : (squareText.isEmpty ? "unknown" : squareText)
+        let ledgerLocal: String = isUTC ? "" : " = \(text(ledger))"
         return """
-        <time datetime="\(squareText)" title="Square time (updated_at): \(squareText.isEmpty ? "unknown" : squareText)&#10;Ledger time (recorded): \(text(ledger))">\(squareShown)</time>
+        <time datetime="\(RFC3339.format(nanoseconds: square))" title="Square time (updated_at): \(squareUTC)&#10;Ledger time (recorded): \(Self.utc(ledger))\(ledgerLocal)">\(squareShown)</time>
         """
     }
 
-    static func ledger(_ ledger: Int64) -> HTML {
-        "<time datetime=\"\(RFC3339.format(nanoseconds: ledger))\" title=\"Ledger time (recorded)\">\(text(ledger))</time>"
+    /// A ledger time shown in the zone, its UTC instant on hover.
+    func ledger(_ ledger: Int64) -> HTML {
+        "<time datetime=\"\(RFC3339.format(nanoseconds: ledger))\" title=\"Ledger time (recorded): \(Self.utc(ledger))\">\(text(ledger))</time>"
     }
 
-    /// A time typed in a filter (`2026-10-05`, `2026-10-05T14:00`, RFC 3339, `last week`, ...) in UTC;
-    /// a bare date as an upper bound means the end of that day.
-    static func parse(_ text: String?, field: String, now: Int64, endOfDay: Bool = false) throws -> Int64? {
+    /// Any other time (a request, a log span), in the zone, its UTC instant on hover.
+    func time(_ nanoseconds: Int64) -> HTML {
+        "<time datetime=\"\(RFC3339.format(nanoseconds: nanoseconds))\" title=\"\(Self.utc(nanoseconds))\">\(text(nanoseconds))</time>"
+    }
+
+    /// A time typed in a filter (`2026-10-05`, `2026-10-05T14:00`, RFC 3339, `last week`, ...): without
+    /// an offset it is read in the zone; a bare date as an upper bound means the end of that day.
+    func parse(_ text: String?, field: String, now: Int64, endOfDay: Bool = false) throws -> Int64? {
         guard let text, !text.isEmpty else { return nil }
         do {
-            let nanos = try TimeExpression(parsing: text, now: now, timeZone: TimeZone(identifier: "UTC")!).nanosecondsSinceEpoch
+            let nanos = try TimeExpression(parsing: text, now: now, timeZone: zone).nanosecondsSinceEpoch
             let isDate = text.count == 10 && text.filter { $0 == "-" }.count == 2
             return endOfDay && isDate ? nanos + 86_400_000_000_000 - 1 : nanos
         } catch {
@@ -165,14 +207,25 @@ enum Clock {
     }
 
     /// A point in both clocks as people read it: `2026-10-05 00:00:00 UTC`, `now`, plus `as known at ...`.
-    static func point(_ point: AsOf) -> String {
-        let square = point.squareTimeMax.map(text) ?? "now"
-        return point.ledgerTimeMax.map { "\(square), as known at \(text($0))" } ?? square
+    func point(_ point: AsOf) -> HTML {
+        let square: HTML = point.squareTimeMax.map(time) ?? "now"
+        return point.ledgerTimeMax.map { "\(square), as known at \(time($0))" } ?? square
     }
 
-    /// A ledger time for a `datetime-local` field's value (`2026-10-05T14:00`).
-    static func inputValue(_ nanoseconds: Int64?) -> String {
-        guard let nanoseconds else { return "" }
-        return String(RFC3339.format(nanoseconds: nanoseconds, fractionDigits: 0).prefix(16))
+    /// A time written as RFC 3339 text (Square's `updated_at`, a verification's time) in the zone,
+    /// the text as written on hover.
+    func written(_ text: String?) -> HTML {
+        guard let text, !text.isEmpty, let nanos = RFC3339.nanoseconds(text) else { return "\(text ?? "unknown")" }
+        return "<time datetime=\"\(text)\" title=\"\(text)\">\(self.text(nanos))</time>"
+    }
+
+    /// A time for a link's `at=` that reads back to the same instant in any zone (RFC 3339, UTC).
+    static func query(_ nanoseconds: Int64) -> String { RFC3339.format(nanoseconds: nanoseconds) }
+}
+
+extension Int64 {
+    fileprivate func dividedRoundingDown(by divisor: Int64) -> Int64 {
+        let quotient = self / divisor
+        return self % divisor < 0 ? quotient - 1 : quotient
     }
 }

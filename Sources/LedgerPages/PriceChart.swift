@@ -1,3 +1,4 @@
+import Foundation
 import CatalogModel
 import SquareWire
 
@@ -105,8 +106,10 @@ public enum PriceChart {
 
     /// The chart as a standalone SVG document. `end` is where the last prices stop (default: the last
     /// change plus a twentieth of the span), so a price is seen to hold; `marker` draws a labelled
-    /// dashed line at a moment (the page's "view as of").
+    /// dashed line at a moment (the page's "view as of"). The axis is dated in `zone` (the pages'
+    /// chosen zone; UTC by default).
     public static func svg(_ changes: [PriceChange], title: String, end: Int64? = nil, marker: (Int64, String)? = nil,
+                           zone: TimeZone = TimeZoneChoice.utc,
                            name: (CatalogObjectID) -> String? = { _ in nil },
                            locationName: (LocationID) -> String? = { _ in nil }) -> String {
         let all = series(changes, name: name, locationName: locationName)
@@ -137,7 +140,8 @@ public enum PriceChart {
             """
             tick += yStep
         }
-        for (time, text) in timeTicks(start: start, end: stop) {
+        let clock = Clock(zone: zone)
+        for (time, text) in timeTicks(start: start, end: stop, offset: Int64(clock.offsetSeconds(at: start)) * 1_000_000_000) {
             // A date is about 66 px wide at 12 px: one near an edge of the image ends (or starts) at
             // its tick instead of being cut off.
             let anchor = x(time) + tickLabelHalfWidth > width ? "end" : x(time) - tickLabelHalfWidth < 0 ? "start" : "middle"
@@ -150,7 +154,7 @@ public enum PriceChart {
         if let (time, text) = marker, time >= start, time <= stop {
             grid += """
             <line x1="\(x(time))" y1="\(plotTop)" x2="\(x(time))" y2="\(plotBottom)" stroke="#555" stroke-dasharray="4 3"/>\
-            <text x="\(x(time) + 4)" y="\(plotTop + 12)" font-size="12">\(text) \(String(RFC3339.format(nanoseconds: time).prefix(10)))</text>
+            <text x="\(x(time) + 4)" y="\(plotTop + 12)" font-size="12">\(text) \(clock.date(time))</text>
 
             """
         }
@@ -192,7 +196,7 @@ public enum PriceChart {
         <text x="12" y="\(plotTop - 12)" font-size="12">\(axisName)</text>
         \(grid)<line x1="\(plotLeft)" y1="\(plotBottom)" x2="\(plotRight)" y2="\(plotBottom)" stroke="#555"/>
         <line x1="\(plotLeft)" y1="\(plotTop)" x2="\(plotLeft)" y2="\(plotBottom)" stroke="#555"/>
-        <text x="\(plotRight)" y="\(plotBottom + 36)" text-anchor="end" font-size="12">Square time (UTC)</text>
+        <text x="\(plotRight)" y="\(plotBottom + 36)" text-anchor="end" font-size="12">Square time (\(clock.zoneName))</text>
         <g class="series">
         \(lines)</g>
         <g class="legend">
@@ -224,8 +228,11 @@ public enum PriceChart {
         return (bottom, top, step)
     }
 
-    /// Dated ticks at UTC midnights (days) or whole hours, at most eight, labelled `2026-10-05` or `10-05 14:00`.
-    static func timeTicks(start: Int64, end: Int64) -> [(Int64, String)] {
+    /// Dated ticks at midnights (days) or whole hours of the zone `offset` nanoseconds east of UTC, at
+    /// most eight, labelled `2026-10-05` or `10-05 14:00`.
+    static func timeTicks(start utcStart: Int64, end utcEnd: Int64, offset: Int64 = 0) -> [(Int64, String)] {
+        let start = utcStart + offset
+        let end = utcEnd + offset
         let hour: Int64 = 3_600_000_000_000
         let day = 24 * hour
         let span = end - start
@@ -236,7 +243,7 @@ public enum PriceChart {
         var result: [(Int64, String)] = []
         while tick <= end, result.count < 8 {
             let text = RFC3339.format(nanoseconds: tick)
-            result.append((tick, step >= day ? String(text.prefix(10)) : String(text.dropFirst(5).prefix(11)).replacingOccurrences(of: "T", with: " ")))
+            result.append((tick - offset, step >= day ? String(text.prefix(10)) : String(text.dropFirst(5).prefix(11)).replacingOccurrences(of: "T", with: " ")))
             tick += step
         }
         return result

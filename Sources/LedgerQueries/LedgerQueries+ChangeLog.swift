@@ -1,51 +1,7 @@
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import Foundation
-
-/// What kind of change one version of an object brought, read from its field changes.
-public enum ChangeType: String, Sendable, Hashable, CaseIterable, Codable {
-    case created, deleted, price, name, availability, category, other
-
-    /// The kinds a version's field changes fall under (a version may be several at once).
-    static func of(first: Bool, deleted: Bool, changes: [FieldChange]) -> [ChangeType] {
-        if deleted { return [.deleted] }
-        if first { return [.created] }
-        var kinds = Set<ChangeType>()
-        for change in changes {
-            let path = change.path
-            if path.contains("price_money") || path.contains("pricing_type") { kinds.insert(.price) }
-            else if path == "name" || path.hasSuffix(".name") { kinds.insert(.name) }
-            else if path.contains("present_at") || path.contains("absent_at") || path.contains("available")
-                        || path.contains("sold_out") { kinds.insert(.availability) }
-            else if path.contains("categor") { kinds.insert(.category) }
-            else { kinds.insert(.other) }
-        }
-        return ChangeType.allCases.filter(kinds.contains)
-    }
-}
-
-/// One version of one object as the change log shows it: what changed, both clocks, the event that
-/// brought it, its source, and for our own edits and app reports who made it on which device.
-public struct ChangeLogEntry: Sendable, Hashable {
-    public var objectID: CatalogObjectID
-    public var objectType: CatalogObjectType
-    /// The item of a variation, the list of a modifier.
-    public var parentID: CatalogObjectID?
-    public var version: Int64
-    /// Square time: `updated_at` as written and in nanoseconds since the epoch.
-    public var updatedAt: String
-    public var updatedAtNanos: Int64
-    /// Ledger time of the first event that carried this version.
-    public var recordedAt: Int64
-    public var sequence: UInt64
-    public var source: EventSource
-    public var correlationID: String
-    public var actor: String?
-    public var device: String?
-    public var types: [ChangeType]
-    /// Field by field against the previous version (empty for a first version and a tombstone).
-    public var changes: [FieldChange]
-}
 
 /// Which entries a change log keeps. Nil or empty keeps everything.
 public struct ChangeLogFilter: Sendable, Hashable {
@@ -115,6 +71,53 @@ extension LedgerQueries {
     public func changeLogCategories() throws -> [CatalogObjectID] {
         try changeLogs.current(events: events.all()).categoryIDs
     }
+
+    /// The change log from the projection's `change_log` when `projection` is given (a page reads
+    /// only its rows; the same answer as the scan, `ChangeLogProjectionTests`), else from every event.
+    public func changeLog(_ filter: ChangeLogFilter, projection: ProjectionQueries?) throws -> [ChangeLogEntry] {
+        guard let projection else { return try changeLog(filter) }
+        return try projection.changeLog(filter.selection).compactMap { record in
+            let entry = record.entry
+            let owner = entry.parentID ?? entry.objectID
+            return filter.keeps(entry, categories: [owner: record.ownerCategoryIDs.map { CatalogObjectID($0) }]) ? entry : nil
+        }
+    }
+
+    /// One page of the change log: `limit` entries from `offset`, and how many the filter keeps.
+    public func changeLogPage(_ filter: ChangeLogFilter, offset: Int, limit: Int,
+                              projection: ProjectionQueries?) throws -> ChangeLogPage {
+        guard let projection, filter.isSelection else {
+            let all = try changeLog(filter, projection: projection)
+            return ChangeLogPage(total: all.count, entries: Array(all.dropFirst(offset).prefix(limit)))
+        }
+        let selection = filter.selection
+        return ChangeLogPage(total: try projection.changeLogCount(selection),
+                             entries: try projection.changeLog(selection, limit: limit, offset: offset).map(\.entry))
+    }
+
+    /// Every category the ledger ever learned, from the projection when given.
+    public func changeLogCategories(projection: ProjectionQueries?) throws -> [CatalogObjectID] {
+        guard let projection else { return try changeLogCategories() }
+        return try projection.changeLogCategoryIDs().map { CatalogObjectID($0) }
+    }
+}
+
+/// A page of the change log.
+public struct ChangeLogPage: Sendable {
+    /// Entries the filter keeps in all.
+    public var total: Int
+    public var entries: [ChangeLogEntry]
+}
+
+extension ChangeLogFilter {
+    /// What the projection selects by itself.
+    var selection: ChangeLogSelection {
+        ChangeLogSelection(objectIDs: objectIDs.map { Set($0.map(\.rawValue)) }, typeMask: ChangeType.mask(types),
+                           sources: sources, since: since, until: until)
+    }
+
+    /// The filter is only what the projection selects (no actor, device, location or category).
+    var isSelection: Bool { actor == nil && device == nil && location == nil && category == nil }
 }
 
 /// The change log of every event so far, rebuilt when the log grew. Thread-safety: guarded by `lock`.

@@ -1,5 +1,6 @@
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import Foundation
 import SquareWire
 
@@ -39,9 +40,32 @@ public struct LedgerHealth: Sendable {
 }
 
 extension LedgerQueries {
-    /// The health of the ledger: one scan of the log (`stats()`) and the decoded events for syncs,
-    /// webhooks and compactions.
-    public func health() throws -> LedgerHealth {
+    /// The health of the ledger: from the projection's counts when `projection` is given (a few
+    /// rows; the same answer as the scan until a compaction drops records, `LedgerHealthProjectionTests`),
+    /// else one scan of the log (`stats()`) and the decoded events for syncs, webhooks and compactions.
+    public func health(projection: ProjectionQueries? = nil) throws -> LedgerHealth {
+        if let projection {
+            let counts = try projection.counts()
+            var stats = LedgerStats()
+            stats.events = counts.events
+            stats.eventsByKind = counts.counts["kind"] ?? [:]
+            stats.eventsBySource = counts.counts["source"] ?? [:]
+            stats.liveObjectsByType = counts.liveObjectsByType
+            stats.deletedObjectsByType = counts.deletedObjectsByType
+            stats.firstRecordedAt = counts.firstRecordedAt
+            stats.lastRecordedAt = counts.lastRecordedAt
+            try measureFiles(&stats)
+            let lastSync = counts.lastSync.map {
+                LedgerHealth.SyncRun(runID: $0.runID, mode: $0.mode, completedAt: $0.completedAt,
+                                     watermark: $0.latestTime.flatMap(RFC3339.nanoseconds), watermarkText: $0.latestTime,
+                                     pages: $0.pages, objects: $0.objects)
+            }
+            return health(stats: stats, lastSync: lastSync, syncRuns: counts.syncRuns,
+                          verdicts: counts.counts["webhook_verdict"] ?? [:], types: counts.counts["webhook_type"] ?? [:],
+                          compactions: counts.compactions.map {
+                              LedgerHealth.CompactionRun(sequence: $0.sequence, recordedAt: $0.recordedAt, throughSequence: $0.throughSequence)
+                          })
+        }
         let stats = try stats()
         var lastSync: LedgerHealth.SyncRun?
         var syncRuns = 0
@@ -65,6 +89,11 @@ extension LedgerQueries {
             default: continue
             }
         }
+        return health(stats: stats, lastSync: lastSync, syncRuns: syncRuns, verdicts: verdicts, types: types, compactions: compactions)
+    }
+
+    private func health(stats: LedgerStats, lastSync: LedgerHealth.SyncRun?, syncRuns: Int, verdicts: [String: Int],
+                        types: [String: Int], compactions: [LedgerHealth.CompactionRun]) -> LedgerHealth {
         let layout = reader.layout
         let projection = layout.projectionsDatabase.string
         let disk: [(String, UInt64)] = [

@@ -75,11 +75,16 @@ extension LedgerQueries {
             if fact.header.isDeleted { stats.deletedObjectsByType[type, default: 0] += 1 }
             else { stats.liveObjectsByType[type, default: 0] += 1 }
         }
+        try measureFiles(&stats)
+        return stats
+    }
+
+    /// The bytes of the log (allocated, and without preallocated zeros) and the snapshots.
+    func measureFiles(_ stats: inout LedgerStats) throws {
         stats.allocatedBytes = Self.regularFileBytes(below: reader.layout.logDirectory.appending("segments").string)
         let preallocated = try LogReader(directory: reader.layout.logDirectory).preallocatedBytes()
         stats.logBytes = stats.allocatedBytes - min(preallocated, stats.allocatedBytes)
         stats.snapshots = reader.snapshotInfos().count
-        return stats
     }
 
     /// Bytes of all regular files below a directory.

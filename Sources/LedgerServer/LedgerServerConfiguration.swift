@@ -1,4 +1,5 @@
 import CatalogLedger
+import Foundation
 import SquareAPI
 
 /// Everything `catledger serve` (or a test) decides about a ledger server.
@@ -59,6 +60,8 @@ public struct LedgerServerConfiguration: Sendable {
     /// The server's own syncs: a catch-up of every merchant at start, and a reconciling sync when no
     /// sync completed within the interval (default 15 minutes, jittered). Needs `square`.
     public var syncSchedule: SyncSchedule
+    /// The zone the pages show times in until a person picks one (`serve --tz`); nil: UTC.
+    public var pageTimeZone: TimeZone? = nil
     /// The wall clock of the sync schedule and the staleness metrics (tests inject a manual one).
     public var clock: ServerClock
     /// A merchant nobody used for this long is closed (its ledger, follower and sync runner), and

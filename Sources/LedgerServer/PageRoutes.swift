@@ -74,25 +74,25 @@ extension LedgerServer {
             return response(Pages.merchants(readable, viewer: context.token?.name))
         }
         router.get("ui/:merchant/changes") { request, context in
-            await page(service, context) { try Pages.changeLog($0, query(request)) }
+            await page(service, request, context) { try Pages.changeLog($0, query(request)) }
         }
         router.get("ui/:merchant/changes.csv") { request, context in
-            await page(service, context) { try Pages.changeLogCSV($0, query(request)) }
+            await page(service, request, context) { try Pages.changeLogCSV($0, query(request)) }
         }
         router.get("ui/:merchant/objects/:object") { request, context in
-            await page(service, context) { try Pages.object($0, id: context.parameters.get("object") ?? "", query(request)) }
+            await page(service, request, context) { try Pages.object($0, id: context.parameters.get("object") ?? "", query(request)) }
         }
         router.get("ui/:merchant/catalog") { request, context in
-            await page(service, context) { try Pages.catalog($0, query(request)) }
+            await page(service, request, context) { try Pages.catalog($0, query(request)) }
         }
         router.get("ui/:merchant/conflicts") { request, context in
-            await page(service, context) { try Pages.conflicts($0, query(request)) }
+            await page(service, request, context) { try Pages.conflicts($0, query(request)) }
         }
-        router.get("ui/:merchant/conflicts/:incident") { _, context in
-            await page(service, context) { try Pages.conflict($0, incident: context.parameters.get("incident") ?? "") }
+        router.get("ui/:merchant/conflicts/:incident") { request, context in
+            await page(service, request, context) { try Pages.conflict($0, incident: context.parameters.get("incident") ?? "") }
         }
-        router.get("ui/:merchant/health") { _, context in
-            await page(service, context) { try Pages.health($0) }
+        router.get("ui/:merchant/health") { request, context in
+            await page(service, request, context) { try Pages.health($0) }
         }
     }
 
@@ -108,6 +108,20 @@ extension LedgerServer {
         return next
     }
 
+    /// The value of the cookie `name` of a request; nil when absent, empty or longer than 512 bytes.
+    static func cookie(_ name: String, in request: Request) -> String? {
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == name {
+                    let value = parts[1].trimmingCharacters(in: .whitespaces)
+                    return value.isEmpty || value.utf8.count > 512 ? nil : value
+                }
+            }
+        }
+        return nil
+    }
+
     static func isCookieSafe(_ byte: UInt8) -> Bool {
         byte > 0x20 && byte < 0x7F && byte != UInt8(ascii: ";") && byte != UInt8(ascii: ",") && byte != UInt8(ascii: "\"")
             && byte != UInt8(ascii: "\\")
@@ -115,18 +129,25 @@ extension LedgerServer {
 
     /// Answers one page of the merchant the path names; an unknown merchant is a 404 page, a failure a
     /// 500 page naming the request id (the detail goes to the log only).
-    static func page(_ service: LedgerService, _ context: LedgerRequestContext,
+    static func page(_ service: LedgerService, _ request: Request, _ context: LedgerRequestContext,
                      _ body: (PageContext) throws -> PageResponse) async -> Response {
         let id = context.parameters.get("merchant") ?? ""
         do {
             // The merchant's ledger is opened when it is closed, and held open while the page is made.
             let made = try await service.withMerchant(id) { merchant in
-                let pageContext = PageContext(
+                var pageContext = PageContext(
                     merchantID: id, queries: merchant.queries, projector: merchant.projector, viewer: context.token?.name,
                     mayReadMetrics: context.token?.allows(.metrics, merchant: nil) ?? service.configuration.insecureNoAuth,
                     now: Int64(Date().timeIntervalSince1970 * 1_000_000_000))
+                let pageQuery = query(request)
+                pageContext.requestPath = request.uri.path
+                pageContext.requestQuery = pageQuery
+                pageContext.timeZone = TimeZoneChoice.resolve(query: pageQuery.first("tz"), cookie: cookie(TimeZoneChoice.cookie, in: request),
+                                                              serverDefault: service.configuration.pageTimeZone)
                 do {
-                    return response(try body(pageContext))
+                    var page = try body(pageContext)
+                    if let keep = pageContext.timeZone.setCookie { page.headers.append(("Set-Cookie", keep)) }
+                    return response(page)
                 } catch {
                     context.logger.error("page failed", metadata: ["merchant": "\(id)", "error": "\(error)"])
                     return response(Pages.error(status: 500, title: "Something went wrong",
@@ -165,16 +186,7 @@ extension LedgerServer {
 extension AuthMiddleware {
     /// The token of a page request: the sign-in cookie, else a bearer header.
     static func pageToken(_ request: Request) -> String? {
-        for header in request.headers[values: .cookie] {
-            for pair in header.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingCharacters(in: .whitespaces) == LedgerServer.pageCookie {
-                    let value = parts[1].trimmingCharacters(in: .whitespaces)
-                    return value.isEmpty || value.utf8.count > 512 ? nil : value
-                }
-            }
-        }
-        return bearer(request.headers[.authorization])
+        LedgerServer.cookie(LedgerServer.pageCookie, in: request) ?? bearer(request.headers[.authorization])
     }
 
     /// The access check of a page (`/ui...`): as `check`, but a person without a valid token is sent to

@@ -147,3 +147,76 @@ import Testing
         #expect(!names.isEmpty && names.allSatisfy { $0.changes.contains { $0.path.hasSuffix(".name") } })
     }
 }
+
+/// Time zones on the pages (issue 21): every time in the chosen zone, the UTC instant on hover,
+/// times typed in filters read in that zone, and the choice from the URL, the cookie or serve's `--tz`.
+@Suite struct PageTimeZoneTests {
+    static let paris = TimeZone(identifier: "Europe/Paris")!
+
+    /// What a person in Paris reads for `nanoseconds`, formatted independently of the pages.
+    static func parisText(_ nanoseconds: Int64) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = paris
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss xxx"
+        return formatter.string(from: Date(timeIntervalSince1970: Double(nanoseconds / 1_000_000_000)))
+    }
+
+    @Test("the zone comes from tz=, else the cookie, else serve's --tz, else UTC; tz= is kept in the cookie")
+    func choice() {
+        #expect(TimeZoneChoice.resolve(query: nil, cookie: nil, serverDefault: nil).zone.secondsFromGMT() == 0)
+        #expect(TimeZoneChoice.resolve(query: nil, cookie: nil, serverDefault: Self.paris).zone.identifier == "Europe/Paris")
+        let fromCookie = TimeZoneChoice.resolve(query: nil, cookie: "America/New_York", serverDefault: Self.paris)
+        #expect(fromCookie.zone.identifier == "America/New_York" && fromCookie.setCookie == nil)
+        let fromURL = TimeZoneChoice.resolve(query: "Europe/Paris", cookie: "America/New_York", serverDefault: nil)
+        #expect(fromURL.zone.identifier == "Europe/Paris")
+        #expect(fromURL.setCookie?.hasPrefix("catledger_tz=Europe/Paris;") == true)
+        #expect(TimeZoneChoice.resolve(query: "Europe/Paris", cookie: "Europe/Paris", serverDefault: nil).setCookie == nil)
+        let unknown = TimeZoneChoice.resolve(query: "Mars/Olympus; Path=/", cookie: "Asia/Tokyo", serverDefault: nil)
+        #expect(unknown.zone.identifier == "Asia/Tokyo" && unknown.setCookie == nil)
+        #expect(unknown.error?.contains("Unknown time zone") == true)
+        #expect(TimeZoneChoice.resolve(query: "europe/paris", cookie: nil, serverDefault: nil).error != nil,
+                "only the exact IANA name: the cookie and links keep one spelling")
+    }
+
+    @Test("a time typed in a filter is read in the zone; a bare date ends at that day's local midnight")
+    func parsing() throws {
+        let clock = Clock(zone: Self.paris)
+        let now: Int64 = 1_793_500_000_000_000_000
+        #expect(try clock.parse("2026-10-05T00:30", field: "at", now: now) == RFC3339.nanoseconds("2026-10-04T22:30:00Z"))
+        #expect(try clock.parse("2026-10-05", field: "to", now: now, endOfDay: true) == RFC3339.nanoseconds("2026-10-05T21:59:59.999999999Z"))
+        #expect(try clock.parse("2026-10-05T10:00:00Z", field: "at", now: now) == RFC3339.nanoseconds("2026-10-05T10:00:00Z"))
+        let winter = try #require(RFC3339.nanoseconds("2026-12-01T12:00:00Z"))
+        #expect(clock.text(winter) == "2026-12-01 13:00:00 +01:00")
+        #expect(Clock().text(winter) == "2026-12-01 12:00:00 UTC")
+    }
+
+    @Test("every page in Europe/Paris: the local time shown, the UTC instant on hover, forms labelled with the zone")
+    func pagesInParis() async throws {
+        var context = try await PagesTests.Sample.shared.context()
+        context.timeZone = TimeZoneChoice(zone: Self.paris)
+        let versions = try context.queries.entityHistory(of: CatalogObjectID(PagesTests.slice))
+        let last = try #require(versions.last)
+        let object = PagesTests.html(try Pages.object(context, id: PagesTests.slice, PageQuery()))
+        #expect(object.contains(">\(Self.parisText(last.updatedAtNanos))</time>"), "the Square time in Paris")
+        #expect(object.contains(">\(Self.parisText(last.firstRecordedAt))</time>"), "the ledger time in Paris")
+        #expect(object.contains("Ledger time (recorded): \(Clock().text(last.firstRecordedAt))"), "the UTC instant on hover")
+        #expect(object.contains("View as of (Square time, Europe/Paris)"))
+        let asOf = PagesTests.html(try Pages.object(context, id: PagesTests.slice, PageQuery([("at", "2026-10-05")])))
+        #expect(asOf.contains("<h2>As of <time") && !object.contains("&lt;time") && !asOf.contains("&lt;time"))
+        #expect(object.contains("Square time (Europe/Paris)"), "the chart's axis")
+        #expect(object.contains("value=\"Europe/Paris\""), "the zone picker shows the zone")
+        let changes = PagesTests.html(try Pages.changeLog(context, PageQuery()))
+        let newest = try #require(try context.queries.changeLog().first)
+        #expect(changes.contains(">\(Self.parisText(newest.updatedAtNanos))</time>"))
+        #expect(changes.contains("From (Europe/Paris)"))
+        for page in [try Pages.conflicts(context, PageQuery()), try Pages.conflict(context, incident: "edit-0004"),
+                     try Pages.health(context), try Pages.catalog(context, PageQuery([("at", "2026-10-05")]))] {
+            let html = PagesTests.html(page)
+            #expect(page.status == 200)
+            #expect(!html.contains(" UTC</time>"), "no time left in UTC")
+            #expect(!html.contains("&lt;time"), "a time's markup is markup, not text")
+            #expect(html.contains(" +02:00</time>") || html.contains(" +01:00</time>"))
+        }
+    }
+}

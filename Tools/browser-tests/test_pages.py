@@ -3,10 +3,13 @@
 page is saved as a screenshot. Prints "N passed, M failed" and exits non-zero on any failure."""
 
 import argparse
+import datetime
 import os
+import re
 import sys
 import traceback
 import urllib.parse
+import zoneinfo
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
@@ -181,7 +184,7 @@ def test_catalog_moment(b):
     b.open(f"/ui/{b.args.merchant}/changes")
     b.driver.find_element(By.LINK_TEXT, "Catalog at a moment").click()
     b.label_input("Moment (Square time, UTC)").send_keys("2026-10-05")
-    b.label_input("Compare with (Square time)").send_keys("2026-10-02")
+    b.label_input("Compare with (Square time, UTC)").send_keys("2026-10-02")
     search = b.label_input("Search in this moment")
     search.send_keys("banana")
     b.submit(search)
@@ -201,6 +204,43 @@ def test_health(b):
     b.screenshot("11-health")
 
 
+def paris_text(utc):
+    """What a person in Paris reads for an RFC 3339 UTC instant, computed here (not by the server)."""
+    seconds = re.sub(r"\.\d+", "", utc).replace("Z", "+00:00")  # the pages show whole seconds
+    instant = datetime.datetime.fromisoformat(seconds)
+    local = instant.astimezone(zoneinfo.ZoneInfo("Europe/Paris"))
+    offset = local.strftime("%z")
+    return local.strftime("%Y-%m-%d %H:%M:%S ") + offset[:3] + ":" + offset[3:]
+
+
+def test_time_zone(b):
+    b.open(f"/ui/{b.args.merchant}/objects/{SLICE}")
+    zone = b.label_input("Times in")
+    zone.clear()
+    zone.send_keys("Europe/Paris")
+    b.submit(zone)
+    expect("tz=Europe%2FParis" in b.path(), f"the zone is in the URL, to paste: {b.path()}")
+    times = b.driver.find_elements(By.CSS_SELECTOR, "table.timeline tbody tr:first-child time")
+    expect(len(times) == 2, "the newest version shows both clocks")
+    for shown in times:
+        expected = paris_text(shown.get_attribute("datetime"))
+        expect(shown.text == expected, f"a time in Europe/Paris: {shown.text!r}, expected {expected!r}")
+        expect(" UTC" in shown.get_attribute("title"), f"the UTC instant on hover: {shown.get_attribute('title')!r}")
+    expect(b.label_input("View as of (Square time, Europe/Paris)"), "the form reads times in the zone")
+    expect("Square time (Europe/Paris)" in b.driver.page_source, "the chart's axis is dated in the zone")
+    b.screenshot("13-object-europe-paris")
+    # The choice persists: a page opened without tz= is still in Paris (the cookie).
+    b.driver.find_element(By.LINK_TEXT, "Change log").click()
+    WebDriverWait(b.driver, 20).until(lambda d: d.current_url.endswith("/changes"))
+    first = b.driver.find_element(By.CSS_SELECTOR, "table.changelog tbody tr:first-child time")
+    expect(first.text == paris_text(first.get_attribute("datetime")), f"still in Paris: {first.text!r}")
+    b.screenshot("14-change-log-europe-paris")
+    # A pasted link with tz= shows its zone, whatever the cookie says.
+    b.open(f"/ui/{b.args.merchant}/changes?tz=UTC")
+    first = b.driver.find_element(By.CSS_SELECTOR, "table.changelog tbody tr:first-child time")
+    expect(first.text.endswith(" UTC"), f"tz=UTC in the URL shows UTC: {first.text!r}")
+
+
 def test_scope(b):
     b.open(f"/ui/{b.args.merchant}/changes")
     button = b.driver.find_element(By.XPATH, "//button[normalize-space()='Sign out']")
@@ -215,7 +255,7 @@ def test_scope(b):
 
 
 TESTS = [test_sign_in, test_keyboard, test_change_log_filters, test_object_page, test_conflicts, test_catalog_moment,
-         test_health, test_scope]
+         test_health, test_time_zone, test_scope]
 
 
 def main():

@@ -28,6 +28,9 @@ struct PagesBench: AsyncParsableCommand {
     @Flag(help: "Print the figures as one JSON object.")
     var json = false
 
+    @Flag(help: "Request each page over HTTP from the ledger server (serve's routes, a read token, the projection built), p50/p99 per page against the first size.")
+    var http = false
+
     struct Measurement: Encodable {
         var page: String
         /// Median milliseconds of the page (answer + HTML).
@@ -48,6 +51,24 @@ struct PagesBench: AsyncParsableCommand {
     func run() async throws {
         let sizes = copies.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.sorted()
         guard !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 }) else { throw ValidationError("--copies: positive numbers, comma-separated") }
+        if http {
+            let results = try await PagesHTTPBench.run(sizes: sizes, repetitions: max(repetitions, 2), sample: sample)
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                print(String(decoding: try encoder.encode(results), as: UTF8.self))
+                return
+            }
+            for size in results {
+                print("\(size.copies) cop\(size.copies == 1 ? "y" : "ies") of the sample: \(size.events) events, \(size.liveObjects) live objects, " +
+                      "\(size.changeLogRows) change log rows; import \(String(format: "%.1f", size.importSeconds)) s, projection \(String(format: "%.1f", size.projectionSeconds)) s")
+                for page in size.pages {
+                    print("  " + page.page.padding(toLength: 52, withPad: " ", startingAt: 0) +
+                          String(format: "p50 %8.1f ms   p99 %8.1f ms   p50 / sample %6.2f", page.p50Millis, page.p99Millis, page.p50OverBaseline))
+                }
+            }
+            return
+        }
         var scales: [Scale] = []
         for size in sizes {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-pages-\(getpid())-\(size)").path

@@ -178,6 +178,7 @@ struct ServeCommand: AsyncParsableCommand {
                 syncSchedule: SyncSchedule(catchUpAtStart: !noCatchUp,
                                            reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()),
                 merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get(), ioThreads: ioThreads == 0 ? nil : ioThreads)
+            settings.pageTimeZone = global.timeZoneName == nil ? nil : try global.timeZone()
 
             if let applicationID, let applicationSecretFile, !offline {
                 settings.oauth = OAuthConfiguration(application: SquareApplication(

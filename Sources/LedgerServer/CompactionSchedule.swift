@@ -8,6 +8,9 @@ public struct CompactionSchedule: Sendable, Hashable, CustomStringConvertible {
     public var hour: Int
     public var minute: Int
     public var timeZone: TimeZone
+    /// The merchants' compactions are spread evenly over this span after the start time (zero: one
+    /// after the other at once), so thousands of ledgers do not all compact in the same minutes.
+    public var window: Duration = .zero
 
     public init(hour: Int, minute: Int, timeZone: TimeZone = .current) {
         precondition((0..<24).contains(hour) && (0..<60).contains(minute), "a time of day is 00:00 to 23:59")

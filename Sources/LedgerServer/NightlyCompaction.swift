@@ -84,8 +84,15 @@ public final class NightlyCompaction: @unchecked Sendable {
 
     /// Compacts every merchant's ledger now, unless a run is in progress (then it returns
     /// `.skippedOverlap` at once). `trigger` names the cause in the log ("schedule", "manual").
+    ///
+    /// With `spreadOver`, the merchants' compactions start evenly across that span (the run waits
+    /// `spreadOver / merchants` with `sleep` before each merchant after the first); a cancelled wait
+    /// ends the run with the merchants left uncompacted, logged.
     @discardableResult
-    public func runNow(trigger: String) async -> (outcome: CompactionRunOutcome, results: [MerchantCompactionResult]) {
+    public func runNow(trigger: String, spreadOver: Duration = .zero,
+                       sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) })
+        async -> (outcome: CompactionRunOutcome, results: [MerchantCompactionResult])
+    {
         let entered = lock.withLock {
             guard !running else { return false }
             running = true
@@ -101,7 +108,17 @@ public final class NightlyCompaction: @unchecked Sendable {
         let merchantIDs = merchantIDs()
         logger.info("compaction started", metadata: ["trigger": "\(trigger)", "merchants": "\(merchantIDs.count)"])
         var results: [MerchantCompactionResult] = []
-        for id in merchantIDs {
+        let pause = merchantIDs.count > 1 && spreadOver > .zero ? spreadOver / merchantIDs.count : nil
+        for (index, id) in merchantIDs.enumerated() {
+            if let pause, index > 0 {
+                do {
+                    try await sleep(pause)
+                } catch {
+                    logger.notice("compaction run stopped before every merchant was compacted",
+                                  metadata: ["trigger": "\(trigger)", "left": "\(merchantIDs.count - index)"])
+                    break
+                }
+            }
             if let result = await withMerchant(id, compactOne) { results.append(result) }
         }
         let outcome: CompactionRunOutcome = results.contains { $0.error != nil } ? .failed : .completed
@@ -170,7 +187,7 @@ public final class NightlyCompaction: @unchecked Sendable {
                 return  // cancelled: the server is shutting down
             }
             guard !Task.isCancelled else { return }
-            await runNow(trigger: "schedule")
+            await runNow(trigger: "schedule", spreadOver: schedule.window, sleep: sleep)
         }
     }
 }

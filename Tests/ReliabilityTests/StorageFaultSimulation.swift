@@ -68,6 +68,9 @@ struct SimulationTally: Sendable, CustomStringConvertible {
 }
 
 struct StorageFaultSimulation {
+    /// The I/O threads of the pooled seeds, shared by every seed as a server's writers share them.
+    static let ioPool = LogIOPool(threads: 2, name: "simulation.io")
+
     static let directory = FilePath("/sim-ledger")
     static let silentLogger = Logger(label: "ReliabilityTests.simulation") { _ in SwiftLogNoOpLogHandler() }
 
@@ -120,6 +123,10 @@ struct StorageFaultSimulation {
         // ActiveIndexPublishTests' subject).
         options.activeIndexPublishInterval = Bool.random(using: &random) ? .zero : .seconds(3600)
         options.clock = { 1_700_000_000_000_000_000 }
+        // Odd seeds run the writer on a shared pool of I/O threads (`LogIOPool`: no thread of its own,
+        // the fdatasync inline); decided by the seed's parity, so no draw of the even seeds moves.
+        options.ioPool = seed & 1 == 1 ? Self.ioPool : nil
+        trace.append(options.ioPool == nil ? "writer threads of its own" : "pooled writer")
         let tasksMax = Int.random(in: 1...4, using: &random)
         tally.serial = tasksMax == 1
 

@@ -280,4 +280,39 @@ final class CompactionGateForTest: @unchecked Sendable {
         await loop.value
         try await service.close()
     }
+
+    @Test("with a window, the merchants' compactions start evenly across it after the scheduled time, then the next night's run waits")
+    func spreadOverAWindow() async throws {
+        let root = URL(fileURLWithPath: Scratch.path("nightly-window"))
+        defer { try? FileManager.default.removeItem(at: root) }
+        var configuration = ServerKit.configuration(root: root, merchants: ["MLWIN1", "MLWIN2", "MLWIN3"])
+        configuration.projections = false
+        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        let clock = ManualSchedulerClock(now: Self.utc("2026-11-22T12:00:00Z"))
+        final class Starts: @unchecked Sendable {
+            let lock = NSLock()
+            var at: [(String, Date)] = []
+        }
+        let starts = Starts()
+        let compaction = NightlyCompaction(merchants: service.directory.openMerchants, metrics: service.metrics, logger: Kit.logger) { merchant in
+            starts.lock.withLock { starts.at.append((merchant.merchantID.rawValue, clock.now())) }
+            return try await merchant.ledger.compact()
+        }
+        var schedule = CompactionSchedule(hour: 3, minute: 0, timeZone: TimeZone(identifier: "UTC")!)
+        schedule.window = .seconds(3 * 3600)
+        let loop = Task { await compaction.runScheduled(schedule, now: { clock.now() }, sleep: { try await clock.sleep($0) }) }
+        for expected in 1...3 {
+            #expect(await ServerKit.eventually { clock.requested.count == expected })
+            clock.release()
+        }
+        #expect(await ServerKit.eventually { clock.requested.count == 4 })
+        #expect(clock.requested == [.seconds(15 * 3600), .seconds(3600), .seconds(3600), .seconds(22 * 3600)],
+                "03:00, then a merchant each hour of the 3-hour window, then 03:00 the next night")
+        let at = starts.lock.withLock { starts.at }
+        #expect(at.map(\.0) == ["MLWIN1", "MLWIN2", "MLWIN3"])
+        #expect(at.map(\.1) == [Self.utc("2026-11-23T03:00:00Z"), Self.utc("2026-11-23T04:00:00Z"), Self.utc("2026-11-23T05:00:00Z")])
+        loop.cancel()
+        await loop.value
+        try await service.close()
+    }
 }

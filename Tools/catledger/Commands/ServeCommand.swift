@@ -68,6 +68,9 @@ struct ServeCommand: AsyncParsableCommand {
     /// --compact-at, else $CATLEDGER_COMPACT_AT.
     var compactAt: String? { compactAtOption ?? ProcessInfo.processInfo.environment["CATLEDGER_COMPACT_AT"] }
 
+    @Option(name: .customLong("compact-window"), help: ArgumentHelp("Spread the merchants' nightly compactions evenly over this span after --compact-at (e.g. 3h; 0: one after the other).", valueName: "INTERVAL"))
+    var compactWindow = "0"
+
     @Option(name: .customLong("compact-time-zone"), help: "Time zone of --compact-at (default: the system's).")
     var compactTimeZone: String?
 
@@ -128,6 +131,9 @@ struct ServeCommand: AsyncParsableCommand {
         if let metricsListen, Self.hostPort(metricsListen) == nil {
             throw ValidationError("--metrics-listen takes HOST:PORT (e.g. 127.0.0.1:9090), not \"\(metricsListen)\"")
         }
+        if case .failure(let error) = SyncSchedule.parseInterval(compactWindow) {
+            throw ValidationError("--compact-window: \(error)")
+        }
         if let compactTimeZone, TimeZone(identifier: compactTimeZone) == nil {
             throw ValidationError("--compact-time-zone \(compactTimeZone) is not a known time zone (e.g. Europe/Paris)")
         }
@@ -169,8 +175,12 @@ struct ServeCommand: AsyncParsableCommand {
                 host: host, port: port, dataRoot: global.dataDirectory, merchantIDs: configured, signatureKeys: keys,
                 notificationURL: notificationURL, square: offline ? nil : try square.configuration(),
                 syncDebounce: .milliseconds(max(0, syncDebounceMilliseconds)),
-                compactionSchedule: compactAt.flatMap { text in
-                    text.isEmpty ? nil : CompactionSchedule(parsing: text, timeZone: compactTimeZone.flatMap(TimeZone.init(identifier:)) ?? .current)
+                compactionSchedule: try compactAt.flatMap { text in
+                    guard !text.isEmpty,
+                          var schedule = CompactionSchedule(parsing: text, timeZone: compactTimeZone.flatMap(TimeZone.init(identifier:)) ?? .current)
+                    else { return nil }
+                    schedule.window = try SyncSchedule.parseInterval(compactWindow).get() ?? .zero
+                    return schedule
                 },
                 compactionOptions: LedgerCompactionOptions(highCompression: compactHighCompression, retainSpanNanoseconds: retainSpan,
                                                            dropPriceHistory: compactDropPriceHistory, lowPriority: true),

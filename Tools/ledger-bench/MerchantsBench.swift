@@ -117,7 +117,8 @@ struct MerchantsBench: ParsableCommand {
             "startup_under_5s": many.startupSeconds < 5,
             "threads_at_most_64": many.underLoad.threads <= 64,
             "idle_under_100kb_per_merchant": perMerchantKB < 100,
-            "idle_zero_threads_per_merchant": many.idle.threads <= one.idle.threads,  // pools exist before both
+            // The pools exist before both runs; a thread per idle merchant would show as 1.
+            "idle_zero_threads_per_merchant": perMerchantThreads < 0.001,
             "p99_under_20ms": many.p99Milliseconds < 20,
             "every_delivery_accepted": many.accepted == many.deliveries && one.accepted == one.deliveries,
         ]
@@ -194,7 +195,8 @@ struct MerchantsBench: ParsableCommand {
                 if index == total * 9 / 10 { underLoad = ProcessFigures.now() }
                 let merchant = ids[index % active]
                 group.addTask {
-                    let status = try await deliver(merchant, "\(prefix)-\(index)")
+                    // A delivery that fails or times out counts as not accepted (the figures say how many).
+                    let status = try? await deliver(merchant, "\(prefix)-\(index)")
                     return status == 200 ? seconds(ContinuousClock.now - scheduled) * 1000 : nil
                 }
             }

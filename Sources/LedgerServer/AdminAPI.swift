@@ -101,7 +101,7 @@ enum AdminAPI {
 
     static func one(_ service: LedgerService, _ id: String) throws -> MerchantAnswer {
         let record = try openRegistry(service, create: false)?.record(id)
-        let status = service.directory.statuses().first { $0.merchantID.rawValue == id }
+        let status = service.directory.status(of: MerchantID(id))
         return merchant(service, id, record: record, status: status)
     }
 

@@ -65,8 +65,8 @@ public final class MerchantDirectory: @unchecked Sendable {
     private var slots: [MerchantID: Slot] = [:]
     private var closing: [MerchantID: Task<Void, Never>] = [:]
     private var following = false
+    /// The registry's change counter at the supervisor's last look (only the supervisor reads it).
     private var registryVersion: Int?
-    private var registry: MerchantRegistry?
 
     init(opener: MerchantOpener, idleClose: Duration?, logger: Logger) {
         self.opener = opener
@@ -128,11 +128,8 @@ public final class MerchantDirectory: @unchecked Sendable {
     /// look. Cheap: one `PRAGMA data_version` when nothing changed.
     func reloadIfRegistryChanged() async {
         do {
-            if registry == nil {
-                registry = try MerchantRegistry.open(dataRoot: configuration.dataRoot, create: false)
-                guard registry != nil else { return }
-            }
-            let version = try registry?.changeCounter()
+            guard let registry = try opener.registry() else { return }
+            let version = try registry.changeCounter()
             guard version != registryVersion else { return }
             registryVersion = version
             try await reload()
@@ -160,6 +157,15 @@ public final class MerchantDirectory: @unchecked Sendable {
                 return Status(merchantID: id, configured: known[id]?.configured ?? false, open: slot?.merchant != nil,
                               leases: slot?.leases ?? 0)
             }
+        }
+    }
+
+    /// One served merchant's serving state; nil when it is not served.
+    public func status(of id: MerchantID) -> Status? {
+        lock.withLock {
+            guard let entry = known[id] else { return nil }
+            let slot = slots[id]
+            return Status(merchantID: id, configured: entry.configured, open: slot?.merchant != nil, leases: slot?.leases ?? 0)
         }
     }
 

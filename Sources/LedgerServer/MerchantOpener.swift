@@ -19,6 +19,9 @@ struct MerchantOpener: Sendable {
     let sharedClient: SquareCatalogClient?
     /// OAuth merchants' tokens are refreshed through the server's Square app and sealed back (nil: no app).
     let keeper: OAuthTokenKeeper?
+    /// The data root's registry: one connection for the opens, the subscription lookups and the
+    /// supervisor's polling of its changes.
+    private let registryConnection: RegistryConnection
 
     init(configuration: LedgerServerConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
@@ -28,12 +31,13 @@ struct MerchantOpener: Sendable {
             LedgerService.squareClient($0, configuration: configuration, metrics: metrics, logger: logger)
         }
         keeper = LedgerService.oauthTokenKeeper(configuration: configuration, metrics: metrics, logger: logger)
+        registryConnection = RegistryConnection(dataRoot: configuration.dataRoot)
     }
 
-    /// The registry of the data root, when it has one.
-    private func registry() throws -> MerchantRegistry? {
+    /// The registry of the data root, when it has one (opened on the first look that finds it, then kept).
+    func registry() throws -> MerchantRegistry? {
         do {
-            return try MerchantRegistry.open(dataRoot: configuration.dataRoot, create: false)
+            return try registryConnection.registry()
         } catch let error as RegistryError {
             throw EditError(.invalidRequest, error.description, location: "merchant registry")
         }
@@ -116,5 +120,22 @@ struct MerchantOpener: Sendable {
         let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger)
         return MerchantLedger(merchantID: merchantID, ledger: ledger, syncer: syncer, syncRunner: runner, editor: editor,
                               projection: projection, health: health)
+    }
+}
+
+/// The data root's merchant registry, opened once: on the first look that finds the file (a data
+/// root may get its registry while the server runs), then shared. Thread-safety: `lock` guards it.
+final class RegistryConnection: @unchecked Sendable {
+    private let dataRoot: String
+    private let lock = NSLock()
+    private var opened: MerchantRegistry?
+
+    init(dataRoot: String) { self.dataRoot = dataRoot }
+
+    func registry() throws -> MerchantRegistry? {
+        try lock.withLock {
+            if opened == nil { opened = try MerchantRegistry.open(dataRoot: dataRoot, create: false) }
+            return opened
+        }
     }
 }

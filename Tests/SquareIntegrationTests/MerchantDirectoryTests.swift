@@ -17,9 +17,21 @@ import Testing
 @Suite struct MerchantDirectoryTests {
     typealias Kit = IngestKit
 
-    /// The server's supervisor (followers, idle close, registry changes) without the listeners.
-    static func supervise(_ service: LedgerService) -> Task<Void, any Error> {
-        Task { try await MerchantSupervisor(directory: service.directory, tick: .milliseconds(20), logger: Kit.logger).run() }
+    /// Runs `body` while the server's supervisor (followers, idle close, registry changes) runs without
+    /// the listeners; then stops the supervisor and closes the service, also when `body` throws.
+    static func supervised(_ service: LedgerService, tick: Duration = .milliseconds(20),
+                           _ body: () async throws -> Void) async throws {
+        let supervisor = Task { try await MerchantSupervisor(directory: service.directory, tick: tick, logger: Kit.logger).run() }
+        do {
+            try await body()
+        } catch {
+            supervisor.cancel()
+            try? await service.close()
+            throw error
+        }
+        supervisor.cancel()
+        try await supervisor.value
+        try await service.close()
     }
 
     static func deliver(_ client: any TestClientProtocol, merchant: String, eventID: String) async throws -> HTTPResponse.Status {
@@ -45,8 +57,7 @@ import Testing
         configuration.merchantIdleClose = .milliseconds(200)
         configuration.ioThreads = 2
         let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
-        let supervisor = Self.supervise(service)
-        do {
+        try await Self.supervised(service) {
             let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
             try await app.test(.router) { client in
                 #expect(try await Self.deliver(client, merchant: "MLLATE", eventID: "late-0") == .notFound, "not served yet")
@@ -72,14 +83,7 @@ import Testing
                 #expect(try await Self.deliver(client, merchant: "MLLATE", eventID: "late-3") == .notFound)
                 #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("MLLATE/log").path))
             }
-        } catch {
-            supervisor.cancel()
-            try? await service.close()
-            throw error
         }
-        supervisor.cancel()
-        try await supervisor.value
-        try await service.close()
         let report = LogVerifier.verify(directory: LedgerLayout(root: root.appendingPathComponent("MLLATE").path).logDirectory)
         #expect(report.isClean && report.recordsChecked == 2, "\(report.problems)")
     }
@@ -190,11 +194,8 @@ import Testing
         configuration.merchantIdleClose = .milliseconds(1)
         configuration.ioThreads = 2
         let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
-        let supervisor = Task {
-            try await MerchantSupervisor(directory: service.directory, tick: .milliseconds(1), logger: Kit.logger).run()
-        }
         let perMerchant = 40
-        do {
+        try await Self.supervised(service, tick: .milliseconds(1)) {
             let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
             try await app.test(.router) { client in
                 try await withThrowingTaskGroup(of: [HTTPResponse.Status].self) { group in
@@ -216,13 +217,6 @@ import Testing
             for merchant in merchants {
                 #expect(try await Self.webhookCount(service, merchant) == perMerchant)
             }
-        } catch {
-            supervisor.cancel()
-            try? await service.close()
-            throw error
         }
-        supervisor.cancel()
-        try await supervisor.value
-        try await service.close()
     }
 }

@@ -177,7 +177,6 @@ extension OAuthServerTests {
         configuration.merchantIdleClose = .milliseconds(200)
         let log = CapturedLog()
         let service = try await LedgerService.open(configuration: configuration, logger: log.logger)
-        let supervisor = MerchantDirectoryTests.supervise(service)
         let app = Application(router: LedgerServer.router(service: service, logger: log.logger))
         let admin = try ServerKit.adminToken(root: root)
         let registry = try #require(try MerchantRegistry.open(dataRoot: root.path, create: true))
@@ -189,7 +188,7 @@ extension OAuthServerTests {
             }
             #expect(done == true, "\(seller) is served")
         }
-        do {
+        try await MerchantDirectoryTests.supervised(service) {
             try await app.test(.router) { (client: any TestClientProtocol) async throws in
                 // 1. Both sellers consent; each callback seals its tokens and the merchant is served at once.
                 for seller in [sellerA, sellerB] {
@@ -259,14 +258,7 @@ extension OAuthServerTests {
                 }
                 #expect(revocations == 1, "the revocation webhook is recorded in B's ledger")
             }
-        } catch {
-            supervisor.cancel()
-            try? await service.close()
-            throw error
         }
-        supervisor.cancel()
-        try await supervisor.value
-        try await service.close()
         // Verifiable: every batch of both logs checks (CRC, hash chain).
         for seller in [sellerA, sellerB] {
             let report = LogVerifier.verify(directory: LedgerLayout(root: root.appendingPathComponent(seller).path).logDirectory)

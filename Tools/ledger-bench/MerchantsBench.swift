@@ -38,8 +38,9 @@ struct MerchantsBench: ParsableCommand {
     @Option(name: .customLong("seconds"), help: "Seconds of the delivery phase.")
     var phaseSeconds = 20
 
-    static let notificationURL = "https://bench.example.com/webhooks/square"
-    static let signatureKey = "bench-signature-key"
+    /// The subscription of `ledger-bench webhooks`, whose signed deliveries this benchmark sends too.
+    static let notificationURL = WebhookBench.notificationURL
+    static let signatureKey = WebhookBench.signatureKey
 
     /// The process's threads, resident memory and open files (Linux /proc).
     struct ProcessFigures: Encodable {
@@ -162,23 +163,16 @@ struct MerchantsBench: ParsableCommand {
         let idle = ProcessFigures.now()
 
         let transport = HTTPClientTransport(baseURL: server.baseURL)
-        let prefix = UUID().uuidString.lowercased()
-        @Sendable func deliver(_ merchant: String, _ eventID: String) async throws -> Int {
-            let body = SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
-                merchantID: merchant, eventID: eventID,
-                createdAt: "2026-01-05T09:00:00.000000001Z", catalogUpdatedAt: "2026-01-05T09:00:00.000Z"))
-            let signature = WebhookSignature.sign(body: body, notificationURL: Self.notificationURL, signatureKey: Self.signatureKey)
-            return try await transport.send(SquareHTTPRequest(
-                method: .post, path: "/webhooks/square",
-                headers: [WebhookSignature.headerName: signature, "content-type": "application/json"], body: body),
-                timeout: .seconds(60)).status
+        let deliveries = WebhookBench.Deliveries()
+        @Sendable func deliver(_ merchant: String) async throws -> Int {
+            try await WebhookBench.send(transport, deliveries, merchant: merchant, timeout: .seconds(60))
         }
         // Warm-up: each active merchant's first delivery opens (and here creates) its ledger.
         let warmStart = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, merchant) in ids.prefix(active).enumerated() {
                 if index >= 16 { try await group.next() }
-                group.addTask { _ = try await deliver(merchant, "\(prefix)-warm-\(index)") }
+                group.addTask { _ = try await deliver(merchant) }
             }
             try await group.waitForAll()
         }
@@ -196,7 +190,7 @@ struct MerchantsBench: ParsableCommand {
                 let merchant = ids[index % active]
                 group.addTask {
                     // A delivery that fails or times out counts as not accepted (the figures say how many).
-                    let status = try? await deliver(merchant, "\(prefix)-\(index)")
+                    let status = try? await deliver(merchant)
                     return status == 200 ? seconds(ContinuousClock.now - scheduled) * 1000 : nil
                 }
             }

@@ -54,13 +54,13 @@ struct WebhookBench: ParsableCommand {
         private var next = 0
         let prefix = UUID().uuidString.lowercased()
 
-        func make() -> (body: [UInt8], signature: String) {
+        func make(merchant: String = WebhookBench.merchant) -> (body: [UInt8], signature: String) {
             let number = lock.withLock { () -> Int in
                 next += 1
                 return next
             }
             let body = SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
-                merchantID: WebhookBench.merchant, eventID: "\(prefix)-\(number)",
+                merchantID: merchant, eventID: "\(prefix)-\(number)",
                 createdAt: "2026-01-05T09:00:00.000000001Z", catalogUpdatedAt: "2026-01-05T09:00:00.000Z"))
             return (body, WebhookSignature.sign(body: body, notificationURL: WebhookBench.notificationURL,
                                                 signatureKey: WebhookBench.signatureKey))
@@ -156,12 +156,14 @@ struct WebhookBench: ParsableCommand {
         return (port, task)
     }
 
-    static func send(_ transport: HTTPClientTransport, _ deliveries: Deliveries) async throws -> Int {
-        let (body, signature) = deliveries.make()
+    /// One signed delivery for `merchant`; returns the HTTP status.
+    static func send(_ transport: HTTPClientTransport, _ deliveries: Deliveries, merchant: String = WebhookBench.merchant,
+                     timeout: Duration = .seconds(10)) async throws -> Int {
+        let (body, signature) = deliveries.make(merchant: merchant)
         let response = try await transport.send(SquareHTTPRequest(
             method: .post, path: "/webhooks/square",
             headers: [WebhookSignature.headerName: signature, "content-type": "application/json"], body: body),
-            timeout: .seconds(10))
+            timeout: timeout)
         return response.status
     }
 

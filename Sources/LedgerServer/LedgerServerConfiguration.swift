@@ -74,6 +74,9 @@ public struct LedgerServerConfiguration: Sendable {
     /// `GET /oauth/callback`, their tokens refreshed. nil: those routes answer 404 `oauth_not_configured`.
     /// Needs `square` (its environment is where sellers authorize).
     public var oauth: OAuthConfiguration? = nil
+    /// The pace of each seller's Square calls (`serve --square-rate`): a seller's calls wait their
+    /// turn, and a 429 holds back that seller's calls only. nil: calls go at once.
+    public var squarePacing: SellerRateLimiter.Policy? = .default
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,

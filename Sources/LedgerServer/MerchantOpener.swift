@@ -22,13 +22,18 @@ struct MerchantOpener: Sendable {
     /// The data root's registry: one connection for the opens, the subscription lookups and the
     /// supervisor's polling of its changes.
     private let registryConnection: RegistryConnection
+    /// Each seller's pace, kept across its ledger's closes and opens (a 429's hold outlives an idle close).
+    let pacing: SellerPacing
 
     init(configuration: LedgerServerConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
         self.metrics = metrics
         self.logger = logger
+        let pacing = SellerPacing(policy: configuration.squarePacing)
+        self.pacing = pacing
         sharedClient = configuration.square.map {
-            LedgerService.squareClient($0, configuration: configuration, metrics: metrics, logger: logger)
+            LedgerService.squareClient($0, configuration: configuration, metrics: metrics, logger: logger,
+                                       pacing: pacing.sharedToken)
         }
         keeper = LedgerService.oauthTokenKeeper(configuration: configuration, metrics: metrics, logger: logger)
         registryConnection = RegistryConnection(dataRoot: configuration.dataRoot)
@@ -89,7 +94,7 @@ struct MerchantOpener: Sendable {
                 let tokens = credentials.refreshToken == nil ? nil
                     : keeper?.tokenSource(merchantID: id, credentials: credentials, logger: merchantLogger)
                 return LedgerService.squareClient(own, configuration: configuration, metrics: metrics, logger: logger,
-                                                  tokens: tokens)
+                                                  tokens: tokens, pacing: pacing.seller(id))
             }
         } ?? sharedClient
         let syncer = client.map {
@@ -136,6 +141,33 @@ final class RegistryConnection: @unchecked Sendable {
         try lock.withLock {
             if opened == nil { opened = try MerchantRegistry.open(dataRoot: dataRoot, create: false) }
             return opened
+        }
+    }
+}
+
+/// The pace of every seller the server calls Square for: one `SellerRateLimiter` per merchant with
+/// credentials of its own (its own OAuth token: Square limits each seller on its own), and one for the
+/// server's shared token. Thread-safety: the map is guarded by `lock`.
+final class SellerPacing: @unchecked Sendable {
+    let policy: SellerRateLimiter.Policy?
+    /// The pace of the calls made with the server's own token (nil: unpaced).
+    let sharedToken: SellerRateLimiter?
+    private let lock = NSLock()
+    private var sellers: [String: SellerRateLimiter] = [:]
+
+    init(policy: SellerRateLimiter.Policy?) {
+        self.policy = policy
+        sharedToken = policy.map { SellerRateLimiter(policy: $0) }
+    }
+
+    /// The limiter of merchant `id` (made on first use), or nil when calls are unpaced.
+    func seller(_ id: String) -> SellerRateLimiter? {
+        guard let policy else { return nil }
+        return lock.withLock {
+            if let limiter = sellers[id] { return limiter }
+            let limiter = SellerRateLimiter(policy: policy)
+            sellers[id] = limiter
+            return limiter
         }
     }
 }

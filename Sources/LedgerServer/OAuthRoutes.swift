@@ -51,12 +51,14 @@ extension LedgerService {
     }
 
     static func squareClient(_ square: SquareClientConfiguration, configuration: LedgerServerConfiguration,
-                             metrics: ServerMetrics, logger: Logger, tokens: (any SquareTokenSource)? = nil) -> SquareCatalogClient {
+                             metrics: ServerMetrics, logger: Logger, tokens: (any SquareTokenSource)? = nil,
+                             pacing: SellerRateLimiter? = nil) -> SquareCatalogClient {
         if let transport = configuration.squareTransport {
             return SquareCatalogClient(configuration: square, transport: transport, logger: logger,
-                                       metrics: metrics.squareClientMetrics, tokens: tokens)
+                                       metrics: metrics.squareClientMetrics, tokens: tokens, pacing: pacing)
         }
-        return SquareCatalogClient(configuration: square, logger: logger, metrics: metrics.squareClientMetrics, tokens: tokens)
+        return SquareCatalogClient(configuration: square, logger: logger, metrics: metrics.squareClientMetrics, tokens: tokens,
+                                   pacing: pacing)
     }
 
     /// Where OAuth merchants' tokens are refreshed and sealed; nil without an OAuth app or Square.

@@ -21,12 +21,16 @@ public struct SquareCatalogClient: Sendable {
     public let metrics: SquareClientMetrics
     /// The bearer token of each call: `configuration.accessToken` unless a source was given.
     public let tokens: any SquareTokenSource
+    /// The pace of this seller's calls (every attempt waits its turn; a 429 holds them all), or nil
+    /// to send at once.
+    public let pacing: SellerRateLimiter?
 
     /// `unitRandom` returns a value in [0, 1) for backoff jitter; inject a seeded one in tests.
     public init(
         configuration: SquareClientConfiguration, transport: any SquareTransport, logger: Logger,
         unitRandom: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
-        metrics: SquareClientMetrics = SquareClientMetrics(), tokens: (any SquareTokenSource)? = nil
+        metrics: SquareClientMetrics = SquareClientMetrics(), tokens: (any SquareTokenSource)? = nil,
+        pacing: SellerRateLimiter? = nil
     ) {
         self.configuration = configuration
         self.transport = transport
@@ -34,15 +38,16 @@ public struct SquareCatalogClient: Sendable {
         self.unitRandom = unitRandom
         self.metrics = metrics
         self.tokens = tokens ?? FixedSquareToken(configuration.accessToken)
+        self.pacing = pacing
     }
 
     /// A client over AsyncHTTPClient for the configured environment.
     public init(configuration: SquareClientConfiguration, logger: Logger, metrics: SquareClientMetrics = SquareClientMetrics(),
-                tokens: (any SquareTokenSource)? = nil) {
+                tokens: (any SquareTokenSource)? = nil, pacing: SellerRateLimiter? = nil) {
         self.init(
             configuration: configuration,
             transport: HTTPClientTransport(baseURL: configuration.environment.baseURL),
-            logger: logger, metrics: metrics, tokens: tokens)
+            logger: logger, metrics: metrics, tokens: tokens, pacing: pacing)
     }
 
     /// Sends a request with retries and returns the body of a 2xx response.
@@ -77,6 +82,13 @@ public struct SquareCatalogClient: Sendable {
             attempt += 1
             let failure: SquareAPIError
             var retryAfterSeconds: Double?
+            if let pacing {
+                let wait = pacing.reserve()
+                if wait > .zero {
+                    metrics.paced(endpoint, wait: wait)
+                    try await Task.sleep(for: wait)
+                }
+            }
             let started = ContinuousClock.now
             do {
                 let response = try await transport.send(request, timeout: configuration.requestTimeout)
@@ -95,12 +107,17 @@ public struct SquareCatalogClient: Sendable {
                     kind: .transport, message: "no response: \(error)", location: location, attempts: attempt)
             }
             metrics.failed(endpoint, code: failure.code?.rawValue ?? failure.httpStatus.map { "HTTP_\($0)" } ?? "NO_RESPONSE")
+            let delay = configuration.retryPolicy.delay(
+                beforeRetry: attempt - 1, unitRandom: unitRandom(), retryAfterSeconds: retryAfterSeconds)
+            // Square is holding this seller back: its other calls wait out the same backoff (at least
+            // its Retry-After), whether or not this call tries again.
+            if failure.httpStatus == 429 {
+                pacing?.hold(for: max(delay, retryAfterSeconds.map { .milliseconds(Int64($0 * 1000)) } ?? configuration.retryPolicy.initialDelay))
+            }
             guard failure.isRetryable, attempt < configuration.retryPolicy.attemptsMax else {
                 throw failure
             }
             metrics.retried(endpoint)
-            let delay = configuration.retryPolicy.delay(
-                beforeRetry: attempt - 1, unitRandom: unitRandom(), retryAfterSeconds: retryAfterSeconds)
             logger.info(
                 "square request will be retried",
                 metadata: [

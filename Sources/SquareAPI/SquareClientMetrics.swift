@@ -18,6 +18,9 @@ public struct SquareClientMetrics: Sendable {
     /// Failed attempts by error code: Square's first error code, else `HTTP_<status>`, or `NO_RESPONSE`.
     public static let errorsName = "catledger_square_errors_total"
 
+    /// Time calls waited for their seller's turn (`SellerRateLimiter`: the pace, or a 429's backoff).
+    public static let pacedName = "catledger_square_paced_seconds"
+
     let factory: any MetricsFactory
 
     public init(factory: any MetricsFactory = MetricsSystem.factory) {
@@ -45,6 +48,12 @@ public struct SquareClientMetrics: Sendable {
 
     func failed(_ endpoint: String, code: String) {
         Counter(label: Self.errorsName, dimensions: [("endpoint", endpoint), ("code", code)], factory: factory).increment()
+    }
+
+    func paced(_ endpoint: String, wait: Duration) {
+        let (seconds, attoseconds) = wait.components
+        Timer(label: Self.pacedName, dimensions: [("endpoint", endpoint)], factory: factory)
+            .recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
     }
 
     func retried(_ endpoint: String) {

@@ -98,6 +98,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("io-threads"), help: ArgumentHelp("Shared I/O threads the merchants' ledgers commit on, so an open ledger owns no thread (0: each open ledger has threads of its own, faster for one busy merchant).", valueName: "N"))
     var ioThreads = 8
 
+    @Option(name: .customLong("square-rate"), help: ArgumentHelp("Square calls a second per seller, in bursts of twice that; after a 429 all of that seller's calls wait out the backoff, and no other seller's do (0: no pacing).", valueName: "N"))
+    var squareRate: Double = SellerRateLimiter.Policy.default.rate
+
     @Option(name: .customLong("auth-failures-max"), help: ArgumentHelp("Failed authentications one client address may make within a minute before it is refused 429.", valueName: "N"))
     var authFailuresMax = 20
 
@@ -121,6 +124,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if ioThreads < 0 {
             throw ValidationError("--io-threads takes 0 or more")
+        }
+        if !(squareRate >= 0) || squareRate > 10_000 {
+            throw ValidationError("--square-rate takes calls a second from 0 (no pacing) to 10000, such as 10 or 2.5")
         }
         if authFailuresMax < 1 {
             throw ValidationError("--auth-failures-max must be at least 1")
@@ -189,6 +195,8 @@ struct ServeCommand: AsyncParsableCommand {
                                            reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()),
                 merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get(), ioThreads: ioThreads == 0 ? nil : ioThreads)
             settings.pageTimeZone = global.timeZoneName == nil ? nil : try global.timeZone()
+            settings.squarePacing = squareRate == 0 ? nil
+                : SellerRateLimiter.Policy(rate: squareRate, burst: max(1, Int((squareRate * 2).rounded(.up))))
 
             if let applicationID, let applicationSecretFile, !offline {
                 settings.oauth = OAuthConfiguration(application: SquareApplication(

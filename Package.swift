@@ -196,11 +196,21 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // The webhook inbox of a data root (inbox.sqlite): deliveries durable before Square is
+        // answered, group-committed across merchants, drained into the ledgers by LedgerServer.
+        .target(
+            name: "WebhookInbox",
+            dependencies: [
+                "CatalogModel",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         .target(
             name: "LedgerServer",
             dependencies: [
                 "BoundedJSON",
                 "MerchantRegistry",
+                "WebhookInbox",
                 "CatalogIngest",
                 "CatalogLedger",
                 "CatalogModel",
@@ -314,6 +324,7 @@ let package = Package(
             dependencies: [
                 "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "SquareWire", "CatalogLedger",
                 "CatalogProjections", "LedgerQueries", "LedgerStorage", "LedgerStorageTesting", "MerchantRegistry", "TestSupport",
+                "WebhookInbox",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

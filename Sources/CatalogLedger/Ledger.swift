@@ -154,6 +154,18 @@ public final class Ledger: @unchecked Sendable {
     /// `recordedAt` overrides the ledger clock, for importing a recorded history with the times it was
     /// first learned; the log still never lets ledger time go backwards (an earlier time is clamped up).
     public func append(_ events: [PendingEvent], recordedAt: Int64? = nil) async throws -> [AppendOutcome] {
+        try await append(events, times: recordedAt.map { time in events.map { _ in time } })
+    }
+
+    /// Appends as `append(_:recordedAt:)`, each event with its own ledger time (`recordedAt[i]` for
+    /// `events[i]`, clamped up as ever): deliveries drained from the webhook inbox keep the times
+    /// they were accepted.
+    public func append(_ events: [PendingEvent], recordedAt times: [Int64]) async throws -> [AppendOutcome] {
+        precondition(times.count == events.count, "one time per event")
+        return try await append(events, times: times)
+    }
+
+    private func append(_ events: [PendingEvent], times: [Int64]?) async throws -> [AppendOutcome] {
         let digests = events.map { DedupeDigest(key: $0.dedupeKey) }
         var outcomes = [AppendOutcome?](repeating: nil, count: events.count)
         var toWrite: [Int] = []
@@ -173,8 +185,8 @@ public final class Ledger: @unchecked Sendable {
             }
         }
         if !toWrite.isEmpty {
-            let now = recordedAt ?? options.storage.clock()
-            let records = toWrite.map { LogRecord(ledgerTime: now, payload: EventCodec.encode(events[$0])) }
+            let now = times == nil ? options.storage.clock() : 0
+            let records = toWrite.map { LogRecord(ledgerTime: times?[$0] ?? now, payload: EventCodec.encode(events[$0])) }
             let appended: [AppendedRecord]
             do {
                 appended = try await writer.append(records)

@@ -77,6 +77,12 @@ public struct LedgerServerConfiguration: Sendable {
     /// The pace of each seller's Square calls (`serve --square-rate`): a seller's calls wait their
     /// turn, and a 429 holds back that seller's calls only. nil: calls go at once.
     public var squarePacing: SellerRateLimiter.Policy? = .default
+    /// Answer a webhook once it is durable in the data root's inbox (`inbox.sqlite`, one group-commit
+    /// for every merchant), and drain the deliveries into the ledgers behind (`serve --webhook-inbox`).
+    /// false: answer once the delivery is durable in its merchant's ledger, with its sequence.
+    public var webhookInbox = false
+    /// The most deliveries the inbox drain appends to one merchant's ledger in one batch.
+    public var inboxDrainBatchMax = 256
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,
@@ -87,7 +93,8 @@ public struct LedgerServerConfiguration: Sendable {
                 projectionReadWait: Duration = .seconds(5), compactionSchedule: CompactionSchedule? = nil, compactionOptions: LedgerCompactionOptions = LedgerCompactionOptions(lowPriority: true),
                 insecureNoAuth: Bool = false, authFailuresMax: Int = 20, authFailureWindow: Duration = .seconds(60),
                 metricsListen: (host: String, port: Int)? = nil, syncSchedule: SyncSchedule = SyncSchedule(),
-                clock: ServerClock = .system, merchantIdleClose: Duration? = .seconds(600), ioThreads: Int? = nil) {
+                clock: ServerClock = .system, merchantIdleClose: Duration? = .seconds(600), ioThreads: Int? = nil,
+                webhookInbox: Bool = false) {
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
         precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host
@@ -118,5 +125,6 @@ public struct LedgerServerConfiguration: Sendable {
         self.merchantIdleClose = merchantIdleClose
         precondition(ioThreads.map { $0 >= 1 } ?? true, "an I/O pool needs a thread")
         self.ioThreads = ioThreads
+        self.webhookInbox = webhookInbox
     }
 }

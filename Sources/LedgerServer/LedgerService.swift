@@ -8,6 +8,7 @@ import MerchantRegistry
 import Prometheus
 import ServiceLifecycle
 import SquareAPI
+import WebhookInbox
 
 /// The server's state without its sockets: the merchants it serves (`directory`: each merchant's
 /// ledger under `dataRoot/<merchant_id>`, opened on first use and closed when idle), plus metrics.
@@ -25,6 +26,8 @@ public final class LedgerService: Sendable {
     public let tokens: APITokenStore
     /// Failed authentications per client address.
     public let authFailures: AuthFailureLimiter
+    /// With `configuration.webhookInbox`: the data root's webhook inbox and its drain into the ledgers.
+    let inboxDrain: InboxDrain?
     let logger: Logger
 
     /// Reads the merchants to serve (those configured, then the registry's active ones) and opens
@@ -55,16 +58,49 @@ public final class LedgerService: Sendable {
         compactionLogger[metadataKey: "task"] = "compaction"
         let compaction = NightlyCompaction(directory: directory, metrics: metrics, logger: compactionLogger,
                                            options: configuration.compactionOptions)
-        return LedgerService(configuration: configuration, metrics: metrics, directory: directory, compaction: compaction,
-                             logger: logger)
+        var drain: InboxDrain?
+        let owner = WeakService()
+        if configuration.webhookInbox {
+            let inbox: LocalDeliveryInbox
+            do {
+                inbox = try LocalDeliveryInbox.open(dataRoot: configuration.dataRoot)
+            } catch {
+                await directory.closeAll()
+                throw EditError(.invalidRequest, "\(error)", location: "webhook inbox")
+            }
+            var drainLogger = logger
+            drainLogger[metadataKey: "task"] = "inbox-drain"
+            let made = InboxDrain(inbox: inbox, metrics: metrics, logger: drainLogger,
+                                  batchMax: max(1, configuration.inboxDrainBatchMax)) { merchantID, deliveries in
+                guard let service = owner.service else { throw InboxError("the server is stopping") }
+                return try await service.withMerchant(merchantID) { merchant in
+                    try await WebhookReceiver(service: service, logger: service.logger).recordDrained(deliveries, in: merchant)
+                    return true
+                }
+            }
+            inbox.onAccepted = { [weak made] deliveries in made?.accepted(deliveries) }
+            drain = made
+        }
+        let service = LedgerService(configuration: configuration, metrics: metrics, directory: directory, compaction: compaction,
+                                    inboxDrain: drain, logger: logger)
+        owner.service = service
+        // What a previous run accepted and did not drain.
+        try await drain?.drainPending()
+        return service
+    }
+
+    /// The service, for the inbox drain's closure, without keeping it alive.
+    private final class WeakService: @unchecked Sendable {
+        weak var service: LedgerService?
     }
 
     private init(configuration: LedgerServerConfiguration, metrics: ServerMetrics,
-                 directory: MerchantDirectory, compaction: NightlyCompaction, logger: Logger) {
+                 directory: MerchantDirectory, compaction: NightlyCompaction, inboxDrain: InboxDrain?, logger: Logger) {
         self.configuration = configuration
         self.metrics = metrics
         self.directory = directory
         self.compaction = compaction
+        self.inboxDrain = inboxDrain
         self.logger = logger
         tokens = APITokenStore(dataRoot: configuration.dataRoot)
         authFailures = AuthFailureLimiter(failuresMax: configuration.authFailuresMax, window: configuration.authFailureWindow)
@@ -144,7 +180,21 @@ public final class LedgerService: Sendable {
     /// Lets the sync runners finish (a scheduled run still runs), then closes every ledger. Called
     /// after the service group has stopped (the followers and the compaction schedule with it).
     public func close() async throws {
+        // The drains in progress finish first; what is still pending in the inbox drains on the next start.
+        await inboxDrain?.stop()
         await directory.closeAll()
+        (inboxDrain?.inbox as? LocalDeliveryInbox)?.close()
+    }
+
+    /// With the webhook inbox: waits until the deliveries accepted so far are in their ledgers (a
+    /// merchant no longer served keeps its deliveries pending). Without it, returns at once.
+    public func inboxDrained() async {
+        await inboxDrain?.idle()
+    }
+
+    /// With the webhook inbox: the deliveries accepted and not yet drained into a ledger; nil without one.
+    public func inboxPending() async throws -> Int? {
+        try await inboxDrain?.inbox.pendingCount()
     }
 
     /// Metrics in the Prometheus text format. Per served merchant: its staleness (the age of its last

@@ -32,6 +32,14 @@ public enum RequestAdmission {
     public struct Webhook: Sendable {
         public var notification: WebhookNotification
         public var event: PendingEvent
+        /// The delivery headers kept with the event (`keptWebhookHeaders` that were sent).
+        public var keptHeaders: [HTTPHeader]
+    }
+
+    /// The event of a delivery whose signature verified: at once, or when drained from the webhook inbox.
+    public static func webhookEvent(_ notification: WebhookNotification, body: [UInt8], keptHeaders: [HTTPHeader]) -> PendingEvent {
+        EventBuilder.webhookEvent(notification, body: body, headers: keptHeaders, signatureVerdict: .valid,
+                                  correlationID: "webhook:\(notification.eventID)")
     }
 
     /// Delivery headers worth keeping with the event.
@@ -60,9 +68,8 @@ public enum RequestAdmission {
             // Read once: the notification routes the delivery and names the event.
             let notification = try WebhookNotification(body: body)
             let kept = keptWebhookHeaders.compactMap { name in headers[name].map { HTTPHeader(name: name, value: $0) } }
-            let event = EventBuilder.webhookEvent(notification, body: body, headers: kept, signatureVerdict: .valid,
-                                                  correlationID: "webhook:\(notification.eventID)")
-            return .success(Webhook(notification: notification, event: event))
+            return .success(Webhook(notification: notification, event: webhookEvent(notification, body: body, keptHeaders: kept),
+                                    keptHeaders: kept))
         } catch {
             // The reason in the project's words (which field), never a Swift error's text.
             let reason = (error as? SquareWireError).map { "\($0.message) (\($0.location))" } ?? BoundedJSON.describe(error)

@@ -30,6 +30,9 @@ public final class ServerMetrics: Sendable {
     /// Durable append latency as callers see it (group commit and fsync included).
     public let appendDuration: DurationHistogram
     public let syncDuration: DurationHistogram
+    /// With the webhook inbox (`serve --webhook-inbox`): from a delivery's accept to its durable
+    /// append to the merchant's ledger.
+    public let inboxLag: DurationHistogram
 
     static let appendPaths = ["webhook", "sync", "edit", "report"]
 
@@ -53,6 +56,10 @@ public final class ServerMetrics: Sendable {
             descriptor: .named("catledger_append_duration_seconds", help: "Durable append latency (group commit and fsync included)"),
             buckets: [.microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
                       .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .seconds(1)])
+        inboxLag = registry.makeDurationHistogram(
+            descriptor: .named("catledger_inbox_lag_seconds", help: "Webhook inbox: from a delivery's accept to its durable append to the merchant's ledger"),
+            buckets: [.milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+                      .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5), .seconds(30)])
         syncDuration = registry.makeDurationHistogram(
             descriptor: .named("catledger_sync_duration_seconds", help: "Sync run duration"),
             buckets: [.milliseconds(10), .milliseconds(50), .milliseconds(250), .seconds(1), .seconds(5), .seconds(30)])

@@ -1,7 +1,9 @@
+import CatalogLedger
 import CatalogModel
 import Foundation
 import Logging
 import SquareWire
+import WebhookInbox
 
 /// An HTTP answer as status and JSON body, independent of the HTTP library.
 public struct JSONAnswer: Sendable, Equatable {
@@ -137,6 +139,9 @@ public struct WebhookReceiver: Sendable {
             return .refusal(refusal)
         }
         let notification = admitted.notification
+        if let drain = service.inboxDrain {
+            return await queue(admitted, body: body, in: drain.inbox)
+        }
         do {
             // The merchant's ledger is opened when it is closed, and held open while the delivery is recorded.
             let answer = try await service.withMerchant(notification.merchantID) { merchant in
@@ -157,40 +162,92 @@ public struct WebhookReceiver: Sendable {
     /// Records an admitted delivery in the merchant's ledger, then triggers its sync.
     private func record(_ admitted: RequestAdmission.Webhook, for merchant: MerchantLedger) async -> JSONAnswer {
         let metrics = service.metrics
-        let configuration = service.configuration
         let notification = admitted.notification
-        let event = admitted.event
         let started = ContinuousClock.now
-        let outcome: AppendOutcomeSummary
+        let result: AppendOutcome
         do {
-            let result = try await merchant.ledger.append(event)
-            outcome = AppendOutcomeSummary(duplicate: result.isDuplicate, sequence: result.sequence)
+            result = try await merchant.ledger.append(admitted.event)
         } catch {
             // Not acknowledged: Square will redeliver.
             logger.error("webhook could not be recorded", metadata: ["error": "\(error)", "request_id": "\(RequestID.current ?? "")"])
             return .error(503, "ledger_unavailable", "the delivery could not be recorded; retry later")
         }
         metrics.appendDuration.record(ContinuousClock.now - started)
-        // Square is delivering (a redelivery too): the staleness metrics' last webhook time.
-        merchant.health.webhookAccepted(at: configuration.clock.now())
-        // A redelivery too (the first may have been recorded by a process that stopped before this).
-        if notification.eventType == Self.authorizationRevokedType {
-            service.authorizationRevoked(merchant, eventID: notification.eventID)
-        }
-        if outcome.duplicate {
-            metrics.webhook(.duplicate)
-            return .encoded(Accepted(status: "duplicate", eventID: notification.eventID, sequence: outcome.sequence))
-        }
-        metrics.webhook(.accepted)
-        metrics.appended(1, path: "webhook")
-        if notification.eventType == CatalogVersionUpdatedEvent.eventType, let runner = merchant.syncRunner {
-            await runner.trigger()
-        }
-        return .encoded(Accepted(status: "accepted", eventID: notification.eventID, sequence: outcome.sequence))
+        metrics.webhook(result.isDuplicate ? .duplicate : .accepted)
+        await recorded([notification], outcomes: [result], in: merchant)
+        return .encoded(Accepted(status: result.isDuplicate ? "duplicate" : "accepted", eventID: notification.eventID,
+                                 sequence: result.sequence))
     }
 
-    private struct AppendOutcomeSummary {
-        var duplicate: Bool
-        var sequence: UInt64
+    /// What recorded deliveries set off: the staleness metrics' last webhook time (a redelivery too:
+    /// Square is delivering), a revoked authorization pauses the merchant (a redelivery too: the first
+    /// may have been recorded by a process that stopped before this), and a catalog change triggers
+    /// the merchant's sync.
+    private func recorded(_ notifications: [WebhookNotification], outcomes: [AppendOutcome], in merchant: MerchantLedger) async {
+        merchant.health.webhookAccepted(at: service.configuration.clock.now())
+        for notification in notifications where notification.eventType == Self.authorizationRevokedType {
+            service.authorizationRevoked(merchant, eventID: notification.eventID)
+        }
+        service.metrics.appended(outcomes.filter { !$0.isDuplicate }.count, path: "webhook")
+        let changed = zip(notifications, outcomes).contains { notification, outcome in
+            !outcome.isDuplicate && notification.eventType == CatalogVersionUpdatedEvent.eventType
+        }
+        if changed, let runner = merchant.syncRunner { await runner.trigger() }
+    }
+
+    // MARK: The webhook inbox (`serve --webhook-inbox`)
+
+    /// The answer to a delivery made durable in the inbox: `queued` (it is recorded in the ledger
+    /// shortly, by the drain) or `duplicate`.
+    struct Queued: Encodable {
+        var status: String
+        var eventID: String
+
+        enum CodingKeys: String, CodingKey {
+            case status
+            case eventID = "event_id"
+        }
+    }
+
+    /// Accepts an admitted delivery into the inbox; the answer waits for the inbox's commit only.
+    private func queue(_ admitted: RequestAdmission.Webhook, body: [UInt8], in inbox: any DeliveryInbox) async -> JSONAnswer {
+        let metrics = service.metrics
+        let notification = admitted.notification
+        guard service.directory.isServed(MerchantID(notification.merchantID)) else {
+            metrics.webhook(.unknownMerchant)
+            logger.warning("webhook for an unknown merchant refused", metadata: ["merchant": "\(notification.merchantID)"])
+            return .error(404, "unknown_merchant", "this server keeps no ledger for merchant \"\(notification.merchantID)\"")
+        }
+        let started = ContinuousClock.now
+        let acceptance: InboxAcceptance
+        do {
+            acceptance = try await inbox.accept(
+                merchantID: notification.merchantID, eventID: notification.eventID, body: body,
+                headers: admitted.keptHeaders,
+                receivedAt: Int64((service.configuration.clock.now().timeIntervalSince1970 * 1e9).rounded()))
+        } catch {
+            // Not acknowledged: Square will redeliver.
+            logger.error("webhook could not be recorded in the inbox", metadata: ["error": "\(error)", "request_id": "\(RequestID.current ?? "")"])
+            return .error(503, "ledger_unavailable", "the delivery could not be recorded; retry later")
+        }
+        metrics.appendDuration.record(ContinuousClock.now - started)
+        if case .duplicate = acceptance {
+            metrics.webhook(.duplicate)
+            return .encoded(Queued(status: "duplicate", eventID: notification.eventID))
+        }
+        metrics.webhook(.accepted)
+        return .encoded(Queued(status: "queued", eventID: notification.eventID))
+    }
+
+    /// Appends deliveries drained from the inbox to the merchant's ledger, each at the time it was
+    /// accepted, as one batch, then does what recorded deliveries set off.
+    func recordDrained(_ deliveries: [InboxDelivery], in merchant: MerchantLedger) async throws {
+        let notifications = try deliveries.map { try WebhookNotification(body: $0.body) }
+        let events = zip(notifications, deliveries).map { notification, delivery in
+            RequestAdmission.webhookEvent(notification, body: delivery.body,
+                                          keptHeaders: delivery.headers)
+        }
+        let outcomes = try await merchant.ledger.append(events, recordedAt: deliveries.map(\.receivedAt))
+        await recorded(notifications, outcomes: outcomes, in: merchant)
     }
 }

@@ -26,6 +26,9 @@ struct MerchantsBench: ParsableCommand {
     @Option(help: "Shared I/O threads of the ledgers (serve's --io-threads; 0: threads of their own per ledger).")
     var ioThreads = 8
 
+    @Flag(name: .customLong("webhook-inbox"), help: "Serve with --webhook-inbox: the answer waits for the data root's inbox (group-committed), the ledgers are appended behind; reports the drain too.")
+    var webhookInbox = false
+
     @Option(help: "Merchants in the registry.")
     var registered = 10_000
 
@@ -74,6 +77,10 @@ struct MerchantsBench: ParsableCommand {
         var openAfterLoad: Int
         /// Mean time to open a merchant on its first use (from the server's own histogram).
         var openMeanMilliseconds: Double
+        /// With the webhook inbox: seconds from the last delivery's answer until every delivery was in
+        /// its ledger, and the mean time from accept to ledger (the server's own histogram).
+        var inboxCatchUpSeconds: Double?
+        var inboxLagMeanMilliseconds: Double?
     }
 
     struct Figures: Encodable {
@@ -132,13 +139,19 @@ struct MerchantsBench: ParsableCommand {
             print(String(decoding: try encoder.encode(figures), as: UTF8.self))
             return
         }
-        print("merchants on one server, \(perMerchantRate) webhook/s per active merchant, \(Int(seconds(phase))) s phase")
+        print("merchants on one server, \(perMerchantRate) webhook/s per active merchant, \(Int(seconds(phase))) s phase\(webhookInbox ? ", webhook inbox" : "")")
         for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
             print(String(format: "  %-18@ start %.2f s; idle: %d threads, %.1f MB, %d files; %d active: p50 %.2f ms, p99 %.2f ms, %d/%d accepted; under load: %d threads, %.1f MB, %d files; first open %.1f ms (warm-up %.1f s)",
                          label as NSString, run.startupSeconds, run.idle.threads, Double(run.idle.residentKilobytes) / 1024, run.idle.openFiles,
                          run.active, run.p50Milliseconds, run.p99Milliseconds, run.accepted, run.deliveries,
                          run.underLoad.threads, Double(run.underLoad.residentKilobytes) / 1024, run.underLoad.openFiles,
                          run.openMeanMilliseconds, run.warmUpSeconds))
+        }
+        for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
+            if let catchUp = run.inboxCatchUpSeconds, let lag = run.inboxLagMeanMilliseconds {
+                print(String(format: "  %-18@ inbox drain: mean %.1f ms from accept to ledger; all in the ledgers %.2f s after the last answer",
+                             label as NSString, lag, catchUp))
+            }
         }
         print(String(format: "  per idle merchant: %.1f KB resident, %.3f threads", perMerchantKB, perMerchantThreads))
         for (name, met) in targets.sorted(by: { $0.key < $1.key }) { print("  \(name): \(met ? "met" : "NOT met")") }
@@ -156,7 +169,8 @@ struct MerchantsBench: ParsableCommand {
         let started = ContinuousClock.now
         let service = try await LedgerService.open(configuration: LedgerServerConfiguration(
             port: 0, dataRoot: root.path, merchantIDs: [], signatureKeys: [Self.signatureKey],
-            notificationURL: Self.notificationURL, syncSchedule: .off, ioThreads: ioThreads == 0 ? nil : ioThreads), logger: logger)
+            notificationURL: Self.notificationURL, syncSchedule: .off, ioThreads: ioThreads == 0 ? nil : ioThreads,
+            webhookInbox: webhookInbox), logger: logger)
         let server = try await LedgerServer.start(service: service, logger: logger)
         let startup = seconds(ContinuousClock.now - started)
         try await Task.sleep(for: .milliseconds(500))
@@ -198,6 +212,12 @@ struct MerchantsBench: ParsableCommand {
             for try await latency in group { if let latency { latencies.append(latency) } }
             return latencies
         }
+        var inboxCatchUp: Double?
+        if webhookInbox {
+            let loadEnd = ContinuousClock.now
+            while try await service.inboxPending() ?? 0 > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            inboxCatchUp = seconds(ContinuousClock.now - loadEnd)
+        }
         let openAfterLoad = service.directory.openMerchants.count
         let metrics = String(decoding: service.renderMetrics(), as: UTF8.self).split(separator: "\n")
         func metric(_ name: String) -> Double {
@@ -208,6 +228,8 @@ struct MerchantsBench: ParsableCommand {
         return Run(registered: registered, active: active, startupSeconds: startup, idle: idle, underLoad: underLoad,
                    warmUpSeconds: warmUp, deliveries: total, accepted: latencies.count, p50Milliseconds: percentile(latencies, 0.5),
                    p99Milliseconds: percentile(latencies, 0.99), openAfterLoad: openAfterLoad,
-                   openMeanMilliseconds: openMean)
+                   openMeanMilliseconds: openMean, inboxCatchUpSeconds: inboxCatchUp,
+                   inboxLagMeanMilliseconds: webhookInbox
+                       ? metric("catledger_inbox_lag_seconds_sum") / metric("catledger_inbox_lag_seconds_count") * 1000 : nil)
     }
 }

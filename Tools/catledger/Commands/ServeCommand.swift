@@ -98,6 +98,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("io-threads"), help: ArgumentHelp("Shared I/O threads the merchants' ledgers commit on, so an open ledger owns no thread (0: each open ledger has threads of its own, faster for one busy merchant).", valueName: "N"))
     var ioThreads = 8
 
+    @Flag(name: .customLong("webhook-inbox"), help: "Answer each webhook once it is durable in the data root's inbox (one group commit for every merchant: many merchants' deliveries without one ledger commit each), and append it to its ledger right after; the answer says \"queued\" and has no sequence.")
+    var webhookInbox = false
+
     @Option(name: .customLong("square-rate"), help: ArgumentHelp("Square calls a second per seller, in bursts of twice that; after a 429 all of that seller's calls wait out the backoff, and no other seller's do (0: no pacing).", valueName: "N"))
     var squareRate: Double = SellerRateLimiter.Policy.default.rate
 
@@ -195,6 +198,7 @@ struct ServeCommand: AsyncParsableCommand {
                                            reconcileInterval: try SyncSchedule.parseInterval(reconcileEvery).get()),
                 merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get(), ioThreads: ioThreads == 0 ? nil : ioThreads)
             settings.pageTimeZone = global.timeZoneName == nil ? nil : try global.timeZone()
+            settings.webhookInbox = webhookInbox
             settings.squarePacing = squareRate == 0 ? nil
                 : SellerRateLimiter.Policy(rate: squareRate, burst: max(1, Int((squareRate * 2).rounded(.up))))
 

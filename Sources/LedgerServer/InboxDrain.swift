@@ -1,0 +1,167 @@
+// `serve --webhook-inbox`: a webhook is answered once it is durable in the data root's inbox (one
+// group-committed write shared by every merchant), and this drain appends each merchant's deliveries
+// to its ledger in the order they were accepted, then marks them done (docs/DESIGN.md, "The webhook
+// inbox").
+
+import CatalogLedger
+import CatalogModel
+import Foundation
+import Logging
+import SquareWire
+import WebhookInbox
+
+/// Drains the inbox into the merchants' ledgers: one drain task per merchant with deliveries waiting,
+/// so a busy merchant's backlog never holds up another merchant's deliveries (each merchant's drain
+/// appends its waiting deliveries as one batch: one commit of its ledger for many deliveries).
+///
+/// New deliveries are handed over in memory by the inbox (`LocalDeliveryInbox.onAccepted`, in id
+/// order); past `queuedMax` waiting for one merchant, or for what was pending at start-up, the drain
+/// reads them back from the inbox instead. A delivery is marked done only after its ledger append is
+/// durable; after a crash the pending ones drain again and the ledger drops those it holds (dedupe
+/// on the event id).
+///
+/// Thread-safety: the per-merchant queues are guarded by `lock`.
+final class InboxDrain: @unchecked Sendable {
+    let inbox: any DeliveryInbox
+    /// Appends a merchant's deliveries to its ledger and does what a recorded webhook triggers; nil
+    /// when the merchant is not served (its deliveries stay pending).
+    typealias Record = @Sendable (_ merchantID: String, _ deliveries: [InboxDelivery]) async throws -> Bool?
+
+    private let record: Record
+    private let metrics: ServerMetrics
+    private let logger: Logger
+    private let batchMax: Int
+    private let queuedMax: Int
+    private let retryDelay: Duration
+    private let lock = NSLock()
+    private var queues: [String: Queue] = [:]
+    private var tasks: [String: Task<Void, Never>] = [:]
+    private var stopped = false
+    /// Merchants whose drain stopped with deliveries pending (not served): the next drain reads the inbox first.
+    private var stranded: Set<String> = []
+
+    private struct Queue {
+        var waiting: [InboxDelivery] = []
+        /// Deliveries may be pending in the inbox that `waiting` lacks: read them back first.
+        var rescan = false
+        /// The highest id appended to the ledger by this drain.
+        var drainedThrough: Int64 = 0
+    }
+
+    init(inbox: any DeliveryInbox, metrics: ServerMetrics, logger: Logger, batchMax: Int = 256, queuedMax: Int = 4096,
+         retryDelay: Duration = .seconds(1), record: @escaping Record) {
+        self.inbox = inbox
+        self.metrics = metrics
+        self.logger = logger
+        self.batchMax = batchMax
+        self.queuedMax = queuedMax
+        self.retryDelay = retryDelay
+        self.record = record
+    }
+
+    /// Deliveries just accepted, in id order.
+    func accepted(_ deliveries: [InboxDelivery]) {
+        var start: [String] = []
+        lock.withLock {
+            guard !stopped else { return }
+            for delivery in deliveries {
+                var queue = queues[delivery.merchantID] ?? Queue(rescan: stranded.remove(delivery.merchantID) != nil)
+                if queue.rescan || queue.waiting.count >= queuedMax {
+                    queue.rescan = true
+                } else {
+                    queue.waiting.append(delivery)
+                }
+                queues[delivery.merchantID] = queue
+                if tasks[delivery.merchantID] == nil, !start.contains(delivery.merchantID) { start.append(delivery.merchantID) }
+            }
+            for merchantID in start { tasks[merchantID] = Task { [self] in await drain(merchantID) } }
+        }
+    }
+
+    /// Drains what the inbox holds pending (at start-up: what a previous run accepted and did not drain).
+    func drainPending() async throws {
+        let merchants = try await inbox.merchantsWithPending()
+        lock.withLock {
+            guard !stopped else { return }
+            for merchantID in merchants {
+                queues[merchantID, default: Queue()].rescan = true
+                if tasks[merchantID] == nil { tasks[merchantID] = Task { [self] in await drain(merchantID) } }
+            }
+        }
+        if !merchants.isEmpty {
+            logger.info("draining webhook deliveries left pending in the inbox", metadata: ["merchants": "\(merchants.count)"])
+        }
+    }
+
+    /// Waits until every delivery handed over so far is drained (or its merchant's drain gave up
+    /// for now); for tests and shutdown.
+    func idle() async {
+        while true {
+            let running = lock.withLock { Array(tasks.values) }
+            if running.isEmpty { return }
+            for task in running { await task.value }
+        }
+    }
+
+    /// Stops taking deliveries and waits for the drains in progress (what remains pending drains on the next start).
+    func stop() async {
+        lock.withLock { stopped = true }
+        await idle()
+    }
+
+    private func drain(_ merchantID: String) async {
+        while true {
+            let next: (batch: [InboxDelivery], scan: Bool, after: Int64)? = lock.withLock {
+                guard var queue = queues[merchantID] else { return nil }
+                if queue.rescan {
+                    queue.rescan = false
+                    queues[merchantID] = queue
+                    return ([], true, queue.drainedThrough)
+                }
+                queue.waiting.removeAll { $0.id <= queue.drainedThrough }
+                if queue.waiting.isEmpty || stopped {
+                    queues[merchantID] = nil
+                    tasks[merchantID] = nil
+                    return nil
+                }
+                let batch = Array(queue.waiting.prefix(batchMax))
+                queue.waiting.removeFirst(batch.count)
+                queues[merchantID] = queue
+                return (batch, false, queue.drainedThrough)
+            }
+            guard let next else { return }
+            var batch = next.batch
+            do {
+                if next.scan {
+                    batch = try await inbox.pending(merchantID: merchantID, after: next.after, limit: batchMax)
+                    if batch.count == batchMax { lock.withLock { queues[merchantID]?.rescan = true } }
+                    if batch.isEmpty { continue }
+                }
+                guard try await record(merchantID, batch) != nil else {
+                    // Not served (removed or paused since the accept): the deliveries stay pending.
+                    logger.warning("webhook deliveries stay in the inbox: the merchant is not served",
+                                   metadata: ["merchant": "\(merchantID)", "deliveries": "\(batch.count)"])
+                    lock.withLock {
+                        queues[merchantID] = nil
+                        tasks[merchantID] = nil
+                        stranded.insert(merchantID)
+                    }
+                    return
+                }
+                let through = batch.map(\.id).max() ?? next.after
+                lock.withLock {
+                    if let drained = queues[merchantID]?.drainedThrough { queues[merchantID]?.drainedThrough = max(drained, through) }
+                }
+                try await inbox.markDone(merchantID: merchantID, through: through)
+                let now = Int64(Date().timeIntervalSince1970 * 1e9)
+                for delivery in batch { metrics.inboxLag.record(.nanoseconds(max(0, now - delivery.receivedAt))) }
+            } catch {
+                // Nothing is lost: the deliveries are still pending in the inbox; read them back after a pause.
+                logger.error("webhook deliveries could not be drained into the ledger; retrying",
+                             metadata: ["merchant": "\(merchantID)", "error": "\(error)", "retry_in": "\(retryDelay)"])
+                lock.withLock { queues[merchantID]?.rescan = true }
+                try? await Task.sleep(for: retryDelay)
+            }
+        }
+    }
+}

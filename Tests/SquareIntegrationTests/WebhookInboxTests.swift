@@ -1,0 +1,178 @@
+import CatalogLedger
+import CatalogModel
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import HTTPTypes
+import LedgerServer
+import NIOCore
+import SquareAPI
+import SquareWire
+import Testing
+import WebhookInbox
+
+/// `serve --webhook-inbox` (issue 23): a webhook is answered once it is durable in the data root's
+/// inbox, group-committed across merchants, and drained into its merchant's ledger in order, exactly
+/// once, even across a stop with deliveries still pending.
+@Suite struct WebhookInboxTests {
+    typealias Kit = IngestKit
+
+    static func configuration(root: URL, merchants: [String]) -> LedgerServerConfiguration {
+        var configuration = ServerKit.configuration(root: root, merchants: merchants)
+        configuration.webhookInbox = true
+        return configuration
+    }
+
+    static func events(_ service: LedgerService, _ merchant: String) async throws -> [LedgerEvent] {
+        try await service.withMerchant(merchant) { try $0.ledger.reader.allEvents() } ?? []
+    }
+
+    static func receipts(_ service: LedgerService, _ merchant: String) async throws -> [String] {
+        try await events(service, merchant).compactMap { event in
+            if case .webhookReceived(let receipt) = event.body { return receipt.eventID }
+            return nil
+        }
+    }
+
+    @Test func aDeliveryIsQueuedThenRecordedOnceWithItsHeadersAndAcceptTime() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let token = try ServerKit.adminToken(root: root)
+        let service = try await LedgerService.open(configuration: Self.configuration(root: root, merchants: [Kit.merchant]),
+                                                   logger: Kit.logger)
+        let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+        let before = Int64(Date().timeIntervalSince1970 * 1e9)
+        try await app.test(.router) { base in
+            let client = AuthorizedClient(base: base, token: token)
+            let body = ServerKit.notification(eventID: "evt-inbox-1")
+            let first = try await ServerWebhookTests.post(client, body, signature: ServerKit.signature(body))
+            #expect(first.status == .ok)
+            #expect(String(buffer: first.body) == #"{"event_id":"evt-inbox-1","status":"queued"}"#)
+            let replay = try await ServerWebhookTests.post(client, body, signature: ServerKit.signature(body))
+            #expect(String(buffer: replay.body) == #"{"event_id":"evt-inbox-1","status":"duplicate"}"#)
+            let bad = try await ServerWebhookTests.post(client, body, signature: "bad")
+            #expect(bad.status == .unauthorized)
+            let unknown = ServerKit.notification(eventID: "evt-x", merchant: "MLNOBODY")
+            let refused = try await ServerWebhookTests.post(client, unknown, signature: ServerKit.signature(unknown))
+            #expect(refused.status == .notFound)
+        }
+        await service.inboxDrained()
+        let events = try await Self.events(service, Kit.merchant)
+        #expect(events.count == 1)
+        let event = try #require(events.first)
+        guard case .webhookReceived(let receipt) = event.body else {
+            Issue.record("not a webhook event")
+            try await service.close()
+            return
+        }
+        #expect(receipt.eventID == "evt-inbox-1" && receipt.signatureVerdict == .valid)
+        #expect(receipt.headers.contains { $0.name == WebhookSignature.headerName })
+        #expect(event.recordedAt >= before && event.recordedAt <= Int64(Date().timeIntervalSince1970 * 1e9))
+        #expect(try await service.inboxPending() == 0)
+        try await service.close()
+    }
+
+    /// Deliveries accepted by an inbox whose server stopped before draining them (here: written to the
+    /// inbox with no server running, two of them already in the ledger as after a crash between the
+    /// append and the done mark) are drained when the next server starts: every one in the ledger,
+    /// once, in acceptance order.
+    @Test func whatAStoppedServerLeftPendingDrainsAtTheNextStartExactlyOnceInOrder() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let merchants = [Kit.merchant, "MSECOND0002"]
+        let inbox = try LocalDeliveryInbox.open(dataRoot: root.path)
+        var expected: [String: [String]] = [:]
+        for index in 0..<40 {
+            let merchant = merchants[index % 2]
+            let eventID = "evt-pending-\(index)"
+            let body = ServerKit.notification(eventID: eventID, merchant: merchant)
+            _ = try await inbox.accept(merchantID: merchant, eventID: eventID, body: body, headers: [], receivedAt: 1_000 + Int64(index))
+            expected[merchant, default: []].append(eventID)
+        }
+        inbox.close()
+        // As after a crash between the ledger's append and the done mark: the first two are in the ledger already.
+        do {
+            let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root, merchants: merchants),
+                                                       logger: Kit.logger)
+            for eventID in expected[Kit.merchant]!.prefix(2) {
+                let body = ServerKit.notification(eventID: eventID)
+                _ = try await service.withMerchant(Kit.merchant) { merchant in
+                    try await merchant.ledger.append(RequestAdmission.webhookEvent(try WebhookNotification(body: body), body: body,
+                                                                                     keptHeaders: []))
+                }
+            }
+            try await service.close()
+        }
+        let service = try await LedgerService.open(configuration: Self.configuration(root: root, merchants: merchants),
+                                                   logger: Kit.logger)
+        await service.inboxDrained()
+        for merchant in merchants {
+            #expect(try await Self.receipts(service, merchant) == expected[merchant]!, "every delivery once, in acceptance order")
+        }
+        #expect(try await service.inboxPending() == 0)
+        try await service.close()
+    }
+
+    /// Concurrent accepts share commits: many deliveries, fewer syncs.
+    @Test func concurrentAcceptsAreGroupCommitted() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let inbox = try LocalDeliveryInbox.open(dataRoot: root.path)
+        let outcomes = try await withThrowingTaskGroup(of: InboxAcceptance.self) { group in
+            for index in 0..<400 {
+                group.addTask {
+                    try await inbox.accept(merchantID: "M\(index % 50)", eventID: "evt-\(index)", body: [1, 2, 3],
+                                           headers: [HTTPHeader(name: "square-retry-number", value: "0")], receivedAt: Int64(index))
+                }
+            }
+            var outcomes: [InboxAcceptance] = []
+            for try await outcome in group { outcomes.append(outcome) }
+            return outcomes
+        }
+        #expect(outcomes.count == 400 && outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
+        #expect(inbox.acceptCommitCount < 400, "\(inbox.acceptCommitCount) commits for 400 accepts")
+        let duplicate = try await inbox.accept(merchantID: "M3", eventID: "evt-3", body: [], headers: [], receivedAt: 0)
+        guard case .duplicate = duplicate else {
+            Issue.record("a second accept of the same merchant and event id is a duplicate, got \(duplicate)")
+            return
+        }
+        let pending = try await inbox.pending(merchantID: "M3", after: 0, limit: 100)
+        #expect(pending.map(\.eventID) == (0..<400).filter { $0 % 50 == 3 }.map { "evt-\($0)" })
+        #expect(pending.first?.headers == [HTTPHeader(name: "square-retry-number", value: "0")])
+        try await inbox.markDone(merchantID: "M3", through: pending[3].id)
+        try await inbox.flushDoneMarks()
+        #expect(try await inbox.pending(merchantID: "M3", after: 0, limit: 100).count == pending.count - 4)
+        inbox.close()
+        // Durable: a new open reads the same pending deliveries.
+        let reopened = try LocalDeliveryInbox.open(dataRoot: root.path)
+        #expect(try await reopened.pendingCount() == 400 - 4)
+        reopened.close()
+    }
+
+    /// One merchant's backlog does not hold up another's: with 600 deliveries waiting for merchant A
+    /// (drained 16 at a time), merchant B's one delivery is in its ledger before A's backlog is.
+    @Test func oneMerchantsBacklogDoesNotHoldUpAnother() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let inbox = try LocalDeliveryInbox.open(dataRoot: root.path)
+        for index in 0..<600 {
+            let body = ServerKit.notification(eventID: "evt-a-\(index)")
+            _ = try await inbox.accept(merchantID: Kit.merchant, eventID: "evt-a-\(index)", body: body, headers: [], receivedAt: Int64(index))
+        }
+        let bodyB = ServerKit.notification(eventID: "evt-b", merchant: "MSECOND0002")
+        _ = try await inbox.accept(merchantID: "MSECOND0002", eventID: "evt-b", body: bodyB, headers: [], receivedAt: 600)
+        inbox.close()
+        var configuration = Self.configuration(root: root, merchants: [Kit.merchant, "MSECOND0002"])
+        configuration.inboxDrainBatchMax = 16
+        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        let bDone = try await ServerKit.eventually(timeout: .seconds(30)) {
+            try await Self.receipts(service, "MSECOND0002") == ["evt-b"]
+        }
+        let aAtThatMoment = try await Self.receipts(service, Kit.merchant).count
+        #expect(bDone)
+        #expect(aAtThatMoment < 600, "merchant B waited for all of A's backlog")
+        await service.inboxDrained()
+        #expect(try await Self.receipts(service, Kit.merchant).count == 600)
+        try await service.close()
+    }
+}

@@ -62,7 +62,7 @@ public struct ConflictJSON: Encodable, Sendable {
     }
 }
 
-/// One incident, diagnosed, with the names of the objects it names (as of now).
+/// One incident, diagnosed, with the names of the objects it names (as of the rejection, `moment`).
 public struct DiagnosisAnswer: Sendable, Encodable {
     public var incident: ConflictAnswer
     public var names: CatalogNames
@@ -79,6 +79,10 @@ public struct DiagnosisAnswer: Sendable, Encodable {
         self.init(incident: ConflictAnswer(sequence: diagnosis.rejectionSequence, diagnosis: diagnosis),
                   names: CatalogNames(history: history, ids: Self.namedIDs(diagnosis)))
     }
+
+    /// When the incident happened: the rejection's ledger time, the point its names are shown as of
+    /// (what the objects were called when the request was refused).
+    public static func moment(_ diagnosis: VersionMismatchDiagnosis) -> AsOf { AsOf(ledgerTimeMax: diagnosis.rejectedAt) }
 
     /// The objects a diagnosis names (each finding's object and its parent).
     public static func namedIDs(_ diagnosis: VersionMismatchDiagnosis) -> [CatalogObjectID] {
@@ -113,10 +117,13 @@ public struct DiagnosisAnswer: Sendable, Encodable {
         var correlationID: String
         var version: Int64?
         var updatedAt: String?
+        var objectID: String?
+        var name: String?
         var note: String
 
         enum CodingKeys: String, CodingKey {
-            case sequence, kind, source, version, note
+            case sequence, kind, source, version, note, name
+            case objectID = "object_id"
             case recordedAt = "recorded_at"
             case recordedAtNs = "recorded_at_ns"
             case correlationID = "correlation_id"
@@ -184,12 +191,13 @@ public struct DiagnosisAnswer: Sendable, Encodable {
                     movedBy: finding.movedBy.map { e in
                         Evidence(sequence: e.sequence, recordedAt: AnswerTime.ledger(e.recordedAt), recordedAtNs: e.recordedAt,
                                  kind: e.kind, source: e.source.word, correlationID: e.correlationID, version: e.version,
-                                 updatedAt: e.updatedAt, note: e.note)
+                                 updatedAt: e.updatedAt, objectID: e.objectID?.rawValue, name: e.objectID.map(names.display),
+                                 note: text.note(e))
                     },
                     changedFields: finding.changedFields.map { FieldChangeJSON($0, names: names) })
         }, forKey: .findings)
-        try container.encode(d.missingKnowledge, forKey: .missingKnowledge)
-        try container.encode(d.fix, forKey: .fix)
+        try container.encode(text.missing(d), forKey: .missingKnowledge)
+        try container.encode(text.fix(d), forKey: .fix)
     }
 }
 
@@ -207,6 +215,7 @@ extension LedgerQueries {
     /// One incident, diagnosed, with names; nil when there is none.
     public func diagnosis(named incident: String) throws -> DiagnosisAnswer? {
         guard let answer = try conflict(named: incident) else { return nil }
-        return DiagnosisAnswer(incident: answer, names: try names(of: DiagnosisAnswer.namedIDs(answer.diagnosis)))
+        return DiagnosisAnswer(incident: answer, names: try names(of: DiagnosisAnswer.namedIDs(answer.diagnosis),
+                                                                  asOf: DiagnosisAnswer.moment(answer.diagnosis)))
     }
 }

@@ -91,7 +91,7 @@ public struct HistoryAnswer: Sendable, Encodable {
                            sequence: version.firstSequence, recordedAt: AnswerTime.ledger(version.firstRecordedAt),
                            recordedAtNs: version.firstRecordedAt, source: version.source.word,
                            correlationID: version.correlationID, actor: author?.actor, device: author?.device,
-                           changes: version.changes.map { FieldChangeJSON($0, names: names) })
+                           changes: version.changes.map { FieldChangeJSON($0, names: names, at: version.moment) })
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -105,6 +105,12 @@ public struct HistoryAnswer: Sendable, Encodable {
             Child(objectID: child.id.rawValue, name: names.display(child.id), versions: child.versions.map(json))
         }, forKey: .children)
     }
+}
+
+extension EntityVersion {
+    /// When the version happened, in both clocks (its Square time, and when the ledger learned it):
+    /// the moment the locations its changes name are shown as of.
+    public var moment: AsOf { AsOf(squareTimeMax: updatedAtNanos, ledgerTimeMax: firstRecordedAt) }
 }
 
 extension HistoryAnswer {

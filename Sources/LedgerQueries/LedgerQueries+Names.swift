@@ -138,9 +138,10 @@ public struct CatalogNames: Sendable, Hashable {
 
     /// A field path for people: the path, then the name of the location it names, if any
     /// ("...[location_id=LCAFEHARBOR02].price_money (Harbor)").
-    public func shownPath(_ path: String) -> String {
+    /// With `moment` (when the change happened), the location's name as it was then.
+    public func shownPath(_ path: String, at moment: AsOf? = nil) -> String {
         guard let id = Self.locationID(inPath: path), let name = locationName(id) else { return path }
-        return "\(path) (\(name))"
+        return "\(path) (\(moment.map { location(id, at: $0) } ?? name))"
     }
 
     /// The type the ledger knows for `id`, or nil when it never learned it.

@@ -188,6 +188,10 @@ struct CLIProjectionFileTests {
             return result.standardOutput
         }
         #expect(try output(["locations"]).contains("Harbor Pier"))
+        // A history names the location of a per-location change as it was at that version.
+        let history = try output(["history", "5E4ZXLCRIUFI25FUVA22D4KW"])
+        #expect(history.contains("[location_id=LCAFEHARBOR02].price_money (Harbor): $3.75 -> $3.00"), "\(history)")
+        #expect(try output(["history", "5E4ZXLCRIUFI25FUVA22D4KW", "--json"]).contains(#""location_name" : "Harbor","#))
         for db in [[], ["--db", ledger + "/projections.sqlite"]] {
             let csv = try output(["prices", "--all", "--location", "LCAFEHARBOR02", "--format", "csv"] + db)
             let rows = csv.split(separator: "\n").dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }

@@ -62,7 +62,7 @@ struct HistoryCommand: AsyncParsableCommand {
                           "ledger \(time.ledger(version.firstRecordedAt))  seq \(version.firstSequence)  " +
                           "\(version.source) (\(version.correlationID))" + author)
                     for change in version.changes {
-                        print(indent + "    \(answer.names.shownPath(change.path)): \(change.shownBefore ?? "(absent)") -> \(change.shownAfter ?? "(absent)")")
+                        print(indent + "    \(answer.names.shownPath(change.path, at: version.moment)): \(change.shownBefore ?? "(absent)") -> \(change.shownAfter ?? "(absent)")")
                     }
                 }
             }

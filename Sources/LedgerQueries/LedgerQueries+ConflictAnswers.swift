@@ -1,14 +1,22 @@
 import CatalogModel
 
-/// The incidents a filter keeps, with the names of the objects they name (as of now).
+/// The incidents a filter keeps, with the names of the objects they name (each incident's as of
+/// its rejection, `names(of:)`).
 public struct ConflictsAnswer: Sendable, Encodable {
     public var conflicts: [ConflictAnswer]
+    /// Names for an incident without names of its own.
     public var names: CatalogNames
+    /// Each incident's names as of its rejection, by incident.
+    public var incidentNames: [UInt64: CatalogNames]
 
-    public init(conflicts: [ConflictAnswer], names: CatalogNames) {
+    public init(conflicts: [ConflictAnswer], names: CatalogNames, incidentNames: [UInt64: CatalogNames] = [:]) {
         self.conflicts = conflicts
         self.names = names
+        self.incidentNames = incidentNames
     }
+
+    /// The names of `conflict`'s objects as they were when it was refused.
+    public func names(of conflict: ConflictAnswer) -> CatalogNames { incidentNames[conflict.sequence] ?? names }
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
@@ -18,7 +26,7 @@ public struct ConflictsAnswer: Sendable, Encodable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(AnswerSchema.version, forKey: .schemaVersion)
-        try container.encode(conflicts.map { ConflictJSON($0, names: names) }, forKey: .conflicts)
+        try container.encode(conflicts.map { ConflictJSON($0, names: names(of: $0)) }, forKey: .conflicts)
     }
 }
 
@@ -207,9 +215,12 @@ extension LedgerQueries {
         try named(try conflicts(filter))
     }
 
-    /// Names for incidents read elsewhere (a replay file's `version_conflicts`).
+    /// Names for incidents (also those read elsewhere: a replay file's `version_conflicts`), each
+    /// incident's as of its rejection.
     public func named(_ conflicts: [ConflictAnswer]) throws -> ConflictsAnswer {
-        ConflictsAnswer(conflicts: conflicts, names: try names(of: conflicts.flatMap(\.staleObjectIDs)))
+        let names = try names(conflicts.map { ($0.staleObjectIDs, DiagnosisAnswer.moment($0.diagnosis)) })
+        return ConflictsAnswer(conflicts: conflicts, names: CatalogNames(),
+                               incidentNames: Dictionary(zip(conflicts.map(\.sequence), names)) { first, _ in first })
     }
 
     /// One incident, diagnosed, with names; nil when there is none.

@@ -163,16 +163,28 @@ extension LedgerQueries {
     /// decoded once and cached, when there is no index).
     /// Location names (every location the ledger learned) come with them, as of the same point.
     public func names(of ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) throws -> CatalogNames {
-        let ids = Array(Set(ids))
+        try names([(Array(ids), point)])[0]
+    }
+
+    /// The names of each request's ids as of its point, the events read once for all of them (a
+    /// list of incidents, each named as of its own time).
+    public func names(_ requests: [(ids: [CatalogObjectID], point: AsOf)]) throws -> [CatalogNames] {
         let directory = try locationDirectory()
-        var locations = CatalogNames(locations: directory.names(asOf: point))
-        locations.locationDirectory = directory
-        guard !ids.isEmpty else { return locations }
-        let first = try history(of: ids)
-        let own = CatalogNames(history: first, ids: ids, asOf: point)
-        let parents = Set(ids.compactMap { own.entries[$0]?.parentID }).subtracting(ids)
-        guard !parents.isEmpty, historyPath == .index else { return own.merging(locations) }
-        return CatalogNames(history: try history(of: ids + parents), ids: ids, asOf: point).merging(locations)
+        func locations(_ point: AsOf) -> CatalogNames {
+            var locations = CatalogNames(locations: directory.names(asOf: point))
+            locations.locationDirectory = directory
+            return locations
+        }
+        let ids = Array(Set(requests.flatMap(\.ids)))
+        guard !ids.isEmpty else { return requests.map { locations($0.point) } }
+        var history = try history(of: ids)
+        if historyPath == .index {
+            let parents = Set(requests.flatMap { request in
+                CatalogNames(history: history, ids: request.ids, asOf: request.point).entries.values.compactMap(\.parentID)
+            }).subtracting(ids)
+            if !parents.isEmpty { history = try self.history(of: ids + parents) }
+        }
+        return requests.map { CatalogNames(history: history, ids: Set($0.ids), asOf: $0.point).merging(locations($0.point)) }
     }
 
     /// Every recorded ListLocations answer (`LocationDirectory`), read through the history index

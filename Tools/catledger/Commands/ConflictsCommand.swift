@@ -72,7 +72,7 @@ struct ConflictsCommand: AsyncParsableCommand {
                 let diagnosis = row.diagnosis
                 table.append(["\(row.sequence)", time.ledger(diagnosis.rejectedAt), diagnosis.device ?? "-",
                               diagnosis.errorCodes.joined(separator: ","), diagnosis.primaryClassification.rawValue,
-                              row.staleObjectIDs.map(answer.names.labelled).joined(separator: ", ")])
+                              row.staleObjectIDs.map(answer.names(of: row).labelled).joined(separator: ", ")])
             }
             print(table.render())
             print("\nExplain one with `catledger diagnose INCIDENT`.")

@@ -125,8 +125,9 @@ public struct CatalogNames: Sendable, Hashable {
     }
 
     /// "Harbor [LCAFEHARBOR02]": the location's name with its id; the id alone when it has no name.
-    public func labelledLocation(_ id: String) -> String {
-        locations[id].map { "\($0) [\(id)]" } ?? id
+    /// With `moment` (a row's time), the name it had then.
+    public func labelledLocation(_ id: String, at moment: AsOf? = nil) -> String {
+        locations[id].map { name in "\(moment.map { location(id, at: $0) } ?? name) [\(id)]" } ?? id
     }
 
     /// The location a field path names (`...location_overrides[location_id=L].price_money` -> L).

@@ -15,6 +15,9 @@ extension LedgerAccess {
             guard FileManager.default.fileExists(atPath: db, isDirectory: &isDirectory), !isDirectory.boolValue else {
                 throw CLIError(.notFound, "no projection database at \(db)", hint: "write one with `catledger replay --at T --out \(db)`")
             }
+            guard FileManager.default.isReadableFile(atPath: db) else {
+                throw CLIError(.failure, "cannot read \(db)", hint: "check the file's permissions")
+            }
             // Read-only: a file that is not a projection is refused, and nothing is created or changed.
             do {
                 let queries = try ProjectionQueries.open(path: db)

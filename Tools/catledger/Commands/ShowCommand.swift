@@ -32,7 +32,8 @@ struct ShowCommand: AsyncParsableCommand {
 
     func validate() throws {
         if db != nil && (at != nil || asKnownAt != nil) {
-            throw ValidationError("--db FILE holds one moment (a replay's point): give --db or --at/--as-known-at, not both")
+            throw ValidationError("show --db FILE answers as of the file's point (a replay's moment, or now for the live projection): "
+                                  + "give --db or --at/--as-known-at, not both; `catledger replay --at T --out FILE` writes another moment")
         }
     }
 

@@ -35,20 +35,19 @@ public struct VersionMismatchDiagnoser: Sendable {
             rejectionSequence: rejectionSequence, rejectedAt: rejectionEvent.recordedAt,
             editSequence: editEvent?.sequence, requestedAt: editEvent?.recordedAt,
             idempotencyKey: rejection.idempotencyKey, actor: nil, device: nil, httpStatus: rejection.httpStatus,
-            errorCodes: errorCodes, classifications: [], findings: [], missingKnowledge: [], fix: "")
+            errorCodes: errorCodes, classifications: [], findings: [], missingKnowledge: [], fix: "", missing: [], fixFacts: nil)
         guard let editEvent, case .localEditProposed(let edit) = editEvent.body else {
             diagnosis.classifications = [.insufficientKnowledge]
-            diagnosis.missingKnowledge = ["no localEditProposed event with idempotency key \(rejection.idempotencyKey): the request body and base versions are unknown"]
-            diagnosis.fix = "Record the edit (request body and base versions) before sending it; then fetch the current objects and resend with their versions."
+            diagnosis.record(missing: [.init(.noEditRecorded, idempotencyKey: rejection.idempotencyKey)],
+                             fix: .init(recordEditFirst: true, drop: [], applyOwnResponses: false, refetch: []))
             return diagnosis
         }
         diagnosis.actor = edit.actor
         diagnosis.device = edit.device
 
         let requested = (try? Self.requestedObjects(in: edit.requestBody)) ?? []
-        if requested.isEmpty {
-            diagnosis.missingKnowledge.append("the edit's request body names no catalog objects")
-        }
+        var missing: [VersionMismatchDiagnosis.Missing] = []
+        if requested.isEmpty { missing.append(.init(.noObjectsInBody)) }
         let believed = CatalogState.fold(history.events.prefix { $0.sequence < editEvent.sequence },
                                          filter: AsOf(ledgerTimeMax: editEvent.recordedAt))
         var followUp: [CatalogObjectID: CatalogObject] = [:]
@@ -62,15 +61,15 @@ public struct VersionMismatchDiagnoser: Sendable {
             diagnosis.findings.append(finding(for: object, edit: edit, editEvent: editEvent, rejectionEvent: rejectionEvent,
                                               believed: believed, followUp: followUp, ownWrites: ownWrites,
                                               requestedIDs: requestedIDs, requested: requested,
-                                              missing: &diagnosis.missingKnowledge))
+                                              missing: &missing))
         }
         let causes = Set(diagnosis.findings.map(\.classification).filter(\.isCause))
         diagnosis.classifications = causes.sorted { $0.priority < $1.priority }
         if diagnosis.classifications.isEmpty {
             diagnosis.classifications = [.insufficientKnowledge]
-            diagnosis.missingKnowledge.append("every sent version matches what the ledger learned; no later read shows Square's versions at the rejection")
+            missing.append(.init(.everySentVersionMatches))
         }
-        diagnosis.fix = Self.fix(for: diagnosis)
+        diagnosis.record(missing: missing, fix: Self.fix(for: diagnosis))
         return diagnosis
     }
 
@@ -79,7 +78,7 @@ public struct VersionMismatchDiagnoser: Sendable {
     private func finding(for object: RequestedObject, edit: LocalEdit, editEvent: LedgerEvent, rejectionEvent: LedgerEvent,
                          believed: CatalogState, followUp: [CatalogObjectID: CatalogObject],
                          ownWrites: [ObjectVersion: LedgerEvent], requestedIDs: Set<CatalogObjectID>,
-                         requested: [RequestedObject], missing: inout [String]) -> VersionMismatchDiagnosis.ObjectFinding {
+                         requested: [RequestedObject], missing: inout [VersionMismatchDiagnosis.Missing]) -> VersionMismatchDiagnosis.ObjectFinding {
         var result = VersionMismatchDiagnosis.ObjectFinding(
             objectID: object.id, objectType: object.type, parentID: object.parentID, sentVersion: object.version,
             editorBaseVersion: edit.baseVersions.first { $0.objectID == object.id }?.version,
@@ -124,14 +123,14 @@ public struct VersionMismatchDiagnoser: Sendable {
             } else {
                 result.classification = .insufficientKnowledge
                 result.reason = .init(.unversionedNeverObserved)
-                missing.append("no observation of \(object.id): run batch-retrieve with include_deleted_objects for it")
+                missing.append(.init(.unversionedNeverObserved, objectID: object.id))
             }
             return result
         }
         guard let actual else {
             result.classification = .insufficientKnowledge
             result.reason = .init(.neverObserved)
-            missing.append("no observation of \(object.id) before or after the request: batch-retrieve it")
+            missing.append(.init(.neverObserved, objectID: object.id))
             return result
         }
         if sent == actual.header.version {
@@ -141,14 +140,14 @@ public struct VersionMismatchDiagnoser: Sendable {
             } else {
                 result.classification = .insufficientKnowledge
                 result.reason = .init(.nothingLearnedAfter, sent: sent)
-                missing.append("no read of \(object.id) after the rejection (follow-up read or sync)")
+                missing.append(.init(.noReadAfterRejection, objectID: object.id))
             }
             return result
         }
         if sent > actual.header.version {
             result.classification = .insufficientKnowledge
             result.reason = .init(.sentNewerThanLearned, sent: sent, version: actual.header.version)
-            missing.append("the ledger missed version \(sent) of \(object.id): run an incremental sync")
+            missing.append(.init(.missedVersion, objectID: object.id, version: sent))
             return result
         }
         // Stale: find what moved it on.
@@ -169,7 +168,7 @@ public struct VersionMismatchDiagnoser: Sendable {
             result.movedBy = [VersionMismatchDiagnosis.Evidence(
                 sequence: written.sequence, recordedAt: written.recordedAt, kind: "writeAccepted",
                 source: written.source, correlationID: written.correlationID, version: fact.header.version,
-                updatedAt: fact.header.updatedAt, note: "our \(acceptance.call) \(acceptance.idempotencyKey)")]
+                updatedAt: fact.header.updatedAt, note: "our \(acceptance.call) \(acceptance.idempotencyKey)", objectID: object.id)]
                 + movers.map { evidence($0, note: "observation after our \(acceptance.call)") }
         } else if let pair = own.first, case .upsertAccepted(let acceptance) = pair.1.body {
             let (fact, accepted) = pair
@@ -179,7 +178,7 @@ public struct VersionMismatchDiagnoser: Sendable {
             result.movedBy = [VersionMismatchDiagnosis.Evidence(
                 sequence: accepted.sequence, recordedAt: accepted.recordedAt, kind: "upsertAccepted",
                 source: accepted.source, correlationID: accepted.correlationID, version: fact.header.version,
-                updatedAt: fact.header.updatedAt, note: "our write \(acceptance.idempotencyKey)")]
+                updatedAt: fact.header.updatedAt, note: "our write \(acceptance.idempotencyKey)", objectID: object.id)]
                 + movers.map { evidence($0, note: "observation of our write") }
         } else if let echo = moversOrActual.first(where: { $0.source == .upsertResponse }) {
             // Our own write, seen only through its response objects (no upsertAccepted recorded).
@@ -203,7 +202,7 @@ public struct VersionMismatchDiagnoser: Sendable {
             sequence: fact.firstSequence, recordedAt: fact.firstRecordedAt,
             kind: fact.payload.isEmpty ? "objectDeleted" : "objectObserved", source: fact.source,
             correlationID: history.correlationByDedupeKey[fact.dedupeKey] ?? "", version: fact.header.version,
-            updatedAt: fact.header.updatedAt, note: note)
+            updatedAt: fact.header.updatedAt, note: note, objectID: fact.header.objectID)
     }
 
     /// Versions produced by our own accepted writes (upserts and the other calls) before the rejection.
@@ -266,23 +265,24 @@ public struct VersionMismatchDiagnoser: Sendable {
 
     // MARK: Fix
 
-    static func fix(for diagnosis: VersionMismatchDiagnosis) -> String {
+    static func fix(for diagnosis: VersionMismatchDiagnosis) -> VersionMismatchDiagnosis.Fix {
         let stale = diagnosis.findings.filter { $0.classification.isCause && $0.classification != .targetDeleted }
         let deleted = diagnosis.findings.filter { $0.classification == .targetDeleted }
-        var parts: [String] = []
-        if !deleted.isEmpty {
-            parts.append("Drop deleted \(deleted.map(\.objectID.rawValue).joined(separator: ", ")) from the request (or recreate with a #temporary id).")
-        }
-        let own = diagnosis.findings.filter { $0.classification == .staleOwnEarlierWrite }
-        if !own.isEmpty {
-            parts.append("Apply the responses of our earlier accepted writes to the editor's cache.")
-        }
         let refetch = diagnosis.findings.filter { !$0.objectID.isTemporary && $0.classification != .targetDeleted }
-        if !stale.isEmpty || deleted.isEmpty {
-            let ids = refetch.map(\.objectID.rawValue).joined(separator: ", ")
-            let versions = refetch.map { "\($0.objectID)=\($0.actualVersion.map(String.init) ?? "?")" }.joined(separator: ", ")
-            parts.append("Fetch the current objects (batch-retrieve \(ids) with include_deleted_objects), reapply the change, and resend the full hierarchy with versions \(versions).")
-        }
-        return parts.joined(separator: " ")
+        return VersionMismatchDiagnosis.Fix(
+            recordEditFirst: false, drop: deleted.map(\.objectID),
+            applyOwnResponses: diagnosis.findings.contains { $0.classification == .staleOwnEarlierWrite },
+            refetch: !stale.isEmpty || deleted.isEmpty
+                ? refetch.map { .init(objectID: $0.objectID, version: $0.actualVersion) } : [])
+    }
+}
+
+extension VersionMismatchDiagnosis {
+    /// Keeps what is missing and the fix as facts, and in words with bare ids.
+    mutating func record(missing: [Missing], fix: Fix) {
+        self.missing = missing
+        missingKnowledge = missing.map { $0.text(\.rawValue) }
+        fixFacts = fix
+        self.fix = fix.text(\.rawValue)
     }
 }

@@ -44,7 +44,96 @@ public struct VersionMismatchDiagnosis: Sendable, Hashable, Codable {
         public var correlationID: String
         public var version: Int64?
         public var updatedAt: String?
+        /// What the event is to the finding ("version 7 observed", "our write K"), without the object.
         public var note: String
+        /// The object whose version the event shows (nil in a diagnosis recorded before it was kept).
+        public var objectID: CatalogObjectID?
+    }
+
+    /// What is missing from the ledger to decide, as facts; rendered by `text(_:)` with the
+    /// objects it names shown by the caller (ids, or ids with names).
+    public struct Missing: Sendable, Hashable, Codable {
+        public enum Kind: String, Sendable, Hashable, Codable {
+            /// No `localEditProposed` with `idempotencyKey`: the request body and base versions are unknown.
+            case noEditRecorded
+            /// The edit's request body names no catalog objects.
+            case noObjectsInBody
+            /// Every sent version matches what the ledger learned, and no later read shows Square's.
+            case everySentVersionMatches
+            /// `objectID` was sent without a version and never observed.
+            case unversionedNeverObserved
+            /// No observation of `objectID` before or after the request.
+            case neverObserved
+            /// No read of `objectID` after the rejection.
+            case noReadAfterRejection
+            /// The ledger missed `version` of `objectID`.
+            case missedVersion
+        }
+
+        public var kind: Kind
+        public var objectID: CatalogObjectID?
+        public var version: Int64?
+        public var idempotencyKey: String?
+
+        public init(_ kind: Kind, objectID: CatalogObjectID? = nil, version: Int64? = nil, idempotencyKey: String? = nil) {
+            self.kind = kind
+            self.objectID = objectID
+            self.version = version
+            self.idempotencyKey = idempotencyKey
+        }
+
+        /// The sentence, each object shown by `show` (its id, or its id and name).
+        public func text(_ show: (CatalogObjectID) -> String) -> String {
+            let it = objectID.map(show) ?? "?"
+            switch kind {
+            case .noEditRecorded:
+                return "no localEditProposed event with idempotency key \(idempotencyKey ?? "?"): the request body and base versions are unknown"
+            case .noObjectsInBody: return "the edit's request body names no catalog objects"
+            case .everySentVersionMatches:
+                return "every sent version matches what the ledger learned; no later read shows Square's versions at the rejection"
+            case .unversionedNeverObserved: return "no observation of \(it): run batch-retrieve with include_deleted_objects for it"
+            case .neverObserved: return "no observation of \(it) before or after the request: batch-retrieve it"
+            case .noReadAfterRejection: return "no read of \(it) after the rejection (follow-up read or sync)"
+            case .missedVersion: return "the ledger missed version \(version.map(String.init) ?? "?") of \(it): run an incremental sync"
+            }
+        }
+    }
+
+    /// The fix, as facts; rendered by `text(_:)` with the objects it names shown by the caller.
+    public struct Fix: Sendable, Hashable, Codable {
+        /// No edit was recorded for the request: record edits before sending them.
+        public var recordEditFirst: Bool
+        /// Deleted objects to drop from the request.
+        public var drop: [CatalogObjectID]
+        /// Our own earlier accepted writes moved objects on: apply their responses to the editor's cache.
+        public var applyOwnResponses: Bool
+        /// Objects to fetch again and resend, with the version Square had (nil: unknown); empty when
+        /// nothing is to be refetched.
+        public var refetch: [Refetch]
+
+        public struct Refetch: Sendable, Hashable, Codable {
+            public var objectID: CatalogObjectID
+            public var version: Int64?
+        }
+
+        /// The sentence, each object shown by `show` (its id, or its id and name); the
+        /// batch-retrieve list keeps bare ids, for copy and paste.
+        public func text(_ show: (CatalogObjectID) -> String) -> String {
+            if recordEditFirst {
+                return "Record the edit (request body and base versions) before sending it; then fetch the current objects and resend with their versions."
+            }
+            var parts: [String] = []
+            if !drop.isEmpty {
+                parts.append("Drop deleted \(drop.map(show).joined(separator: ", ")) from the request (or recreate with a #temporary id).")
+            }
+            if applyOwnResponses { parts.append("Apply the responses of our earlier accepted writes to the editor's cache.") }
+            if !refetch.isEmpty {
+                let ids = refetch.map(\.objectID.rawValue).joined(separator: ", ")
+                let versions = refetch.map { "\(show($0.objectID))=\($0.version.map(String.init) ?? "?")" }.joined(separator: ", ")
+                parts.append("Fetch the current objects (batch-retrieve \(ids) with include_deleted_objects), reapply the change, and resend the full hierarchy with versions \(versions).")
+            }
+            return parts.joined(separator: " ")
+        }
     }
 
     public struct ObjectFinding: Sendable, Hashable, Codable {
@@ -148,9 +237,13 @@ public struct VersionMismatchDiagnosis: Sendable, Hashable, Codable {
     /// The causes found, most specific first; `[.insufficientKnowledge]` when none is proven.
     public var classifications: [Classification]
     public var findings: [ObjectFinding]
-    /// What is missing from the ledger to decide, when anything is.
+    /// What is missing from the ledger to decide, when anything is, in words with bare ids (as
+    /// recorded; `missing` holds the same as facts, absent from diagnoses recorded before it).
     public var missingKnowledge: [String]
+    /// The fix in words with bare ids (as recorded; `fixFacts` holds it as facts, when recorded).
     public var fix: String
+    public var missing: [Missing]?
+    public var fixFacts: Fix?
 
     public var primaryClassification: Classification { classifications.first ?? .insufficientKnowledge }
 }

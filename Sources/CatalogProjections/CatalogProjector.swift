@@ -88,6 +88,9 @@ public final class CatalogProjector: @unchecked Sendable {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA cache_size = -\(cacheKiB)")
         }
+        // Two processes catching the same projection up (two `catledger` read commands at once)
+        // take turns: the second waits for the first's transaction instead of failing as locked.
+        configuration.busyMode = .timeout(30)
         return try databaseCall(path) {
             let pool = try DatabasePool(path: path, configuration: configuration)
             try pool.writeWithoutTransaction { db in

@@ -183,27 +183,9 @@ struct ChangeLogWriter: Sendable {
     /// Folds every fact of the object again, `fact` among them, from the rows' own fields (a fact
     /// that sorts before one already folded). A payload that did not parse stays one that does not.
     private func refold(_ id: String, adding fact: ObjectFact, correlationID: String, in db: Database) throws {
-        let rows = try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT dedupe_key, sequence, recorded_at, object_type, version, is_deleted, updated_at, updated_at_nanos,
-                   parent_id, source, correlation_id, has_payload, own_json
-            FROM change_log WHERE object_id = ?
-            """), arguments: [id])
-        var facts: [(fact: ObjectFact, correlationID: String)] = try rows.map { row in
-            let sourceCode: Int64 = row[9]
-            guard let source = EventSource(rawValue: UInt8(truncatingIfNeeded: sourceCode)) else {
-                throw ProjectionError(.corruptRow, "unknown source code \(sourceCode)", location: "change_log \(id)")
-            }
-            let parent: String? = row[8]
-            let own: Data? = row[12]
-            let hasPayload: Bool = row[11]
-            let header = CatalogFactHeader(objectType: CatalogObjectType(row[3] as String), objectID: CatalogObjectID(id),
-                                           version: row[4], updatedAtNanos: row[7], updatedAt: row[6], isDeleted: row[5],
-                                           parentID: parent.map { CatalogObjectID($0) })
-            let payload = own.map { Array($0) } ?? (hasPayload ? Self.unparsable : [])
-            let sequence: Int64 = row[1]
-            return (ObjectFact.restored(header: header, payload: payload, dedupeKey: row[0], firstSequence: UInt64(sequence),
-                                        firstRecordedAt: row[2], source: source), row[10])
-        }
+        let rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT \(Self.factColumns) FROM change_log WHERE object_id = ?"),
+                                    arguments: [id])
+        var facts: [(fact: ObjectFact, correlationID: String)] = try rows.map(Self.fact)
         try insertRow(fact, correlationID: correlationID, version: nil, isFirst: false, in: db)
         facts.append((fact, correlationID))
         facts.sort { CatalogHistory.inHistoryOrder($0.fact, $1.fact) }
@@ -221,6 +203,32 @@ struct ChangeLogWriter: Sendable {
             state = Self.state(after: fact, previous: state, fold: fold)
         }
         if let state { try store(id, state, in: db) }
+    }
+
+    /// The columns `fact(_:)` reads.
+    static let factColumns = """
+        object_id, dedupe_key, sequence, recorded_at, object_type, version, is_deleted, updated_at, updated_at_nanos,
+        parent_id, source, correlation_id, has_payload, own_json
+        """
+
+    /// The fact of a `change_log` row (its own fields as payload) and the correlation id of its first learning.
+    static func fact(_ row: Row) throws -> (fact: ObjectFact, correlationID: String) {
+        let id: String = row["object_id"]
+        let sourceCode: Int64 = row["source"]
+        guard let source = EventSource(rawValue: UInt8(truncatingIfNeeded: sourceCode)) else {
+            throw ProjectionError(.corruptRow, "unknown source code \(sourceCode)", location: "change_log \(id)")
+        }
+        let parent: String? = row["parent_id"]
+        let own: Data? = row["own_json"]
+        let hasPayload: Bool = row["has_payload"]
+        let header = CatalogFactHeader(objectType: CatalogObjectType(row["object_type"] as String), objectID: CatalogObjectID(id),
+                                       version: row["version"], updatedAtNanos: row["updated_at_nanos"],
+                                       updatedAt: row["updated_at"], isDeleted: row["is_deleted"],
+                                       parentID: parent.map { CatalogObjectID($0) })
+        let payload = own.map { Array($0) } ?? (hasPayload ? Self.unparsable : [])
+        let sequence: Int64 = row["sequence"]
+        return (ObjectFact.restored(header: header, payload: payload, dedupeKey: row["dedupe_key"], firstSequence: UInt64(sequence),
+                                    firstRecordedAt: row["recorded_at"], source: source), row["correlation_id"])
     }
 
     /// A payload standing for one that did not parse as JSON.

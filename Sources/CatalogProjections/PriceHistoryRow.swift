@@ -135,13 +135,13 @@ enum WinnerRule {
 
 extension ObjectFact {
     /// The event that teaches exactly this fact (same header, payload, dedupe key, first learning).
-    func teachingEvent(merchantID: MerchantID = "") -> LedgerEvent {
+    func teachingEvent(merchantID: MerchantID = "", correlationID: String = "") -> LedgerEvent {
         let body: EventBody = payload.isEmpty && header.isDeleted
             ? .objectDeleted(ObjectDeletion(header: header, cascadedFrom: nil))
             : .objectObserved(ObjectObservation(header: header, payload: payload))
         return LedgerEvent(sequence: firstSequence, recordedAt: firstRecordedAt,
                            content: PendingEvent(merchantID: merchantID, source: source, dedupeKey: dedupeKey,
-                                                 correlationID: "", body: body))
+                                                 correlationID: correlationID, body: body))
     }
 
     /// A fact read back from a row. `ObjectFact` has no public initializer: the fold is the only

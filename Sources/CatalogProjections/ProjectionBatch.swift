@@ -16,13 +16,13 @@ struct ProjectionBatch {
     let changeLog = ChangeLogWriter()
 
     func apply(_ events: [LedgerEvent], in db: Database) throws {
-        guard let last = events.last else { return }
         // The batch starts right after the checkpoint, or later when compaction removed the events
         // in between (duplicate observations and superseded sync bookkeeping, which change no row).
-        if let checkpoint = try ProjectionWriter.checkpoint(in: db) {
-            precondition(events[0].sequence > checkpoint,
-                         "batch starts at \(events[0].sequence) but the projection is at \(checkpoint)")
-        }
+        // Another process catching the same file up (two `catledger` commands at once take turns
+        // for the write) may have applied some of it already: those are skipped.
+        let checkpoint = try ProjectionWriter.checkpoint(in: db)
+        let events = checkpoint.map { applied in events.filter { $0.sequence > applied } } ?? events
+        guard let last = events.last else { return }
         var winners: [CatalogObjectID: ObjectFact?] = [:]
         var before: [CatalogObjectID: ObjectFact?] = [:]
         var order: [CatalogObjectID] = []

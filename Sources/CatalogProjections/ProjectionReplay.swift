@@ -72,8 +72,10 @@ public enum ProjectionReplay {
             // What the diagnoses read, filled as the log is folded: a rejection is diagnosed with every
             // event up to and including it, whatever the point admits.
             var diagnoses = DiagnosisIndex()
-            // The change log is the live projection's (every version learned); a replay of a past point has none.
-            let changeLog: ChangeLogWriter? = point == .latest ? ChangeLogWriter() : nil
+            // The change log: every version the point admits (all for the live projection), so a
+            // replay answers history, prices and diffs up to its point (`catledger history --db`).
+            let changeLog = ChangeLogWriter()
+            let live = point == .latest
             var counts = LedgerCountsWriter.Batch()
             while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }) {
                 if let k = point.ledgerTimeMax, event.recordedAt > k { break }
@@ -81,8 +83,8 @@ public enum ProjectionReplay {
                 summary.throughSequence = event.sequence
                 lastEvent = event
                 diagnoses.add(event)
-                try changeLog?.apply(event, in: db)
-                if changeLog != nil { counts.add(event) }
+                if point.admits(event) { try changeLog.apply(event, in: db) }
+                if live { counts.add(event) }
                 if let progress, event.sequence % 1_000 == 999 { progress(ProjectionProgress(processed: event.sequence + 1, total: total)) }
                 switch event.body {
                 case .objectObserved, .objectDeleted:

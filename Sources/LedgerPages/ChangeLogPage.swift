@@ -143,15 +143,17 @@ extension Pages {
         <tr><td>\(context.clock.both(square: entry.updatedAtNanos, squareText: entry.updatedAt, ledger: entry.recordedAt))</td>\
         <td>\(context.object(entry.objectID))<br><small>\(entry.objectType.rawValue) v\(entry.version)</small>\(parent)</td>\
         <td>\(types)</td><td>\(changeList(entry.changes, isDeleted: entry.types == [.deleted], isFirst: entry.types == [.created],
-                                                  names: context.names))</td>\
+                                                  names: context.names,
+                                                  at: AsOf(squareTimeMax: entry.updatedAtNanos, ledgerTimeMax: entry.recordedAt)))</td>\
         <td>\(entry.source.description)</td><td>\(who)</td>\
         <td class="num" title="ledger sequence of the event that first brought this version">\(entry.sequence)</td></tr>
         """
     }
 
     /// Field changes as `path: before → after`, money as money, long values cut.
+    /// `moment`: when the changes happened, the time the locations they name are shown as of.
     static func changeList(_ changes: [FieldChange], isDeleted: Bool = false, isFirst: Bool = false,
-                           names: CatalogNames) -> HTML {
+                           names: CatalogNames, at moment: AsOf? = nil) -> HTML {
         if changes.isEmpty {
             return isDeleted ? "deleted" : isFirst ? "first version learned" : "<span class=\"id\">no field changes</span>"
         }
@@ -161,7 +163,7 @@ extension Pages {
         }
         let items: [HTML] = changes.map { change in
             """
-            <li><span class="path" title="\(change.path)">\(fieldLabel(change.path, names: names))</span>: <span class="before">\(cut(change.shownBefore))</span> → \
+            <li><span class="path" title="\(change.path)">\(fieldLabel(change.path, names: names, at: moment))</span>: <span class="before">\(cut(change.shownBefore))</span> → \
             <span class="after">\(cut(change.shownAfter))</span></li>
             """
         }
@@ -170,12 +172,12 @@ extension Pages {
 
     /// A field's path as people read it: without the `<type>_data.` prefix, a location override as
     /// `price_money at LOCATION` with the location's name (the whole path stays in the title).
-    static func fieldLabel(_ path: String, names: CatalogNames) -> String {
+    static func fieldLabel(_ path: String, names: CatalogNames, at moment: AsOf? = nil) -> String {
         var label = path
         if let dot = label.firstIndex(of: "."), label[..<dot].hasSuffix("_data") { label = String(label[label.index(after: dot)...]) }
         let prefix = "location_overrides[location_id="
         if label.hasPrefix(prefix), let close = label.firstIndex(of: "]") {
-            let location = names.labelledLocation(String(label[label.index(label.startIndex, offsetBy: prefix.count)..<close]))
+            let location = names.labelledLocation(String(label[label.index(label.startIndex, offsetBy: prefix.count)..<close]), at: moment)
             let rest = label[label.index(after: close)...].drop { $0 == "." }
             label = (rest.isEmpty ? "location override" : String(rest)) + " at " + location
         }

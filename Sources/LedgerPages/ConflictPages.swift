@@ -73,6 +73,7 @@ extension Pages {
         let context = try context.naming(diagnosis.findings.flatMap { [$0.objectID] + ($0.parentID.map { [$0] } ?? []) },
                                          asOf: AsOf(ledgerTimeMax: diagnosis.rejectedAt))
         func version(_ value: Int64?) -> String { value.map { "v\($0)" } ?? "none" }
+        let text = DiagnosisText(names: context.names, time: .utc)
         var body: HTML = """
         <p><a href="\(context.link("/conflicts").description)">← All incidents</a> · <button type="button" data-copy-link>Copy link</button></p>
         <dl class="facts"><dt>Classification</dt><dd>\(diagnosis.classifications.map { "<span class=\"tag bad\">\($0.rawValue)</span>" as HTML }.joined())</dd>\
@@ -82,7 +83,7 @@ extension Pages {
         if let editSequence = diagnosis.editSequence {
             body += "<dt>Request</dt><dd>event \(editSequence)\(diagnosis.requestedAt.map { " at \(context.clock.time($0))" as HTML } ?? "") by \(diagnosis.actor ?? "unknown") on \(diagnosis.device ?? "unknown device")</dd>"
         }
-        body += "<dt>Fix</dt><dd><strong>\(diagnosis.fix)</strong></dd></dl>"
+        body += "<dt>Fix</dt><dd><strong>\(text.fix(diagnosis))</strong></dd></dl>"
         // The objects that caused the refusal first, then those that were current.
         let findings = diagnosis.findings.filter { $0.classification != .current && $0.classification != .newObject }
             + diagnosis.findings.filter { $0.classification == .current || $0.classification == .newObject }
@@ -93,7 +94,7 @@ extension Pages {
                 return """
                 <li><a href="\(link)">event \(event.sequence)</a> \(event.kind) via \(event.source.description), \
                 recorded \(context.clock.ledger(event.recordedAt)), \(version(event.version)) updated_at \(context.clock.written(event.updatedAt))\
-                \(event.correlationID.isEmpty ? "" : " [\(event.correlationID)]"): \(event.note)</li>
+                \(event.correlationID.isEmpty ? "" : " [\(event.correlationID)]"): \(text.note(event))</li>
                 """
             }
             let changed: HTML = finding.changedFields.isEmpty ? "" : "<p>What the other write changed:</p>" + changeList(finding.changedFields, names: context.names)
@@ -103,15 +104,15 @@ extension Pages {
             <table><thead><tr><th scope="col">Sent</th><th scope="col">Editor's base</th><th scope="col">Ledger believed</th><th scope="col">Square had</th></tr></thead>
             <tbody><tr><td>\(version(finding.sentVersion))</td><td>\(version(finding.editorBaseVersion))</td>\
             <td>\(version(finding.ledgerBelievedVersion))</td><td>\(version(finding.actualVersion))\(finding.actualIsDeleted ? " (deleted)" : "")</td></tr></tbody></table>
-            <p>\(DiagnosisText(names: context.names, time: .utc).explanation(finding))</p>
+            <p>\(text.explanation(finding))</p>
             \(evidence.isEmpty ? "" : "<p>The events that moved it:</p><ul>\(evidence)</ul>" as HTML)
             \(changed)
             </section>
             """
         }
         body += "<h2>Objects of the request</h2><div class=\"cards\">\(cards)</div>"
-        if !diagnosis.missingKnowledge.isEmpty {
-            let missing: [HTML] = diagnosis.missingKnowledge.map { "<li>\($0)</li>" }
+        if !text.missing(diagnosis).isEmpty {
+            let missing: [HTML] = text.missing(diagnosis).map { "<li>\($0)</li>" }
             body += "<h2>What the ledger does not know</h2><ul>\(missing)</ul>"
         }
         return .html(Layout.page("Incident \(answer.sequence): \(diagnosis.primaryClassification.rawValue)", context,

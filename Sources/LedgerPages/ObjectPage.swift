@@ -86,7 +86,7 @@ extension Pages {
             <td>\(context.clock.ledger(version.firstRecordedAt))</td><td>\(version.source.description)</td>\
             <td class="num">\(version.firstSequence)</td>\
             <td>\(changeList(version.changes, isDeleted: version.isDeleted, isFirst: first,
-                                     names: context.names))</td>\
+                                     names: context.names, at: version.moment))</td>\
             <td><a href="\(context.objectLink(id, [("at", Clock.query(version.updatedAtNanos))]).description)">view as of</a></td></tr>
             """
         }
@@ -140,7 +140,7 @@ extension Pages {
     static func priceTable(_ context: PageContext, _ changes: [PriceChange]) -> HTML {
         let rows: [HTML] = changes.reversed().map { change in
             let scope: HTML = change.scope.kind == .locationPrice
-                ? "at \(context.location(change.scope.locationID?.rawValue ?? ""))" : change.scope.kind == .basePrice ? "base" : "pricing type"
+                ? "at \(context.location(change.scope.locationID?.rawValue ?? "", at: change.moment))" : change.scope.kind == .basePrice ? "base" : "pricing type"
             return """
             <tr><td>\(context.clock.both(square: change.updatedAtNanos, squareText: change.updatedAt, ledger: change.firstRecordedAt))</td>\
             <td>\(context.object(change.objectID))</td><td>\(scope)</td>\

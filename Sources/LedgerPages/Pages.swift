@@ -60,10 +60,11 @@ public struct PageContext: Sendable {
         return "<a href=\"\(objectLink(id).description)\"><code class=\"id\">\(id.rawValue)</code></a>"
     }
 
-    /// A location's name beside its id (the id alone when the ledger learned no name for it).
-    func location(_ id: String) -> HTML {
+    /// A location's name beside its id (the id alone when the ledger learned no name for it); with
+    /// `moment` (a row's time), the name it had then.
+    func location(_ id: String, at moment: AsOf? = nil) -> HTML {
         guard let name = names.locationName(id) else { return "<code class=\"id\">\(id)</code>" }
-        return "\(name) <code class=\"id\">\(id)</code>"
+        return "\(moment.map { names.location(id, at: $0) } ?? name) <code class=\"id\">\(id)</code>"
     }
 
     /// The name shown beside an id; nil shows the id alone.

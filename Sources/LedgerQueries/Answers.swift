@@ -80,10 +80,12 @@ public struct FieldChangeJSON: Encodable, Sendable, Hashable {
     public var locationID: String?
     public var locationName: String?
 
-    public init(_ change: FieldChange, names: CatalogNames) {
+    /// `moment`: when the change happened (a version's), the time its location is named as of;
+    /// nil names it as of the names' point.
+    public init(_ change: FieldChange, names: CatalogNames, at moment: AsOf? = nil) {
         path = change.path
         locationID = CatalogNames.locationID(inPath: change.path)
-        locationName = locationID.map(names.location)
+        locationName = locationID.map { id in moment.map { names.location(id, at: $0) } ?? names.location(id) }
         before = change.before.flatMap { try? JSONScanner.parse(Array($0.utf8)) }
         after = change.after.flatMap { try? JSONScanner.parse(Array($0.utf8)) }
         beforeText = change.shownBefore

@@ -16,7 +16,25 @@ public struct DiagnosisText: Sendable {
     }
 
     /// `ID "Name"`, or the id alone when the ledger knows no name (the first column of a finding).
-    func quoted(_ id: CatalogObjectID) -> String { names.name(of: id).map { "\(id) \"\($0)\"" } ?? id.rawValue }
+    public func quoted(_ id: CatalogObjectID) -> String { names.name(of: id).map { "\(id) \"\($0)\"" } ?? id.rawValue }
+
+    /// What is missing to decide, one sentence each, objects named (`ID "Name"`); a diagnosis
+    /// recorded before these were facts shows its words as recorded.
+    public func missing(_ diagnosis: VersionMismatchDiagnosis) -> [String] {
+        diagnosis.missing.map { $0.map { $0.text(quoted) } } ?? diagnosis.missingKnowledge
+    }
+
+    /// The fix, objects named (`ID "Name"`, the batch-retrieve list bare ids for copy and paste);
+    /// as recorded for a diagnosis older than its facts.
+    public func fix(_ diagnosis: VersionMismatchDiagnosis) -> String {
+        diagnosis.fixFacts.map { $0.text(quoted) } ?? diagnosis.fix
+    }
+
+    /// What an event is to a finding, with the object whose version it shows (`ID "Name": version 7
+    /// observed`); the note alone when the diagnosis did not record the object.
+    public func note(_ evidence: VersionMismatchDiagnosis.Evidence) -> String {
+        evidence.objectID.map { "\(quoted($0)): \(evidence.note)" } ?? evidence.note
+    }
 
     /// Why one finding has its class, in a sentence.
     public func explanation(_ finding: VersionMismatchDiagnosis.ObjectFinding) -> String {
@@ -90,12 +108,12 @@ public struct DiagnosisText: Sendable {
             for e in finding.movedBy {
                 let updated = e.updatedAt.map { RFC3339.nanoseconds($0).map(time.square) ?? $0 } ?? "?"
                 lines.append("    evidence: seq \(e.sequence) recorded \(at(e.recordedAt)) \(e.kind) via \(e.source) [\(e.correlationID)] " +
-                             "v\(v(e.version)) updated_at \(updated): \(e.note)")
+                             "v\(v(e.version)) updated_at \(updated): \(note(e))")
             }
             for change in finding.changedFields { lines.append("    changed \(change)") }
         }
-        for missing in diagnosis.missingKnowledge { lines.append("  missing: \(missing)") }
-        lines.append("  fix: \(diagnosis.fix)")
+        for missing in missing(diagnosis) { lines.append("  missing: \(missing)") }
+        lines.append("  fix: \(fix(diagnosis))")
         return lines.joined(separator: "\n") + "\n"
     }
 }

@@ -1,14 +1,22 @@
 import CatalogModel
 
-/// The incidents a filter keeps, with the names of the objects they name (as of now).
+/// The incidents a filter keeps, with the names of the objects they name (each incident's as of
+/// its rejection, `names(of:)`).
 public struct ConflictsAnswer: Sendable, Encodable {
     public var conflicts: [ConflictAnswer]
+    /// Names for an incident without names of its own.
     public var names: CatalogNames
+    /// Each incident's names as of its rejection, by incident.
+    public var incidentNames: [UInt64: CatalogNames]
 
-    public init(conflicts: [ConflictAnswer], names: CatalogNames) {
+    public init(conflicts: [ConflictAnswer], names: CatalogNames, incidentNames: [UInt64: CatalogNames] = [:]) {
         self.conflicts = conflicts
         self.names = names
+        self.incidentNames = incidentNames
     }
+
+    /// The names of `conflict`'s objects as they were when it was refused.
+    public func names(of conflict: ConflictAnswer) -> CatalogNames { incidentNames[conflict.sequence] ?? names }
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
@@ -18,7 +26,7 @@ public struct ConflictsAnswer: Sendable, Encodable {
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(AnswerSchema.version, forKey: .schemaVersion)
-        try container.encode(conflicts.map { ConflictJSON($0, names: names) }, forKey: .conflicts)
+        try container.encode(conflicts.map { ConflictJSON($0, names: names(of: $0)) }, forKey: .conflicts)
     }
 }
 
@@ -62,7 +70,7 @@ public struct ConflictJSON: Encodable, Sendable {
     }
 }
 
-/// One incident, diagnosed, with the names of the objects it names (as of now).
+/// One incident, diagnosed, with the names of the objects it names (as of the rejection, `moment`).
 public struct DiagnosisAnswer: Sendable, Encodable {
     public var incident: ConflictAnswer
     public var names: CatalogNames
@@ -79,6 +87,10 @@ public struct DiagnosisAnswer: Sendable, Encodable {
         self.init(incident: ConflictAnswer(sequence: diagnosis.rejectionSequence, diagnosis: diagnosis),
                   names: CatalogNames(history: history, ids: Self.namedIDs(diagnosis)))
     }
+
+    /// When the incident happened: the rejection's ledger time, the point its names are shown as of
+    /// (what the objects were called when the request was refused).
+    public static func moment(_ diagnosis: VersionMismatchDiagnosis) -> AsOf { AsOf(ledgerTimeMax: diagnosis.rejectedAt) }
 
     /// The objects a diagnosis names (each finding's object and its parent).
     public static func namedIDs(_ diagnosis: VersionMismatchDiagnosis) -> [CatalogObjectID] {
@@ -113,10 +125,13 @@ public struct DiagnosisAnswer: Sendable, Encodable {
         var correlationID: String
         var version: Int64?
         var updatedAt: String?
+        var objectID: String?
+        var name: String?
         var note: String
 
         enum CodingKeys: String, CodingKey {
-            case sequence, kind, source, version, note
+            case sequence, kind, source, version, note, name
+            case objectID = "object_id"
             case recordedAt = "recorded_at"
             case recordedAtNs = "recorded_at_ns"
             case correlationID = "correlation_id"
@@ -184,12 +199,13 @@ public struct DiagnosisAnswer: Sendable, Encodable {
                     movedBy: finding.movedBy.map { e in
                         Evidence(sequence: e.sequence, recordedAt: AnswerTime.ledger(e.recordedAt), recordedAtNs: e.recordedAt,
                                  kind: e.kind, source: e.source.word, correlationID: e.correlationID, version: e.version,
-                                 updatedAt: e.updatedAt, note: e.note)
+                                 updatedAt: e.updatedAt, objectID: e.objectID?.rawValue, name: e.objectID.map(names.display),
+                                 note: text.note(e))
                     },
                     changedFields: finding.changedFields.map { FieldChangeJSON($0, names: names) })
         }, forKey: .findings)
-        try container.encode(d.missingKnowledge, forKey: .missingKnowledge)
-        try container.encode(d.fix, forKey: .fix)
+        try container.encode(text.missing(d), forKey: .missingKnowledge)
+        try container.encode(text.fix(d), forKey: .fix)
     }
 }
 
@@ -199,14 +215,18 @@ extension LedgerQueries {
         try named(try conflicts(filter))
     }
 
-    /// Names for incidents read elsewhere (a replay file's `version_conflicts`).
+    /// Names for incidents (also those read elsewhere: a replay file's `version_conflicts`), each
+    /// incident's as of its rejection.
     public func named(_ conflicts: [ConflictAnswer]) throws -> ConflictsAnswer {
-        ConflictsAnswer(conflicts: conflicts, names: try names(of: conflicts.flatMap(\.staleObjectIDs)))
+        let names = try names(conflicts.map { ($0.staleObjectIDs, DiagnosisAnswer.moment($0.diagnosis)) })
+        return ConflictsAnswer(conflicts: conflicts, names: CatalogNames(),
+                               incidentNames: Dictionary(zip(conflicts.map(\.sequence), names)) { first, _ in first })
     }
 
     /// One incident, diagnosed, with names; nil when there is none.
     public func diagnosis(named incident: String) throws -> DiagnosisAnswer? {
         guard let answer = try conflict(named: incident) else { return nil }
-        return DiagnosisAnswer(incident: answer, names: try names(of: DiagnosisAnswer.namedIDs(answer.diagnosis)))
+        return DiagnosisAnswer(incident: answer, names: try names(of: DiagnosisAnswer.namedIDs(answer.diagnosis),
+                                                                  asOf: DiagnosisAnswer.moment(answer.diagnosis)))
     }
 }

@@ -12,6 +12,12 @@ public struct ConflictAnswer: Sendable {
         self.diagnosis = diagnosis
     }
 
+    /// Whether `incident` names this one: its rejection's sequence or its request's idempotency key
+    /// (as `DiagnosisIndex.rejection(named:)` reads it).
+    public func isNamed(_ incident: String) -> Bool {
+        "\(sequence)" == incident || diagnosis.idempotencyKey == incident
+    }
+
     /// The objects the diagnosis found stale, missing a version or deleted (not the current and new ones).
     public var staleObjectIDs: [CatalogObjectID] {
         diagnosis.findings.filter { $0.classification != .current && $0.classification != .newObject }.map(\.objectID)

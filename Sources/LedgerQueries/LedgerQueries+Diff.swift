@@ -97,12 +97,20 @@ public struct DiffFilterError: Error, Sendable, CustomStringConvertible {
 extension LedgerQueries {
     /// The diff between two points (`CatalogHistory.diff`) that `filter` keeps, with names.
     public func diff(from: AsOf, to: AsOf, filter: DiffFilter) throws -> DiffAnswer {
-        let before = try reader.state(asOf: from).state
-        let after = try reader.state(asOf: to).state
+        try DiffAnswer(before: try reader.state(asOf: from).state, after: try reader.state(asOf: to).state, from: from, to: to,
+                       filter: filter, names: { try self.names(of: $0, asOf: $1) })
+    }
+}
+
+extension DiffAnswer {
+    /// The diff between two states folded as of `from` and `to` (the ledger's, or a projection
+    /// file's facts) that `filter` keeps, with the names of some ids as of a point.
+    init(before: CatalogState, after: CatalogState, from: AsOf, to: AsOf, filter: DiffFilter,
+         names: ([CatalogObjectID], AsOf) throws -> CatalogNames) throws {
         var diff = CatalogHistory.diff(before, after, from: from, to: to)
         var category: CatalogObjectID?
         if let wanted = filter.category {
-            guard let found = Self.category(named: wanted, in: [after, before]) else {
+            guard let found = LedgerQueries.category(named: wanted, in: [after, before]) else {
                 let known = after.liveObjects.filter { $0.header.objectType == .category }
                     .compactMap { after.object($0.header.objectID)?.name }.sorted()
                 throw DiffFilterError(message: "no category \"\(wanted)\" in the catalog",
@@ -142,10 +150,11 @@ extension LedgerQueries {
             }
         }
         let shown = diff.created + diff.changed.map(\.objectID) + (category.map { [$0] } ?? [])
-        let names = try self.names(of: diff.deleted, asOf: from).merging(try self.names(of: shown, asOf: to))
-        return DiffAnswer(diff: diff, names: names, category: category)
+        self.init(diff: diff, names: try names(diff.deleted, from).merging(try names(shown, to)), category: category)
     }
+}
 
+extension LedgerQueries {
     /// The category whose id is `text`, or whose name is `text` (case-insensitive) in the first
     /// state that has one.
     static func category(named text: String, in states: [CatalogState]) -> CatalogObjectID? {

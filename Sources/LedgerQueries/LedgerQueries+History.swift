@@ -91,7 +91,7 @@ public struct HistoryAnswer: Sendable, Encodable {
                            sequence: version.firstSequence, recordedAt: AnswerTime.ledger(version.firstRecordedAt),
                            recordedAtNs: version.firstRecordedAt, source: version.source.word,
                            correlationID: version.correlationID, actor: author?.actor, device: author?.device,
-                           changes: version.changes.map { FieldChangeJSON($0, names: names) })
+                           changes: version.changes.map { FieldChangeJSON($0, names: names, at: version.moment) })
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -107,21 +107,38 @@ public struct HistoryAnswer: Sendable, Encodable {
     }
 }
 
+extension EntityVersion {
+    /// When the version happened, in both clocks (its Square time, and when the ledger learned it):
+    /// the moment the locations its changes name are shown as of.
+    public var moment: AsOf { AsOf(squareTimeMax: updatedAtNanos, ledgerTimeMax: firstRecordedAt) }
+}
+
+extension HistoryAnswer {
+    /// The answer for `id` from a history holding every fact of it and of its children (the log's,
+    /// or a projection file's), the edit authors of some correlation ids, and the names of some ids
+    /// (as of now); nil when the history holds nothing of `id`.
+    init?(of id: CatalogObjectID, filter: HistoryFilter, history: CatalogHistory,
+          authors: ([String]) throws -> [String: EditAuthor],
+          names: ([CatalogObjectID]) throws -> CatalogNames) throws {
+        let versions = history.entityHistory(of: id)
+        guard let first = versions.first else { return nil }
+        var children: [(id: CatalogObjectID, versions: [EntityVersion])] = []
+        if NestedArray.of(parentType: first.objectType) != nil {
+            children = history.childHistories(of: id).map { ($0.id, filter.apply($0.versions)) }.filter { !$0.1.isEmpty }
+        }
+        let kept = filter.apply(versions)
+        let all = kept + children.flatMap(\.versions)
+        self.init(objectID: id, versions: kept, children: children, authors: try authors(all.map(\.correlationID)),
+                  names: try names([id] + children.map(\.id)))
+    }
+}
+
 extension LedgerQueries {
     /// The history of `id` and of its children that `filter` keeps, with names (as of now) and edit
     /// authors; nil when the ledger never learned `id`.
     public func history(of id: CatalogObjectID, filter: HistoryFilter = HistoryFilter()) throws -> HistoryAnswer? {
-        let versions = try entityHistory(of: id)
-        guard let first = versions.first else { return nil }
-        var children: [(id: CatalogObjectID, versions: [EntityVersion])] = []
-        if NestedArray.of(parentType: first.objectType) != nil {
-            children = try childHistories(of: id).map { ($0.id, filter.apply($0.versions)) }.filter { !$0.1.isEmpty }
-        }
-        let kept = filter.apply(versions)
-        let all = kept + children.flatMap(\.versions)
-        return HistoryAnswer(objectID: id, versions: kept, children: children,
-                             authors: try editAuthors(correlationIDs: all.map(\.correlationID)),
-                             names: try names(of: [id] + children.map(\.id)))
+        try HistoryAnswer(of: id, filter: filter, history: try history(of: try childIDs(of: id) + [id]),
+                          authors: { try self.editAuthors(correlationIDs: $0) }, names: { try self.names(of: $0) })
     }
 
     /// The actor and device of each edit request among `correlationIDs` (read through the index's

@@ -125,8 +125,9 @@ public struct CatalogNames: Sendable, Hashable {
     }
 
     /// "Harbor [LCAFEHARBOR02]": the location's name with its id; the id alone when it has no name.
-    public func labelledLocation(_ id: String) -> String {
-        locations[id].map { "\($0) [\(id)]" } ?? id
+    /// With `moment` (a row's time), the name it had then.
+    public func labelledLocation(_ id: String, at moment: AsOf? = nil) -> String {
+        locations[id].map { name in "\(moment.map { location(id, at: $0) } ?? name) [\(id)]" } ?? id
     }
 
     /// The location a field path names (`...location_overrides[location_id=L].price_money` -> L).
@@ -138,9 +139,10 @@ public struct CatalogNames: Sendable, Hashable {
 
     /// A field path for people: the path, then the name of the location it names, if any
     /// ("...[location_id=LCAFEHARBOR02].price_money (Harbor)").
-    public func shownPath(_ path: String) -> String {
+    /// With `moment` (when the change happened), the location's name as it was then.
+    public func shownPath(_ path: String, at moment: AsOf? = nil) -> String {
         guard let id = Self.locationID(inPath: path), let name = locationName(id) else { return path }
-        return "\(path) (\(name))"
+        return "\(path) (\(moment.map { location(id, at: $0) } ?? name))"
     }
 
     /// The type the ledger knows for `id`, or nil when it never learned it.
@@ -162,16 +164,28 @@ extension LedgerQueries {
     /// decoded once and cached, when there is no index).
     /// Location names (every location the ledger learned) come with them, as of the same point.
     public func names(of ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) throws -> CatalogNames {
-        let ids = Array(Set(ids))
+        try names([(Array(ids), point)])[0]
+    }
+
+    /// The names of each request's ids as of its point, the events read once for all of them (a
+    /// list of incidents, each named as of its own time).
+    public func names(_ requests: [(ids: [CatalogObjectID], point: AsOf)]) throws -> [CatalogNames] {
         let directory = try locationDirectory()
-        var locations = CatalogNames(locations: directory.names(asOf: point))
-        locations.locationDirectory = directory
-        guard !ids.isEmpty else { return locations }
-        let first = try history(of: ids)
-        let own = CatalogNames(history: first, ids: ids, asOf: point)
-        let parents = Set(ids.compactMap { own.entries[$0]?.parentID }).subtracting(ids)
-        guard !parents.isEmpty, historyPath == .index else { return own.merging(locations) }
-        return CatalogNames(history: try history(of: ids + parents), ids: ids, asOf: point).merging(locations)
+        func locations(_ point: AsOf) -> CatalogNames {
+            var locations = CatalogNames(locations: directory.names(asOf: point))
+            locations.locationDirectory = directory
+            return locations
+        }
+        let ids = Array(Set(requests.flatMap(\.ids)))
+        guard !ids.isEmpty else { return requests.map { locations($0.point) } }
+        var history = try history(of: ids)
+        if historyPath == .index {
+            let parents = Set(requests.flatMap { request in
+                CatalogNames(history: history, ids: request.ids, asOf: request.point).entries.values.compactMap(\.parentID)
+            }).subtracting(ids)
+            if !parents.isEmpty { history = try self.history(of: ids + parents) }
+        }
+        return requests.map { CatalogNames(history: history, ids: Set($0.ids), asOf: $0.point).merging(locations($0.point)) }
     }
 
     /// Every recorded ListLocations answer (`LocationDirectory`), read through the history index

@@ -142,26 +142,35 @@ extension LedgerQueries {
     /// no bound), with names; nil when the ledger never learned the object (for a SKU: no
     /// variation ever carried it).
     public func prices(_ subject: PriceSubject, sinceNanos: Int64? = nil, untilNanos: Int64? = nil) throws -> PricesAnswer? {
-        var changes: [PriceChange]
+        try PricesAnswer(subject, sinceNanos: sinceNanos, untilNanos: untilNanos, changes: { subject in
+            switch subject {
+            case .object(let id): try isKnown(id) ? try priceHistory(of: id) : nil
+            case .item(let id): try isKnown(id) ? try priceHistory(ofItem: id) : nil
+            case .sku(let sku): try priceHistory(ofSKU: sku)
+            }
+        }, names: { try self.names(of: $0) })
+    }
+}
+
+extension PricesAnswer {
+    /// The answer for `subject` from its price changes (`changes`: nil when the object is unknown)
+    /// and the names of some ids (as of now): only the changes whose Square time lies in the window
+    /// (nil: no bound); nil when the object is unknown, or for a SKU when no variation carried it.
+    init?(_ subject: PriceSubject, sinceNanos: Int64?, untilNanos: Int64?,
+          changes: (PriceSubject) throws -> [PriceChange]?, names: ([CatalogObjectID]) throws -> CatalogNames) throws {
+        guard var changes = try changes(subject) else { return nil }
         var ids: [CatalogObjectID]
         switch subject {
-        case .object(let id):
-            guard try isKnown(id) else { return nil }
-            changes = try priceHistory(of: id)
-            ids = [id]
-        case .item(let id):
-            guard try isKnown(id) else { return nil }
-            changes = try priceHistory(ofItem: id)
-            ids = [id]
-        case .sku(let sku):
-            changes = try priceHistory(ofSKU: sku)
+        case .object(let id), .item(let id): ids = [id]
+        case .sku:
             guard !changes.isEmpty else { return nil }
             ids = []
         }
         changes = changes.filter { change in
             (sinceNanos.map { change.updatedAtNanos >= $0 } ?? true) && (untilNanos.map { change.updatedAtNanos <= $0 } ?? true)
         }
-        return PricesAnswer(subject: subject, changes: changes, names: try names(of: ids + changes.map(\.objectID)))
+        ids += changes.map(\.objectID)
+        self.init(subject: subject, changes: changes, names: try names(ids))
     }
 }
 

@@ -67,7 +67,7 @@ public final class LedgerQueries: Sendable {
         return try index.history(of: ids)
     }
 
-    private func childIDs(of parent: CatalogObjectID) throws -> [CatalogObjectID] {
+    func childIDs(of parent: CatalogObjectID) throws -> [CatalogObjectID] {
         guard let index else { return try fullHistory().childIDs(of: parent) }
         try catchUp()
         return try index.childIDs(of: parent)
@@ -119,10 +119,7 @@ public final class LedgerQueries: Sendable {
     /// a parent's nested array rebuilt from its children's facts in force); nil when the ledger knew
     /// nothing of it at that point.
     public func object(_ id: CatalogObjectID, asOf point: AsOf) throws -> ObjectAsOf? {
-        let state = try reader.state(asOf: point).state
-        guard let fact = state[id] else { return nil }
-        return ObjectAsOf(fact: fact, payload: state.materializedPayload(of: id) ?? fact.payload, point: point,
-                          names: CatalogNames(state: state, ids: [id]))
+        ObjectAsOf(id, in: try reader.state(asOf: point).state, point: point)
     }
 
     /// Objects created, changed (field by field) and deleted between two points.
@@ -154,6 +151,14 @@ public struct ObjectAsOf: Sendable, Hashable {
 }
 
 extension ObjectAsOf {
+    /// `id` in a state folded as of `point` (the ledger's, or a projection file's facts); nil when
+    /// the state holds nothing of it.
+    init?(_ id: CatalogObjectID, in state: CatalogState, point: AsOf) {
+        guard let fact = state[id] else { return nil }
+        self.init(fact: fact, payload: state.materializedPayload(of: id) ?? fact.payload, point: point,
+                  names: CatalogNames(state: state, ids: [id]))
+    }
+
 /// The members before `object` (rules: LedgerQueries' Answers.swift).
     struct Header: Encodable {
         var schemaVersion = AnswerSchema.version

@@ -5,15 +5,32 @@ import SquareWire
 
 /// Every price change of the catalog in a window (`prices --all`), read from a projection's
 /// `price_history` (the ledger's own projection or a replay file), with the names the projection
-/// holds.
+/// holds; each row's location named as it was at that row's time.
 public struct CatalogPricesAnswer: Sendable, Encodable {
     public var changes: [CatalogPriceChange]
-    /// The names of the locations the changes name (the projection's `locations`), by id.
+    /// The names of the locations the changes name: the projection's `locations` (names at its
+    /// point) and, when given, every recorded ListLocations answer, for each row's own time.
     public var names: CatalogNames
 
-    public init(changes: [CatalogPriceChange], locationNames: [String: String] = [:]) {
+    /// `locationDirectory`: the ledger's recorded ListLocations answers (`LedgerQueries.locationDirectory()`),
+    /// so each row's location shows the name it had at the row's time; without it, the names of
+    /// `locationNames` (the projection's, at its point).
+    public init(changes: [CatalogPriceChange], locationNames: [String: String] = [:], locationDirectory: LocationDirectory? = nil) {
         self.changes = changes
         names = CatalogNames(locations: locationNames)
+        names.locationDirectory = locationDirectory
+    }
+
+    /// The location a row's scope names, with its name as of the row's time (Square and ledger
+    /// time, as `PriceChange.moment`); nil for a base price or pricing type.
+    public func location(of row: CatalogPriceChange) -> (id: String, name: String)? {
+        guard let id = Self.scope(row.change).locationID else { return nil }
+        return (id, names.location(id, at: Self.moment(row.change)))
+    }
+
+    /// When a row's change happened, in both clocks: the moment its location's name is shown as of.
+    public static func moment(_ record: PriceHistoryRecord) -> AsOf {
+        AsOf(squareTimeMax: RFC3339.nanoseconds(record.updatedAt), ledgerTimeMax: record.recordedAt)
     }
 
     enum CodingKeys: String, CodingKey {
@@ -55,7 +72,7 @@ extension PriceChangeJSON {
         itemName = row.itemName
         sku = change.sku
         (scope, locationID) = CatalogPricesAnswer.scope(change)
-        locationName = locationID.map { names.location($0) }
+        locationName = locationID.map { names.location($0, at: CatalogPricesAnswer.moment(change)) }
         beforeMoney = change.oldAmount.map { MoneyJSON(Money(amount: $0, currency: change.currency ?? "")) }
         afterMoney = change.newAmount.map { MoneyJSON(Money(amount: $0, currency: change.currency ?? "")) }
         before = change.shownOld
@@ -79,8 +96,9 @@ extension ProjectionQueries {
     /// The catalog's price changes in a window of Square time (either bound open), with names;
     /// with `category` (an id or a name, case-insensitive) only those of the items now in it, with
     /// `location` only that location's own prices. Nil when no category has that id or name.
+    /// `locationDirectory` (the ledger's, when there is one) names each row's location as of its time.
     public func catalogPrices(sinceNanos: Int64?, untilNanos: Int64?, category: String? = nil,
-                              location: String? = nil) throws -> CatalogPricesAnswer? {
+                              location: String? = nil, locationDirectory: LocationDirectory? = nil) throws -> CatalogPricesAnswer? {
         var changes = try catalogPriceChanges(sinceNanos: sinceNanos, untilNanos: untilNanos)
         if let category {
             guard let items = try itemsAnswer(category: category) else { return nil }
@@ -90,7 +108,7 @@ extension ProjectionQueries {
         if let location {
             changes = changes.filter { CatalogPricesAnswer.scope($0.change).locationID == location }
         }
-        return CatalogPricesAnswer(changes: changes, locationNames: try locationNames())
+        return CatalogPricesAnswer(changes: changes, locationNames: try locationNames(), locationDirectory: locationDirectory)
     }
 
     /// The incidents a projection holds (its `version_conflicts` rows: each the diagnosis the one

@@ -1,3 +1,4 @@
+import CatalogModel
 import CatalogProjections
 import Foundation
 import LedgerQueries
@@ -24,16 +25,23 @@ enum ProjectionAPI {
         return try read(projection.projector)
     }
 
+    /// `GET .../items/{id}`: the item now, from the projection, as `catledger show --json` answers it
+    /// (`ObjectAsOf`: its nested variations rebuilt from theirs).
     static func item(_ projector: CatalogProjector, id: String) throws -> JSONAnswer {
-        guard let item = try projector.queries.item(id: id) else { return .error(404, "not_found", "no item \(id)") }
-        return .encoded(item)
+        try object(projector, id: id, type: .item, noun: "item")
     }
 
+    /// `GET .../variations/{id}`: the variation now, from the projection, in the same shape.
     static func variation(_ projector: CatalogProjector, id: String) throws -> JSONAnswer {
-        guard let variation = try projector.queries.variation(id: id) else {
-            return .error(404, "not_found", "no variation \(id)")
+        try object(projector, id: id, type: .itemVariation, noun: "variation")
+    }
+
+    private static func object(_ projector: CatalogProjector, id: String, type: CatalogObjectType, noun: String) throws -> JSONAnswer {
+        guard let answer = try ProjectionLedger(projector.queries, path: "the projection").object(CatalogObjectID(id)),
+              answer.fact.header.objectType == type else {
+            return .error(404, "not_found", "no \(noun) \(id)", hint: "GET .../objects/\(id) answers any object by its id")
         }
-        return .encoded(variation)
+        return JSONAnswer(status: 200, body: try answer.json())
     }
 
     /// `GET .../search?q=TEXT[&limit=N][&category=ID]`: the answer of `catledger search --json`.

@@ -95,10 +95,11 @@ struct CLIMannersTests {
         let nothingClose = try CatLedgerProcess.run(["stats", "--zzzzzzzz"])
         #expect(nothingClose.status == 64 && nothingClose.standardError.contains("`catledger stats --help` lists its options"),
                 "\(nothingClose.standardError)")
-        // --db on a command that reads the log says which commands take it.
-        let db = try CatLedgerProcess.run(["history", "X", "--db", "past.sqlite"])
+        // --db on a command that reads the log itself says which commands take it.
+        let db = try CatLedgerProcess.run(["stats", "--db", "past.sqlite"])
         #expect(db.status == 64 && db.standardError.contains("takes no --db")
-            && db.standardError.contains("search, prices --all, conflicts, items, categories and locations"), "\(db.standardError)")
+            && db.standardError.contains("history, show, prices, diff, conflicts, diagnose, search, items, categories and locations"),
+                "\(db.standardError)")
         // Known options, and anything after `--`, pass.
         let known = try CatLedgerProcess.run(["stats", "--data-dir", CLIGoldenTests.ledger, "--json"])
         #expect(known.status == 0, "\(known.standardError)")

@@ -179,6 +179,53 @@ struct DiagnosisTests {
         #expect(old.classifications == d.classifications && v1.actualVersion == Self.base)
     }
 
+    /// The diagnosis of an edit of V1 at `base` refused after a webhook's read showed it at `later`.
+    static func movedOnByAWebhook(key: String) throws -> VersionMismatchDiagnosis {
+        var s = try synced()
+        try s.edit(key: key, request: SquareJSON.upsertRequest(key: key, v1(base)), base: [], targets: ["V1"])
+        try s.read(SquareJSON.search([v1(later)]), source: .webhook, correlation: "wh-\(key)")
+        let rejection = try s.rejected(key: key, followUp: nil)
+        return try diagnose(s, rejection)
+    }
+
+    /// The fix, what is missing and each evidence's object are facts, rendered with the objects
+    /// shown by the caller (with names, by LedgerQueries); the words with bare ids are kept too.
+    @Test("fix, missing knowledge and evidence are facts, rendered with the caller's names")
+    func fixAndMissingAreFacts() throws {
+        let d = try Self.movedOnByAWebhook(key: "k5")
+        let fix = try #require(d.fixFacts)
+        #expect(d.fix == fix.text(\.rawValue))
+        #expect(d.missingKnowledge == (d.missing ?? []).map { $0.text(\.rawValue) })
+        let named = fix.text { "\($0) \"Latte (\($0))\"" }
+        #expect(named.contains(#"V1 "Latte (V1)"=\#(Self.later)"#), "\(named)")
+        #expect(named.contains("batch-retrieve V1 with"), "the list to copy keeps bare ids: \(named)")
+        let evidence = try #require(try Self.finding(d, "V1").movedBy.first)
+        #expect(evidence.objectID == "V1")
+        let missing = VersionMismatchDiagnosis.Missing(.missedVersion, objectID: "V2", version: 7)
+        #expect(missing.text { "\($0) \"Large\"" } == #"the ledger missed version 7 of V2 "Large": run an incremental sync"#)
+    }
+
+    /// A file written before the fix, missing knowledge and evidence objects were facts holds their
+    /// words only: it still reads, the words kept as they were.
+    @Test("a diagnosis recorded before its fix and missing knowledge were facts still decodes")
+    func recordedFixDecodes() throws {
+        let d = try Self.movedOnByAWebhook(key: "k6")
+        var tree = try #require(try JSONSerialization.jsonObject(with: try JSONEncoder().encode(d)) as? [String: Any])
+        tree["missing"] = nil
+        tree["fixFacts"] = nil
+        var findings = try #require(tree["findings"] as? [[String: Any]])
+        for index in findings.indices {
+            var evidence = try #require(findings[index]["movedBy"] as? [[String: Any]])
+            for e in evidence.indices { evidence[e]["objectID"] = nil }
+            findings[index]["movedBy"] = evidence
+        }
+        tree["findings"] = findings
+        let old = try JSONDecoder().decode(VersionMismatchDiagnosis.self, from: try JSONSerialization.data(withJSONObject: tree))
+        #expect(old.missing == nil && old.fixFacts == nil)
+        #expect(old.fix == d.fix && old.missingKnowledge == d.missingKnowledge)
+        #expect(try Self.finding(old, "V1").movedBy.allSatisfy { $0.objectID == nil && !$0.note.isEmpty })
+    }
+
     @Test("diagnosing a sequence that is not a rejection is a thrown error")
     func notARejection() throws {
         let s = try Self.synced()

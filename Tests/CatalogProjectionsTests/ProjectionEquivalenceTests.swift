@@ -53,6 +53,46 @@ struct ProjectionEquivalenceTests {
         try await ledger.close()
     }
 
+    /// Two `catledger` commands at once each catch the same projection file up: they take turns for
+    /// the write (busy timeout), and the second skips what the first applied, so nothing is applied
+    /// twice (the ledger counts would double) and neither fails.
+    @Test("two projectors catching one file up at once give the tables of one catch-up")
+    func concurrentCatchUpsOfOneFile() async throws {
+        let seed = SeededGenerator.seed()
+        print("ProjectionEquivalenceTests.concurrentCatchUpsOfOneFile seed \(seed) (set CATLEDGER_TEST_SEED to repeat)")
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        var history = GeneratedHistory(seed: seed)
+        try await history.append(steps: 300, to: ledger)
+        var options = ProjectorOptions()
+        options.batchEventsMax = 16
+        let first = try directory.projector("shared.sqlite", options: options)
+        let second = try directory.projector("shared.sqlite", options: options)
+        // Each on a thread of its own (a catch-up blocks), started together.
+        async let a: UInt64? = Task.detached { try first.catchUp() }.value
+        async let b: UInt64? = Task.detached { try second.catchUp() }.value
+        let (lastA, lastB) = try await (a, b)
+        let last = try ledger.reader.lastSequence()
+        let checkpoint = try first.checkpoint()
+        #expect(lastA == last && lastB == last && checkpoint == last)
+        let alone = try directory.projector("alone.sqlite", options: options)
+        try alone.catchUp()
+        let shared = try digests(first.database)
+        let single = try digests(alone.database)
+        for table in ProjectionDigest.tableNames { #expect(shared[table] == single[table], "table \(table), seed \(seed)") }
+        func counts(_ projector: CatalogProjector) async throws -> [String] {
+            try await projector.database.read { db in
+                try Row.fetchAll(db, sql: "SELECT dimension, key, count FROM event_counts ORDER BY dimension, key").map { "\($0)" }
+                    + Row.fetchAll(db, sql: "SELECT events FROM event_span").map { "\($0)" }
+            }
+        }
+        let sharedCounts = try await counts(first)
+        let singleCounts = try await counts(alone)
+        #expect(!singleCounts.isEmpty && sharedCounts == singleCounts, "the ledger counts are applied once, seed \(seed)")
+        try await ledger.close()
+    }
+
     @Test("after retention, the followed projection and a rebuild both equal the fold, price history included")
     func retentionKeepsProjectionsConsistent() async throws {
         let seed = SeededGenerator.seed()

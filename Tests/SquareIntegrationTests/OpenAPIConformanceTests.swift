@@ -155,9 +155,16 @@ import Testing
                 _ = try await call(.get, "\(m)/objects/\(variation)/prices", "\(object)/prices", status: 200)
                 _ = try await call(.get, "\(m)/objects/\(item)/prices", "\(object)/prices", status: 200)
                 _ = try await call(.get, "\(m)/objects/NOPE/prices", "\(object)/prices", status: 404)
-                _ = try await call(.get, "\(m)/items/\(item)", "/merchants/{merchant}/items/{object}", status: 200)
+                // The projection's item and variation answer `catledger show --json`'s shape: the
+                // same document as the object route for the object now.
+                let projectedItem = try await call(.get, "\(m)/items/\(item)", "/merchants/{merchant}/items/{object}", status: 200)
+                let loggedItem = try await call(.get, "\(m)/objects/\(item)", object, status: 200)
+                #expect(String(buffer: projectedItem.body) == String(buffer: loggedItem.body))
                 _ = try await call(.get, "\(m)/items/NOPE", "/merchants/{merchant}/items/{object}", status: 404)
-                _ = try await call(.get, "\(m)/variations/\(variation)", "/merchants/{merchant}/variations/{object}", status: 200)
+                _ = try await call(.get, "\(m)/items/\(variation)", "/merchants/{merchant}/items/{object}", status: 404)
+                let projectedVariation = try await call(.get, "\(m)/variations/\(variation)", "/merchants/{merchant}/variations/{object}", status: 200)
+                let loggedVariation = try await call(.get, "\(m)/objects/\(variation)", object, status: 200)
+                #expect(String(buffer: projectedVariation.body) == String(buffer: loggedVariation.body))
                 _ = try await call(.get, "\(m)/variations/NOPE", "/merchants/{merchant}/variations/{object}", status: 404)
                 let search = "/merchants/{merchant}/search"
                 let found = try JSONNode.parse(Array(buffer: try await call(.get, "\(m)/search?q=latte%20large", search, status: 200).body))

@@ -56,8 +56,8 @@ enum VerbLine {
 }
 
 extension VerbLine {
-    /// The read commands that answer from a projection, and so take `--db FILE` (a replay).
-    static let projectionCommands = "search, prices --all, conflicts, items, categories and locations"
+    /// The read commands that answer from a projection file with `--db FILE` (a replay, or the live projection).
+    static let projectionCommands = "history, show, prices, diff, conflicts, diagnose, search, items, categories and locations"
 
     /// The long options a command's help lists (`--since`, `--as-known-at`, `--help`, ...).
     static func longOptions(of command: any ParsableCommand.Type) -> Set<String> {
@@ -108,9 +108,8 @@ extension CatLedger {
                 let name = arguments.prefix(arguments.count - rest.count).joined(separator: " ")
                 if unknown.option == "--db" {
                     FileHandle.standardError.write(Data((
-                        "catledger: error: `catledger \(name)` reads the log, not a projection, and takes no --db\n"
-                        + "  hint: --db FILE (a replay) works with \(VerbLine.projectionCommands); for a past moment use --at "
-                        + "(and --as-known-at) where the command takes them\n").utf8))
+                        "catledger: error: `catledger \(name)` reads the log itself, which a projection does not hold, and takes no --db\n"
+                        + "  hint: --db FILE (a replay) works with the read commands \(VerbLine.projectionCommands)\n").utf8))
                     Foundation.exit(CLIError.Kind.usage.rawValue)
                 }
                 let hint = unknown.suggestions.isEmpty

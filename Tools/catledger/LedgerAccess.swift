@@ -87,6 +87,8 @@ extension CLIError {
             }
         case let error as TimeExpressionError:
             return CLIError(.usage, error.description)
+        case let error as ProjectionFileError:
+            return CLIError(error)
         case let error as ProjectionError:
             // A ledger that cannot be read is reported as what stopped the read (damage: exit 5).
             if error.code == .ledger, let cause = error.cause {

@@ -200,7 +200,8 @@ struct ServeLagBench: ParsableCommand {
             guard response.status == 200 else {
                 throw CleanExit.message("GET variation \(variation): \(response.status) \(String(decoding: response.body, as: UTF8.self))")
             }
-            return try JSONDecoder().decode(VariationRecord.self, from: Data(response.body)).priceAmount
+            // `catledger show --json`'s shape: Square's JSON under `object`.
+            return try JSONScanner.parse(response.body)["object"]?["item_variation_data"]?["price_money"]?["amount"]?.int64Value
         }
     }
 

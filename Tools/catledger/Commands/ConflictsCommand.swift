@@ -72,7 +72,7 @@ struct ConflictsCommand: AsyncParsableCommand {
                 let diagnosis = row.diagnosis
                 table.append(["\(row.sequence)", time.ledger(diagnosis.rejectedAt), diagnosis.device ?? "-",
                               diagnosis.errorCodes.joined(separator: ","), diagnosis.primaryClassification.rawValue,
-                              row.staleObjectIDs.map(answer.names.labelled).joined(separator: ", ")])
+                              row.staleObjectIDs.map(answer.names(of: row).labelled).joined(separator: ", ")])
             }
             print(table.render())
             print("\nExplain one with `catledger diagnose INCIDENT`.")
@@ -89,6 +89,7 @@ struct DiagnoseCommand: AsyncParsableCommand {
           catledger diagnose edit-0004
           catledger diagnose 272 --tz Europe/Paris
           catledger diagnose edit-0004 --json
+          catledger diagnose edit-0004 --db past.sqlite
         """)
 
     @OptionGroup var global: GlobalOptions
@@ -96,11 +97,22 @@ struct DiagnoseCommand: AsyncParsableCommand {
     @Argument(help: "The incident: the rejection's sequence (from `catledger conflicts`) or the request's idempotency key.")
     var incident: String
 
+    @Option(help: "Read the incidents a projection database holds (e.g. a replay to a past moment) instead of the ledger.")
+    var db: String?
+
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            guard let answer = try LedgerAccess(options: global).queries().diagnosis(named: incident) else {
-                throw CLIError(.notFound, "no rejected upsert \"\(incident)\" in the ledger",
-                               hint: "list them with `catledger conflicts`")
+            let access = LedgerAccess(options: global)
+            let found: DiagnosisAnswer?
+            do {
+                found = if let db { try access.projectionLedger(db: db).diagnosis(named: incident) }
+                    else { try access.queries().diagnosis(named: incident) }
+            } catch let error as UnreadableConflictRow {
+                throw CLIError(.corruptData, "\(error) in \(db ?? "the projection")", hint: "rebuild the file with `catledger replay`")
+            }
+            guard let answer = found else {
+                throw CLIError(.notFound, "no rejected upsert \"\(incident)\" in \(db ?? "the ledger")",
+                               hint: "list them with `catledger conflicts\(db.map { " --db \($0)" } ?? "")`")
             }
             if global.json { try printJSON(answer) } else { print(answer.text(try global.timeDisplay())) }
         }

@@ -12,6 +12,7 @@ struct DiffCommand: AsyncParsableCommand {
           catledger diff --from 2026-10-02 --to 2026-11-08 --category Coffee \\
               --prices-only
           catledger diff --from 2026-11-01 --type ITEM_VARIATION --json
+          catledger diff --from 2026-10-01 --db past.sqlite
         """)
 
     @OptionGroup var global: GlobalOptions
@@ -19,7 +20,7 @@ struct DiffCommand: AsyncParsableCommand {
     @Option(help: "The earlier Square time.")
     var from: String
 
-    @Option(help: "The later Square time (default: now).")
+    @Option(help: "The later Square time (default: now; with --db, the file's point).")
     var to: String?
 
     @Option(help: "Both sides as the ledger knew them at this ledger time.")
@@ -34,10 +35,22 @@ struct DiffCommand: AsyncParsableCommand {
     @Flag(help: "Only price changes (price_money, per-location prices, pricing_type) and priced objects created or deleted.")
     var pricesOnly = false
 
+    @Option(help: "Read this projection database (a replay: both points at or before its own, as known at its ledger time) instead of the ledger.")
+    var db: String?
+
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let before = try global.asOf(at: from, asKnownAt: asKnownAt)
-            let after = try global.asOf(at: to, asKnownAt: asKnownAt)
+            let access = LedgerAccess(options: global)
+            let file = try db.map(access.projectionLedger)
+            var before = try global.asOf(at: from, asKnownAt: asKnownAt)
+            var after = try global.asOf(at: to, asKnownAt: asKnownAt)
+            if let file {
+                // What the file knows: its ledger time unless --as-known-at says otherwise, and its
+                // Square time as the later side unless --to says otherwise.
+                before.ledgerTimeMax = before.ledgerTimeMax ?? file.file.point.ledgerTimeMax
+                after.ledgerTimeMax = after.ledgerTimeMax ?? file.file.point.ledgerTimeMax
+                if to == nil { after.squareTimeMax = file.file.point.squareTimeMax }
+            }
             let types = try Set(type.map { name in
                 let type = CatalogObjectType(name.uppercased())
                 guard type.isKnown else {
@@ -48,8 +61,9 @@ struct DiffCommand: AsyncParsableCommand {
             })
             let answer: DiffAnswer
             do {
-                answer = try LedgerAccess(options: global).queries()
-                    .diff(from: before, to: after, filter: DiffFilter(category: category, types: types, pricesOnly: pricesOnly))
+                let filter = DiffFilter(category: category, types: types, pricesOnly: pricesOnly)
+                answer = if let file { try file.diff(from: before, to: after, filter: filter) }
+                    else { try access.queries().diff(from: before, to: after, filter: filter) }
             } catch let error as DiffFilterError {
                 throw CLIError(.notFound, error.message, hint: error.hint)
             }

@@ -17,6 +17,7 @@ struct HistoryCommand: AsyncParsableCommand {
         Examples:
           catledger history NOBY45VOG5MZYXNO26GNKVU5 --since "last month" --limit 5
           catledger history NOBY45VOG5MZYXNO26GNKVU5 --json
+          catledger history NOBY45VOG5MZYXNO26GNKVU5 --db past.sqlite
         """)
 
     @OptionGroup var global: GlobalOptions
@@ -33,6 +34,9 @@ struct HistoryCommand: AsyncParsableCommand {
     @Option(help: "At most this many versions of the object and of each child (the newest).")
     var limit: Int?
 
+    @Option(help: "Read this projection database (a replay: the versions up to its point) instead of the ledger.")
+    var db: String?
+
     func validate() throws {
         if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more") }
     }
@@ -40,8 +44,11 @@ struct HistoryCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let filter = HistoryFilter(since: try since.map(global.time), until: try until.map(global.time), limit: limit)
-            guard let answer = try LedgerAccess(options: global).queries().history(of: CatalogObjectID(id), filter: filter) else {
-                throw CLIError(.notFound, "no object \(id) in the ledger", hint: "search for it with `catledger search TEXT`")
+            let access = LedgerAccess(options: global)
+            let found = if let db { try access.projectionLedger(db: db).history(of: CatalogObjectID(id), filter: filter) }
+                else { try access.queries().history(of: CatalogObjectID(id), filter: filter) }
+            guard let answer = found else {
+                throw CLIError(.notFound, "no object \(id) in \(db ?? "the ledger")", hint: "search for it with `catledger search TEXT`")
             }
             if global.json { try printJSON(answer); return }
             let time = try global.timeDisplay()
@@ -55,7 +62,7 @@ struct HistoryCommand: AsyncParsableCommand {
                           "ledger \(time.ledger(version.firstRecordedAt))  seq \(version.firstSequence)  " +
                           "\(version.source) (\(version.correlationID))" + author)
                     for change in version.changes {
-                        print(indent + "    \(answer.names.shownPath(change.path)): \(change.shownBefore ?? "(absent)") -> \(change.shownAfter ?? "(absent)")")
+                        print(indent + "    \(answer.names.shownPath(change.path, at: version.moment)): \(change.shownBefore ?? "(absent)") -> \(change.shownAfter ?? "(absent)")")
                     }
                 }
             }

@@ -18,6 +18,7 @@ struct PricesCommand: AsyncParsableCommand {
           catledger prices --all --since 2026-11-01 --until 2026-11-08
           catledger prices --all --since "last month" --category Coffee --location \\
               LCAFEHARBOR02
+          catledger prices CDACBVH7G3LMUXI6US6IH3I5 --db past.sqlite
         """)
 
     enum Format: String, ExpressibleByArgument, CaseIterable { case table, json, csv }
@@ -36,7 +37,7 @@ struct PricesCommand: AsyncParsableCommand {
     @Flag(help: "Every price change of the whole catalog (with --since/--until: those in the window), with names.")
     var all = false
 
-    @Option(help: "With --all: read this projection database (e.g. a replay) instead of the ledger's own.")
+    @Option(help: "Read this projection database (e.g. a replay: the changes up to its point) instead of the ledger.")
     var db: String?
 
     @Option(help: "With --all: only the items now in this category (a name or an id).")
@@ -64,7 +65,6 @@ struct PricesCommand: AsyncParsableCommand {
         let given = [id, sku, item].compactMap { $0 }.count + (all ? 1 : 0)
         guard given == 1 else { throw ValidationError("name exactly one of ID, --sku, --item or --all") }
         if all && (chart || svg != nil) { throw ValidationError("--chart and --svg draw one subject: name an ID, --sku or --item") }
-        if db != nil && !all { throw ValidationError("--db reads a projection: use it with --all") }
         if (category != nil || location != nil) && !all { throw ValidationError("--category and --location go with --all") }
     }
 
@@ -72,9 +72,12 @@ struct PricesCommand: AsyncParsableCommand {
         try await reportingErrors(json: global.json) {
             if all { try catalogWide(); return }
             let subject: PriceSubject = if let sku { .sku(sku) } else if let item { .item(CatalogObjectID(item)) } else { .object(CatalogObjectID(id!)) }
-            guard let answer = try LedgerAccess(options: global).queries()
-                .prices(subject, sinceNanos: try since.map(global.time), untilNanos: try until.map(global.time)) else {
-                throw CLIError(.notFound, "no price history for \(subject.description)",
+            let access = LedgerAccess(options: global)
+            let (since, until) = (try since.map(global.time), try until.map(global.time))
+            let found = if let db { try access.projectionLedger(db: db).prices(subject, sinceNanos: since, untilNanos: until) }
+                else { try access.queries().prices(subject, sinceNanos: since, untilNanos: until) }
+            guard let answer = found else {
+                throw CLIError(.notFound, "no price history for \(subject.description)\(db.map { " in \($0)" } ?? "")",
                                hint: "check the id with `catledger search`, or use --item for an item and --sku for a SKU")
             }
             let changes = answer.changes
@@ -107,8 +110,11 @@ extension PricesCommand {
         let access = LedgerAccess(options: global)
         let since = try self.since.map(global.time)
         let until = try self.until.map(global.time)
-        guard let answer = try access.projection(db: db).catalogPrices(sinceNanos: since, untilNanos: until,
-                                                                       category: category, location: location) else {
+        // Each row's location as named at its time: the ledger's recorded ListLocations answers
+        // (the data directory's ledger, also for a replay file read with --db, when there is one).
+        let directory = try (db == nil ? access.queries() : access.queriesIfLedger())?.locationDirectory()
+        guard let answer = try access.projection(db: db).catalogPrices(sinceNanos: since, untilNanos: until, category: category,
+                                                                       location: location, locationDirectory: directory) else {
             throw CLIError(.notFound, "no category \"\(category ?? "")\" in the catalog", hint: "list them with `catledger categories`")
         }
         if db == nil { access.warnIfLastVerificationFailed() }
@@ -129,9 +135,9 @@ enum PriceRendering {
         for row in answer.changes {
             let change = row.change
             let scope = CatalogPricesAnswer.scope(change)
+            let location = answer.location(of: row).map { $0.name == $0.id ? $0.id : "\($0.name) [\($0.id)]" }
             table.append([squareTime(change.updatedAt, time), CatalogPricesAnswer.name(row),
-                          scope.locationID.map { "price at " + answer.names.labelledLocation($0) }
-                              ?? (scope.scope == "base_price" ? "price" : "pricing type"),
+                          location.map { "price at " + $0 } ?? (scope.scope == "base_price" ? "price" : "pricing type"),
                           change.shownOld ?? "-", change.shownNew ?? "-", change.source, change.objectID])
         }
         return table.render()
@@ -148,7 +154,7 @@ enum PriceRendering {
             let scope = CatalogPricesAnswer.scope(change)
             lines.append([squareTime(change.updatedAt, time), time.ledger(change.recordedAt), row.itemID, row.itemName,
                           change.objectID, CatalogPricesAnswer.name(row), change.sku, scope.scope, scope.locationID,
-                          scope.locationID.map(answer.names.location),
+                          answer.location(of: row)?.name,
                           change.oldAmount.map { "\($0)" }, change.newAmount.map { "\($0)" }, change.currency,
                           change.shownOld, change.shownNew, "\(change.version)", "\(change.sequence)",
                           EventSource.named(change.source)?.word ?? change.source]

@@ -11,10 +11,24 @@ extension LedgerAccess {
     /// `--db FILE` the commands read that file instead (e.g. one written by `catledger replay`).
     func projection(db: String?, progressLabel: String = "projecting") throws -> ProjectionQueries {
         if let db {
-            guard FileManager.default.fileExists(atPath: db) else {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: db, isDirectory: &isDirectory), !isDirectory.boolValue else {
                 throw CLIError(.notFound, "no projection database at \(db)", hint: "write one with `catledger replay --at T --out \(db)`")
             }
-            return try ProjectionQueries.open(path: db)
+            guard FileManager.default.isReadableFile(atPath: db) else {
+                throw CLIError(.failure, "cannot read \(db)", hint: "check the file's permissions")
+            }
+            // Read-only: a file that is not a projection is refused, and nothing is created or changed.
+            do {
+                let queries = try ProjectionQueries.open(path: db)
+                _ = try queries.projectionPoint()
+                _ = try queries.checkpoint()
+                return queries
+            } catch {
+                throw CLIError(.corruptData, "\(db) is not a projection database",
+                               hint: "give a file written by `catledger replay --at T --out FILE`, or the ledger's own "
+                                   + "\(layout.projectionsDatabase.string)")
+            }
         }
         let projector = try CatalogProjector(databasePath: layout.projectionsDatabase.string, reader: try reader(),
                                              logger: try options.logger("catledger.projections"))
@@ -22,6 +36,22 @@ extension LedgerAccess {
         _ = try projector.catchUp { progress in bar.advance(by: Int(progress.processed) - bar.done) }
         if bar.done > 0 { bar.finish() }
         return try ProjectionQueries.open(path: layout.projectionsDatabase.string)
+    }
+}
+
+extension LedgerAccess {
+    /// The ledger's answers from the projection file `db` (`--db FILE`), location names from the
+    /// data directory's ledger when there is one (each row's location as named at its time).
+    func projectionLedger(db: String) throws -> ProjectionLedger {
+        let projection = try projection(db: db)
+        return try ProjectionLedger(projection, path: db, locationDirectory: try queriesIfLedger()?.locationDirectory())
+    }
+}
+
+extension CLIError {
+    /// What a projection file lacks for a question, with how to get the answer.
+    init(_ error: ProjectionFileError) {
+        self.init(.notFound, error.message, hint: error.hint)
     }
 }
 
@@ -88,9 +118,8 @@ struct ReplayCommand: AsyncParsableCommand {
         commandName: "replay",
         abstract: "Write the catalog as of a past moment to a database of the same schema as the live projection.",
         discussion: """
-        The commands that answer from a projection read it with --db FILE (\(VerbLine.projectionCommands)), so the \
-        past can be queried like the present; history, prices ID, diff, show and diagnose read the log and take \
-        --at/--as-known-at instead.
+        Every read command answers from it with --db FILE (\(VerbLine.projectionCommands)), so the past can be \
+        queried like the present: the file keeps the catalog at its point and every version up to it.
 
         Examples:
           catledger replay --at 2026-10-05 --out past.sqlite && catledger search \\

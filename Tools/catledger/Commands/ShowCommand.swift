@@ -13,6 +13,7 @@ struct ShowCommand: AsyncParsableCommand {
           catledger show NOBY45VOG5MZYXNO26GNKVU5 --at "2026-10-15 12:00"
           catledger show S6SQXTR5QV7U6AGTCQVV4GWP --at 2026-10-15 --as-known-at \\
               2026-10-10 --json
+          catledger show NOBY45VOG5MZYXNO26GNKVU5 --db past.sqlite
         """)
 
     @OptionGroup var global: GlobalOptions
@@ -26,14 +27,33 @@ struct ShowCommand: AsyncParsableCommand {
     @Option(help: "Ledger time: what the ledger had recorded by then.")
     var asKnownAt: String?
 
+    @Option(help: "Read this projection database instead of the ledger: the object as of the file's point (a replay's moment).")
+    var db: String?
+
+    func validate() throws {
+        if db != nil && (at != nil || asKnownAt != nil) {
+            throw ValidationError("show --db FILE answers as of the file's point (a replay's moment, or now for the live projection): "
+                                  + "give --db or --at/--as-known-at, not both; `catledger replay --at T --out FILE` writes another moment")
+        }
+    }
+
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let point = try global.asOf(at: at, asKnownAt: asKnownAt)
             let access = LedgerAccess(options: global)
-            let queries = try access.asOfQueries()
-            access.warnIfLastVerificationFailed()
-            guard let answer = try queries.object(CatalogObjectID(id), asOf: point) else {
-                throw CLIError(.notFound, "no object \(id) as of \(point)",
+            let found: ObjectAsOf?
+            let point: AsOf
+            if let db {
+                let file = try access.projectionLedger(db: db)
+                point = file.file.point
+                found = try file.object(CatalogObjectID(id))
+            } else {
+                point = try global.asOf(at: at, asKnownAt: asKnownAt)
+                let queries = try access.asOfQueries()
+                access.warnIfLastVerificationFailed()
+                found = try queries.object(CatalogObjectID(id), asOf: point)
+            }
+            guard let answer = found else {
+                throw CLIError(.notFound, "no object \(id) as of \(point)\(db.map { " in \($0)" } ?? "")",
                                hint: "check the id with `catledger history \(id)` or search with `catledger search`")
             }
             let fact = answer.fact

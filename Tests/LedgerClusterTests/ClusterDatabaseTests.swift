@@ -1,0 +1,78 @@
+import Foundation
+import LedgerCluster
+import Testing
+import TestSupport
+
+extension PostgresClusterTests {
+    @Suite struct HarnessAndSchemaTests {
+        /// The kit's server really runs on its own port, answers, and is gone (process and
+        /// directory) after `stop`.
+        @Test func aPrivateServerStartsAnswersAndStops() async throws {
+            let server = try await PostgresServer.start()
+            do {
+                #expect(server.isAccepting())
+                #expect(FileManager.default.fileExists(atPath: server.socketDirectory + "/.s.PGSQL.\(server.port)"))
+                let url = try await server.createDatabase("harness")
+                let database = try await ClusterDatabase.connect(url: url, logger: quietLogger)
+                let now = try await database.serverTime()
+                #expect(abs(now.timeIntervalSinceNow) < 60)
+                await database.close()
+                // The unix socket too (URL form `?host=`).
+                let socket = try await ClusterDatabase.connect(
+                    url: "postgres://postgres@localhost:\(server.port)/harness?host=\(server.socketDirectory)&sslmode=disable", logger: quietLogger)
+                #expect(try await socket.schemaVersions() == [1])
+                await socket.close()
+            } catch {
+                await server.shutDown()
+                throw error
+            }
+            await server.shutDown()
+            #expect(!server.isAccepting())
+            #expect(!FileManager.default.fileExists(atPath: server.directory))
+        }
+
+        @Test func aMissingDatabaseIsAClearError() async throws {
+            let server = try PostgresServer.current
+            let error = await clusterError {
+                _ = try await ClusterDatabase.connect(url: server.url(database: "no_such_database"), logger: quietLogger)
+            }
+            guard case .unreachable(let message) = error else {
+                Issue.record("expected unreachable, got \(String(describing: error))")
+                return
+            }
+            #expect(message.contains("database \"no_such_database\" does not exist"), "\(message)")
+            #expect(message.contains("3D000"))
+        }
+
+        @Test func migrationsRunOnceEvenWhenNodesStartTogether() async throws {
+            let url = try await PostgresServer.freshDatabase("migrate")
+            // Three nodes connect at once to an empty database: one migrates, the others wait and find it done.
+            let databases = try await withThrowingTaskGroup(of: ClusterDatabase.self) { group in
+                for _ in 0..<3 { group.addTask { try await ClusterDatabase.connect(url: url, logger: quietLogger) } }
+                var all: [ClusterDatabase] = []
+                for try await database in group { all.append(database) }
+                return all
+            }
+            for database in databases {
+                #expect(try await database.schemaVersions() == ClusterSchema.migrations.map(\.version))
+                await database.close()
+            }
+            let again = try await ClusterDatabase.connect(url: url, logger: quietLogger)
+            #expect(try await again.schemaVersions() == [1])
+            await again.close()
+            #expect(ClusterSchema.latestVersion == 1)
+        }
+
+        @Test func aSchemaFromANewerBuildIsRefused() async throws {
+            try await withDatabases("newer", count: 1) { databases in
+                let node = try ClusterNode(nodeID: "node-a", address: "a", database: databases[0])
+                try await node.heartbeat()
+                // A newer build's migration, as it would leave the table.
+                try await SQL.execute(databases[0], "INSERT INTO cluster_schema_migrations (version, name) VALUES (7, 'from the future')")
+                let error = await clusterError { _ = try await ClusterDatabase.connect(databases[0].configuration, logger: quietLogger) }
+                #expect(error == .schemaTooNew(found: 7, known: 1))
+                #expect(error?.description.contains("newer than this build knows") == true)
+            }
+        }
+    }
+}

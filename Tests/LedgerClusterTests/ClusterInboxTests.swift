@@ -67,7 +67,7 @@ extension PostgresClusterTests {
                 let owner = try ClusterNode(nodeID: "owner", address: "o", leaseDuration: .seconds(60), database: databases[4])
                 let lease = try #require(try await owner.acquire("M1"))
                 let drainInbox = ClusterInbox(database: databases[4])
-                let perMerchant = 120
+                let perMerchant = 200
                 let acceptsFinished = Flag()
 
                 let drainer = Task { () throws -> [String] in
@@ -113,7 +113,9 @@ extension PostgresClusterTests {
                 // Each event: exactly one first acceptance, one duplicate.
                 let firsts = Dictionary(grouping: outcomes, by: \.0).mapValues { $0.filter { !$0.1 }.count }
                 #expect(firsts.count == 2 * perMerchant && firsts.values.allSatisfy { $0 == 1 })
-                #expect(drained.count == perMerchant && Set(drained).count == perMerchant, "each of M1's events drained once")
+                // A drain whose cursor passed a row committed later (out of id order) never sees it.
+                #expect(drained.count == perMerchant, "each of M1's events drained, \(perMerchant - drained.count) skipped")
+                #expect(Set(drained).count == drained.count, "none drained twice")
                 #expect(try await drainInbox.pending(merchant: "M1").isEmpty)
                 #expect(try await drainInbox.pending(merchant: "M2", limit: 1000).count == perMerchant)
             }

@@ -117,7 +117,8 @@ extension PostgresClusterTests {
         @Test func aNodePausedPastItsLeaseIsFencedEverywhere() async throws {
             try await withDatabases("paused", count: 2) { databases in
                 try await SQL.execute(databases[0], "CREATE TABLE ledger_writes (merchant_id text, epoch bigint, note text)")
-                let lease = Duration.milliseconds(1500)
+                // Long enough for node A's first writes to land well within it on a loaded machine.
+                let lease = Duration.seconds(3)
                 let a = try ClusterNode(nodeID: "node-a", address: "a", leaseDuration: lease, database: databases[0])
                 let b = try ClusterNode(nodeID: "node-b", address: "b", leaseDuration: lease, database: databases[1])
                 let inboxA = ClusterInbox(database: databases[0]), inboxB = ClusterInbox(database: databases[1])
@@ -173,15 +174,15 @@ extension PostgresClusterTests {
         @Test func aTakeoverWaitsForAFencedWriteInProgress() async throws {
             try await withDatabases("inflight", count: 2) { databases in
                 try await SQL.execute(databases[0], "CREATE TABLE ledger_writes (epoch bigint, at timestamptz DEFAULT clock_timestamp())")
-                let a = try ClusterNode(nodeID: "node-a", address: "a", leaseDuration: .milliseconds(1500), database: databases[0])
-                let b = try ClusterNode(nodeID: "node-b", address: "b", leaseDuration: .milliseconds(1500), database: databases[1])
+                let a = try ClusterNode(nodeID: "node-a", address: "a", leaseDuration: .seconds(2), database: databases[0])
+                let b = try ClusterNode(nodeID: "node-b", address: "b", leaseDuration: .seconds(2), database: databases[1])
                 let held = try #require(try await a.acquire("M1"))
                 let (inside, insideContinuation) = AsyncStream.makeStream(of: Void.self)
                 let writer = Task {
                     try await databases[0].fenced(merchant: "M1", epoch: held.epoch) { connection in
                         insideContinuation.yield()
                         // Outlives the lease while holding the row.
-                        try await connection.query("SELECT pg_sleep(2.5)", logger: quietLogger)
+                        try await connection.query("SELECT pg_sleep(3.5)", logger: quietLogger)
                         try await connection.query("INSERT INTO ledger_writes (epoch) VALUES (\(held.epoch))", logger: quietLogger)
                     }
                 }

@@ -31,6 +31,33 @@ extension PostgresClusterTests {
             #expect(!FileManager.default.fileExists(atPath: server.directory))
         }
 
+        /// A server that cannot start is an error saying why (the suite then fails, never skips), and
+        /// leaves no directory behind.
+        @Test func aServerThatCannotStartSaysWhy() async throws {
+            do {
+                _ = try await PostgresServer.start(environment: ["CATLEDGER_POSTGRES_BIN": "/nonexistent"])
+                Issue.record("started without binaries")
+            } catch {
+                #expect("\(error)".contains("PostgreSQL cannot start: CATLEDGER_POSTGRES_BIN=/nonexistent holds no initdb"))
+            }
+            // An initdb that fails: its own words are in the error.
+            let fake = try Scratch.directory("fake-postgres-bin")
+            defer { Scratch.remove(fake) }
+            let script = (fake as NSString).appendingPathComponent("initdb")
+            try "#!/bin/sh\necho 'initdb: could not create directory: simulated' >&2\nexit 1\n".write(toFile: script, atomically: true, encoding: .utf8)
+            chmod(script, 0o755)
+            let parent = try Scratch.directory("fake-postgres-parent")
+            defer { Scratch.remove(parent) }
+            do {
+                _ = try await PostgresServer.start(in: parent, environment: ["CATLEDGER_POSTGRES_BIN": fake])
+                Issue.record("started with a failing initdb")
+            } catch {
+                #expect("\(error)".contains("PostgreSQL cannot start: initdb exited with status 1: initdb: could not create directory: simulated"),
+                        "\(error)")
+            }
+            #expect(try FileManager.default.contentsOfDirectory(atPath: parent).isEmpty, "the server's directory is removed")
+        }
+
         @Test func aMissingDatabaseIsAClearError() async throws {
             let server = try PostgresServer.current
             let error = await clusterError {

@@ -54,8 +54,9 @@ package final class PostgresServer: @unchecked Sendable {
     /// Starts a new server in a new directory under `parent` (the tests' scratch parent unless told).
     /// Blocking (initdb and start take one to three seconds): call it off Swift's cooperative pool, as
     /// `start()` (async) does.
-    package static func startBlocking(in parent: String = Scratch.parent) throws -> PostgresServer {
-        let binaries = try binaryDirectory()
+    package static func startBlocking(in parent: String = Scratch.parent,
+                                      environment: [String: String] = ProcessInfo.processInfo.environment) throws -> PostgresServer {
+        let binaries = try binaryDirectory(environment: environment)
         let runAsPostgres = getuid() == 0
         if runAsPostgres, getpwnam("postgres") == nil {
             throw StartError(description: "PostgreSQL cannot start: running as root, and there is no `postgres` user to run "
@@ -65,19 +66,27 @@ package final class PostgresServer: @unchecked Sendable {
         let directory = (parent as NSString).appendingPathComponent("catledger-pg-\(UUID().uuidString.prefix(8))")
         let socketDirectory = (directory as NSString).appendingPathComponent("socket")
         try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
-        if runAsPostgres {
-            try run("/bin/chown", ["-R", "postgres:postgres", directory], what: "chown of the scratch directory")
-        }
         let data = (directory as NSString).appendingPathComponent("data")
         let log = (directory as NSString).appendingPathComponent("server.log")
         let asPostgres = { (tool: String, arguments: [String]) -> (String, [String]) in
             let path = (binaries as NSString).appendingPathComponent(tool)
             return runAsPostgres ? ("/usr/sbin/runuser", ["-u", "postgres", "--", path] + arguments) : (path, arguments)
         }
+        // The watchdog first: from here on, the directory and any server started in it go when this process dies.
+        let watchdog: pid_t
         do {
+            watchdog = try startWatchdog(directory: directory, stop: asPostgres("pg_ctl", ["stop", "-D", data, "-m", "immediate"]))
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+        do {
+            if runAsPostgres {
+                try run("/bin/chown", ["-R", "postgres:postgres", directory], what: "chown of the scratch directory", in: directory)
+            }
             let (initdb, initArguments) = asPostgres("initdb", [
                 "-D", data, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync", "--no-instructions"])
-            try run(initdb, initArguments, what: "initdb")
+            try run(initdb, initArguments, what: "initdb", in: directory)
             // A free port can be taken between the probe and the start: try a few.
             var lastError: (any Error)?
             for _ in 0..<3 {
@@ -92,34 +101,35 @@ package final class PostgresServer: @unchecked Sendable {
                 ].joined(separator: " ")
                 let (pgctl, startArguments) = asPostgres("pg_ctl", ["start", "-D", data, "-l", log, "-w", "-t", "30", "-o", options])
                 do {
-                    try run(pgctl, startArguments, what: "pg_ctl start")
+                    try run(pgctl, startArguments, what: "pg_ctl start", in: directory)
                 } catch {
                     lastError = error
                     continue
                 }
-                let watchdog = try startWatchdog(directory: directory, data: data, stop: asPostgres("pg_ctl", ["stop", "-D", data, "-m", "immediate"]))
-                let server = PostgresServer(directory: directory, port: port, binaries: binaries, runAsPostgres: runAsPostgres, watchdog: watchdog)
-                return server
+                return PostgresServer(directory: directory, port: port, binaries: binaries, runAsPostgres: runAsPostgres, watchdog: watchdog)
             }
             throw lastError ?? StartError(description: "PostgreSQL did not start")
-        } catch let error as StartError {
+        } catch {
+            endWatchdog(watchdog)
             let tail = (try? String(contentsOfFile: log, encoding: .utf8)).map { String($0.suffix(1500)) } ?? "(no server log)"
             try? FileManager.default.removeItem(atPath: directory)
-            throw StartError(description: "\(error.description)\nserver log (\(log)):\n\(tail)")
+            throw StartError(description: "\(error)\nserver log (\(log)):\n\(tail)")
         }
     }
 
     /// `startBlocking` on a thread of its own, so a waiting start does not hold one of the few
     /// threads of Swift's cooperative pool.
-    package static func start(in parent: String = Scratch.parent) async throws -> PostgresServer {
-        try await offPool { try startBlocking(in: parent) }
+    package static func start(in parent: String = Scratch.parent,
+                              environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> PostgresServer {
+        try await offPool { try startBlocking(in: parent, environment: environment) }
     }
 
     /// Creates a database (an empty one, from template0) and returns its URL.
     package func createDatabase(_ name: String) async throws -> String {
         let createdb = (binaries as NSString).appendingPathComponent("createdb")
         try await Self.offPool {
-            try Self.run(createdb, ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", self.user, "-T", "template0", name], what: "createdb \(name)")
+            try Self.run(createdb, ["-h", "127.0.0.1", "-p", "\(self.port)", "-U", self.user, "-T", "template0", name], what: "createdb \(name)",
+                         in: self.directory)
         }
         return url(database: name)
     }
@@ -131,15 +141,13 @@ package final class PostgresServer: @unchecked Sendable {
             return !stopped
         }
         guard first else { return }
-        kill(watchdog, SIGTERM)
-        var status: Int32 = 0
-        while waitpid(watchdog, &status, 0) < 0 && errno == EINTR {}
+        Self.endWatchdog(watchdog)
         let pgctl = (binaries as NSString).appendingPathComponent("pg_ctl")
         let arguments = ["stop", "-D", dataDirectory, "-m", "fast", "-w", "-t", "30"]
         if runAsPostgres {
-            _ = try? Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", pgctl] + arguments, what: "pg_ctl stop")
+            _ = try? Self.run("/usr/sbin/runuser", ["-u", "postgres", "--", pgctl] + arguments, what: "pg_ctl stop", in: directory)
         } else {
-            _ = try? Self.run(pgctl, arguments, what: "pg_ctl stop")
+            _ = try? Self.run(pgctl, arguments, what: "pg_ctl stop", in: directory)
         }
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -152,14 +160,14 @@ package final class PostgresServer: @unchecked Sendable {
     /// Whether a server answers on the port (`pg_isready`).
     package func isAccepting() -> Bool {
         let ready = (binaries as NSString).appendingPathComponent("pg_isready")
-        return (try? Self.run(ready, ["-h", "127.0.0.1", "-p", "\(port)", "-U", user, "-t", "2"], what: "pg_isready")) != nil
+        return (try? Self.run(ready, ["-h", "127.0.0.1", "-p", "\(port)", "-U", user, "-t", "2"], what: "pg_isready", in: Scratch.parent)) != nil
     }
 
     // MARK: Helpers
 
     /// The newest `/usr/lib/postgresql/<version>/bin` holding initdb, or `CATLEDGER_POSTGRES_BIN`.
-    static func binaryDirectory() throws -> String {
-        if let chosen = ProcessInfo.processInfo.environment["CATLEDGER_POSTGRES_BIN"] {
+    static func binaryDirectory(environment: [String: String]) throws -> String {
+        if let chosen = environment["CATLEDGER_POSTGRES_BIN"] {
             guard FileManager.default.isExecutableFile(atPath: (chosen as NSString).appendingPathComponent("initdb")) else {
                 throw StartError(description: "PostgreSQL cannot start: CATLEDGER_POSTGRES_BIN=\(chosen) holds no initdb")
             }
@@ -195,10 +203,10 @@ package final class PostgresServer: @unchecked Sendable {
 
     /// Runs a tool to its end; a non-zero exit throws with what it printed.
     @discardableResult
-    static func run(_ executable: String, _ arguments: [String], what: String) throws -> String {
-        // Its output goes to a file, not a pipe: `pg_ctl start` leaves the server running, which would
-        // hold a pipe open.
-        let outputPath = (Scratch.parent as NSString).appendingPathComponent("catledger-pg-output-\(UUID().uuidString)")
+    static func run(_ executable: String, _ arguments: [String], what: String, in directory: String) throws -> String {
+        // Its output goes to a file in the server's directory (gone with it), not a pipe: `pg_ctl
+        // start` leaves the server running, which would hold a pipe open.
+        let outputPath = (directory as NSString).appendingPathComponent("output-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         let pid: pid_t
         do {
@@ -256,16 +264,24 @@ package final class PostgresServer: @unchecked Sendable {
 
     /// A shell that waits for this process to end and then stops the server and removes its
     /// directory; `stop()` ends it first. Returns its process id.
-    private static func startWatchdog(directory: String, data: String, stop: (String, [String])) throws -> pid_t {
+    private static func startWatchdog(directory: String, stop: (String, [String])) throws -> pid_t {
         let quote = { (text: String) in "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         let stopCommand = ([stop.0] + stop.1).map(quote).joined(separator: " ")
         let script = "trap 'exit 0' TERM; while kill -0 \(getpid()) 2>/dev/null; do sleep 1 & wait $!; done; "
-            + "\(stopCommand) >/dev/null 2>&1; rm -rf \(quote(directory))"
+            // An initdb or pg_ctl of this process may still be writing there: try the removal again.
+            + "\(stopCommand) >/dev/null 2>&1; for try in 1 2 3 4 5; do rm -rf \(quote(directory)); "
+            + "[ -e \(quote(directory)) ] || break; sleep 1; \(stopCommand) >/dev/null 2>&1; done"
         do {
             return try spawn("/bin/sh", ["-c", script], outputPath: nil)
         } catch {
             throw StartError(description: "PostgreSQL cannot start: the watchdog shell could not run (\(error))")
         }
+    }
+
+    private static func endWatchdog(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
     }
 
     @discardableResult

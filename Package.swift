@@ -204,7 +204,6 @@ let package = Package(
             name: "LedgerCluster",
             dependencies: [
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),

@@ -14,17 +14,22 @@ public final class ClusterDatabase: Sendable {
         public var maximumConnections = 8
         /// How long a connection attempt may take before the server counts as unreachable.
         public var connectTimeout: Duration = .seconds(5)
+        /// How long one operation (a statement or a transaction, waiting for a connection included)
+        /// may take before it fails as `ClusterError.unreachable`.
+        public var operationTimeout: Duration = .seconds(10)
 
         public init() {}
     }
 
     public let configuration: ClusterConfiguration
+    public let options: Options
     let client: PostgresClient
     let logger: Logger
     private let runner: Task<Void, Never>
 
-    private init(configuration: ClusterConfiguration, client: PostgresClient, logger: Logger) {
+    private init(configuration: ClusterConfiguration, options: Options, client: PostgresClient, logger: Logger) {
         self.configuration = configuration
+        self.options = options
         self.client = client
         self.logger = logger
         runner = Task { await client.run() }
@@ -57,7 +62,7 @@ public final class ClusterDatabase: Sendable {
         clientConfiguration.options.maximumConnections = options.maximumConnections
         clientConfiguration.options.connectTimeout = options.connectTimeout
         let client = PostgresClient(configuration: clientConfiguration, backgroundLogger: logger)
-        return ClusterDatabase(configuration: configuration, client: client, logger: logger)
+        return ClusterDatabase(configuration: configuration, options: options, client: client, logger: logger)
     }
 
     /// `connect` from a URL (`ClusterConfiguration(url:)`).
@@ -95,25 +100,46 @@ public final class ClusterDatabase: Sendable {
 
     /// A pooled connection outside any transaction, for tests and tools (the module's own
     /// operations are the API).
-    package func withConnection<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    package func withConnection<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
         try await query(body)
     }
 
     /// Runs `body` on a pooled connection outside a transaction (each statement its own).
-    func query<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
-        do {
-            return try await client.withConnection { connection in try await body(connection) }
-        } catch {
-            throw Self.translate(error)
+    func query<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
+        try await bounded { [client] in
+            try await client.withConnection { connection in try await body(connection) }
         }
     }
 
     /// Runs `body` in one transaction on a pooled connection: committed when it returns, rolled back
     /// when it throws (its error is rethrown as it was, PostgreSQL's translated).
-    func transaction<Result: Sendable>(_ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+    func transaction<Result: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
+        try await bounded { [client, logger] in
+            try await client.withConnection { connection in
+                try await Self.inTransaction(connection, logger: logger, body)
+            }
+        }
+    }
+
+    /// Runs an operation, waiting for a connection included, for at most `operationTimeout`: the
+    /// pool waits for a connection as long as its connection attempts fail (over a minute when the
+    /// server is gone), and a node must rather answer "unavailable" at once. PostgreSQL's errors
+    /// become `ClusterError`s.
+    private func bounded<Result: Sendable>(_ operation: @escaping @Sendable () async throws -> Result) async throws -> Result {
+        let timeout = options.operationTimeout
         do {
-            return try await client.withConnection { connection in
-                try await Self.inTransaction(connection, logger: self.logger, body)
+            return try await withThrowingTaskGroup(of: Result?.self) { group in
+                group.addTask { try await operation() }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let result = first else {
+                    throw ClusterError.unreachable("\(configuration.redacted): no answer within \(timeout) "
+                        + "(the server is down, unreachable or overloaded)")
+                }
+                return result
             }
         } catch {
             throw Self.translate(error)
@@ -121,7 +147,7 @@ public final class ClusterDatabase: Sendable {
     }
 
     nonisolated(nonsending) static func inTransaction<Result: Sendable>(_ connection: PostgresConnection, logger: Logger,
-                                                _ body: (PostgresConnection) async throws -> Result) async throws -> Result {
+                                                                        _ body: (PostgresConnection) async throws -> Result) async throws -> Result {
         try await connection.query("BEGIN", logger: logger)
         let result: Result
         do {
@@ -152,7 +178,8 @@ public final class ClusterDatabase: Sendable {
             }
             return ClusterError.unreachable(reason(psql))
         }
-        return ClusterError.unreachable("\(error)")
+        // The pool's own errors (connections that could not be made) name its internals: say what they mean.
+        return ClusterError.unreachable("no connection to the server could be made")
     }
 
     /// Why a connection failed, in words (PSQLError's own description hides everything).

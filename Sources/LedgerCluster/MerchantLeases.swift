@@ -241,11 +241,12 @@ public struct ClusterNode: Sendable {
         }
         var released: [String] = []
         if !elsewhere.isEmpty {
+            let releasing = elsewhere.sorted()
             released = try await database.query { connection in
                 var ids: [String] = []
                 let rows = try await connection.query("""
                     UPDATE merchant_leases SET node_id = NULL, expires_at = clock_timestamp()
-                    WHERE merchant_id = ANY(\(elsewhere.sorted())::text[]) AND node_id = \(nodeID)
+                    WHERE merchant_id = ANY(\(releasing)::text[]) AND node_id = \(nodeID)
                     RETURNING merchant_id
                     """, logger: logger)
                 for try await merchant in rows.decode(String.self) { ids.append(merchant) }
@@ -265,8 +266,8 @@ extension ClusterDatabase {
     /// when it is not. A takeover of the lease waits until the transaction ends. Every write a
     /// merchant's owner makes to the cluster database goes through this.
     public func fenced<Result: Sendable>(merchant merchantID: String, epoch: Int64,
-                                         _ body: (PostgresConnection) async throws -> Result) async throws -> Result {
-        try await transaction { connection in
+                                         _ body: @escaping @Sendable (PostgresConnection) async throws -> Result) async throws -> Result {
+        try await transaction { [logger] connection in
             let state = try await Self.leaseState(connection, merchantID: merchantID, epoch: epoch, lockingRow: true, logger: logger)
             guard state.currentEpoch == epoch, state.holder != nil, !state.expired else {
                 throw ClusterError.fenced(state)
@@ -292,7 +293,7 @@ extension ClusterDatabase {
 
     /// Every lease row, by merchant (an operator's view, and the tests').
     public func leases() async throws -> [LeaseRow] {
-        try await query { connection in
+        try await query { [logger] connection in
             var result: [LeaseRow] = []
             let rows = try await connection.query("""
                 SELECT merchant_id, node_id, epoch, expires_at, expires_at <= clock_timestamp() FROM merchant_leases ORDER BY merchant_id

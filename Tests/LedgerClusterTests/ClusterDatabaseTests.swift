@@ -58,6 +58,38 @@ extension PostgresClusterTests {
             #expect(try FileManager.default.contentsOfDirectory(atPath: parent).isEmpty, "the server's directory is removed")
         }
 
+        /// The server goes away under a connected node: its next operation fails with a clear error
+        /// within the operation timeout instead of waiting for a connection forever.
+        @Test func aServerThatGoesAwayIsAClearErrorNotAWait() async throws {
+            let server = try await PostgresServer.start()
+            var database: ClusterDatabase?
+            do {
+                let url = try await server.createDatabase("gone")
+                var options = ClusterDatabase.Options()
+                options.connectTimeout = .seconds(2)
+                options.operationTimeout = .seconds(3)
+                database = try await ClusterDatabase.connect(url: url, options: options, logger: quietLogger)
+                let inbox = ClusterInbox(database: database!)
+                _ = try await inbox.accept(merchant: "M1", eventID: "evt-1", body: [1])
+            } catch {
+                await server.shutDown()
+                throw error
+            }
+            await server.shutDown()
+            let inbox = ClusterInbox(database: database!)
+            let started = ContinuousClock.now
+            let error = await clusterError { _ = try await inbox.accept(merchant: "M1", eventID: "evt-2", body: [2]) }
+            let elapsed = ContinuousClock.now - started
+            guard case .unreachable(let message) = error else {
+                Issue.record("expected unreachable, got \(String(describing: error))")
+                await database?.close()
+                return
+            }
+            #expect(message.contains(database!.configuration.redacted) && message.contains("no answer within 3"), "\(message)")
+            #expect(elapsed < .seconds(8))
+            await database?.close()
+        }
+
         @Test func aMissingDatabaseIsAClearError() async throws {
             let server = try PostgresServer.current
             let error = await clusterError {

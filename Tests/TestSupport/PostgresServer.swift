@@ -46,7 +46,6 @@ package final class PostgresServer: @unchecked Sendable {
     }
 
     private var dataDirectory: String { (directory as NSString).appendingPathComponent("data") }
-    private var logFile: String { (directory as NSString).appendingPathComponent("server.log") }
 
     /// `postgres://postgres@127.0.0.1:<port>/<database>`, the URL form `LedgerCluster` reads.
     package func url(database: String) -> String { "postgres://\(user)@127.0.0.1:\(port)/\(database)" }

@@ -17,7 +17,8 @@ deps:
 
 # The official Square Python SDK: the conformance test drives the simulator with it. schemathesis: the
 # live server against docs/openapi.json (Tools/api-conformance/run-schemathesis.sh). Chromium, its
-# WebDriver and selenium: the pages in a real browser (Tools/browser-tests/run.sh).
+# WebDriver and selenium: the pages in a real browser (Tools/browser-tests/run.sh). PostgreSQL's server
+# binaries: LedgerClusterTests start a private server on a free loopback port (Tests/TestSupport/PostgresServer.swift).
 deps-test: deps
 	@if ! python3 -c 'import square' 2>/dev/null; then \
 		echo "installing the official Square Python SDK (pip install squareup)"; \
@@ -31,6 +32,11 @@ deps-test: deps
 		echo "installing chromium and chromium-driver (apt-get): the browser test of the pages"; \
 		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	fi
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+		echo "installing postgresql (apt-get): the cluster tests start a private server (docs/SCALING.md)"; \
+		SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+		$$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql >/dev/null; \
 	fi
 	@if ! python3 -c 'import selenium' 2>/dev/null; then \
 		echo "installing selenium (pip install selenium): drives Chromium in the browser test"; \

@@ -37,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        // LedgerCluster: the PostgreSQL client of the multi-node mode (docs/SCALING.md).
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // MARK: Storage: bytes only.
@@ -205,6 +207,15 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // The multi-node mode's coordination in PostgreSQL (docs/SCALING.md): schema migrations, merchant
+        // leases with a fencing epoch, rendezvous rebalancing, the webhook inbox. Knows no HTTP.
+        .target(
+            name: "LedgerCluster",
+            dependencies: [
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
         .target(
             name: "LedgerServer",
             dependencies: [
@@ -302,6 +313,14 @@ let package = Package(
             dependencies: ["LedgerStorage", "LedgerStorageTesting", "TestSupport", .product(name: "SystemPackage", package: "swift-system")]
         ),
         .testTarget(name: "MerchantRegistryTests", dependencies: ["MerchantRegistry", "TestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(
+            name: "LedgerClusterTests",
+            dependencies: [
+                "LedgerCluster", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
+        ),
         .testTarget(name: "SquareWireTests", dependencies: ["SquareWire", "BoundedJSON"]),
         .testTarget(name: "CatalogModelTests", dependencies: ["CatalogModel", "BoundedJSON", "SquareWire", "LedgerStorageTesting", "TestSupport"]),
         .testTarget(

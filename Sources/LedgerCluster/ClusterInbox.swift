@@ -1,0 +1,106 @@
+// The webhook inbox in PostgreSQL (docs/SCALING.md, "The webhook inbox"): any node records a verified
+// delivery here before answering 200; the merchant's owner drains it in id order into its ledger and
+// marks what it drained done, fenced by its lease epoch. The same shape as the local delivery inbox
+// (accept, pending after an id, mark done up to an id), plus the epoch.
+
+import Foundation
+import Logging
+import PostgresNIO
+
+/// One recorded delivery.
+public struct InboxDelivery: Sendable, Equatable {
+    /// Increasing in the order the merchant's deliveries were accepted (committed).
+    public var id: Int64
+    public var merchantID: String
+    public var eventID: String
+    /// The delivery's bytes as received (the signed body).
+    public var body: [UInt8]
+    /// By PostgreSQL's clock.
+    public var receivedAt: Date
+}
+
+/// The outcome of `ClusterInbox.accept`.
+public struct InboxAcceptance: Sendable, Equatable {
+    /// The row holding the delivery (the first one's, for a redelivery).
+    public var id: Int64
+    /// The merchant's inbox already held this event id; nothing was written.
+    public var duplicate: Bool
+
+    public init(id: Int64, duplicate: Bool) {
+        self.id = id
+        self.duplicate = duplicate
+    }
+}
+
+/// The `webhook_inbox` table. Thread-safe; any node may accept for any merchant.
+public struct ClusterInbox: Sendable {
+    public let database: ClusterDatabase
+
+    /// The advisory lock class of a merchant's accepts (`pg_advisory_xact_lock(class, hashtext(merchant))`).
+    static let acceptLockClass: Int32 = 0x4341_5449  // "CATI"
+
+    public init(database: ClusterDatabase) {
+        self.database = database
+    }
+
+    private var logger: Logger { database.logger }
+
+    /// Records a delivery; durable when this returns (its transaction committed). A delivery whose
+    /// event id the merchant's inbox already holds writes nothing and reports `duplicate`.
+    ///
+    /// A merchant's accepts take a transaction-scoped advisory lock, so they commit in the order of
+    /// their ids: a drain that has read past id N never sees a row with a smaller id appear later.
+    /// (Ids come from a sequence, taken before commit; without the lock two concurrent accepts could
+    /// commit out of order and a drain's `after:` cursor would skip one.)
+    public func accept(merchant merchantID: String, eventID: String, body: [UInt8]) async throws -> InboxAcceptance {
+        guard !merchantID.isEmpty, !eventID.isEmpty else {
+            throw ClusterError.invalidArgument("a delivery needs a merchant id and an event id")
+        }
+        return try await database.transaction { connection in
+            try await connection.query("SELECT pg_advisory_xact_lock(\(Self.acceptLockClass), hashtext(\(merchantID)))", logger: logger)
+            let inserted = try await connection.query("""
+                INSERT INTO webhook_inbox (merchant_id, event_id, body) VALUES (\(merchantID), \(eventID), \(Data(body)))
+                ON CONFLICT (merchant_id, event_id) DO NOTHING RETURNING id
+                """, logger: logger)
+            for try await id in inserted.decode(Int64.self) { return InboxAcceptance(id: id, duplicate: false) }
+            let existing = try await connection.query("""
+                SELECT id FROM webhook_inbox WHERE merchant_id = \(merchantID) AND event_id = \(eventID)
+                """, logger: logger)
+            return InboxAcceptance(id: try await ClusterDatabase.single(existing, Int64.self), duplicate: true)
+        }
+    }
+
+    /// The merchant's deliveries not yet done with an id greater than `after`, in id order, at most `limit`.
+    public func pending(merchant merchantID: String, after: Int64 = 0, limit: Int = 100) async throws -> [InboxDelivery] {
+        guard limit > 0 else { throw ClusterError.invalidArgument("the limit must be positive") }
+        return try await database.query { connection in
+            let rows = try await connection.query("""
+                SELECT id, event_id, body, received_at FROM webhook_inbox
+                WHERE merchant_id = \(merchantID) AND id > \(after) AND done_at IS NULL
+                ORDER BY id LIMIT \(limit)
+                """, logger: logger)
+            var deliveries: [InboxDelivery] = []
+            for try await (id, eventID, body, receivedAt) in rows.decode((Int64, String, Data, Date).self) {
+                deliveries.append(InboxDelivery(id: id, merchantID: merchantID, eventID: eventID, body: Array(body), receivedAt: receivedAt))
+            }
+            return deliveries
+        }
+    }
+
+    /// Marks the merchant's deliveries with an id up to `upTo` done, recording `epoch`, in one
+    /// transaction with the fence (`ClusterDatabase.fenced`): throws `ClusterError.fenced` and marks
+    /// nothing unless `epoch` is the merchant's current, unexpired lease. Returns how many rows it marked.
+    @discardableResult
+    public func markDone(merchant merchantID: String, upTo id: Int64, epoch: Int64) async throws -> Int {
+        try await database.fenced(merchant: merchantID, epoch: epoch) { [logger] connection in
+            let rows = try await connection.query("""
+                UPDATE webhook_inbox SET done_at = clock_timestamp(), done_epoch = \(epoch)
+                WHERE merchant_id = \(merchantID) AND id <= \(id) AND done_at IS NULL
+                RETURNING id
+                """, logger: logger)
+            var count = 0
+            for try await _ in rows.decode(Int64.self) { count += 1 }
+            return count
+        }
+    }
+}

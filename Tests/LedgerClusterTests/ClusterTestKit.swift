@@ -1,0 +1,79 @@
+// The PostgreSQL suites of LedgerCluster share one private server (`.postgresServer`, started and
+// stopped around them by TestSupport's PostgresServer); each test gets its own database and its own
+// connections (a "node" is a ClusterDatabase and a ClusterNode, as in separate processes).
+
+import Foundation
+import LedgerCluster
+import Logging
+import PostgresNIO
+import Testing
+import TestSupport
+
+/// The suites that need PostgreSQL, nested so one server serves them all.
+@Suite(.postgresServer)
+struct PostgresClusterTests {}
+
+/// A new database for one test and `count` separate connection pools to it, closed after `body`
+/// whether it passed or threw.
+func withDatabases(_ label: String, count: Int, maximumConnections: Int = 4,
+                   _ body: ([ClusterDatabase]) async throws -> Void) async throws {
+    let url = try await PostgresServer.freshDatabase(label)
+    var options = ClusterDatabase.Options()
+    options.maximumConnections = maximumConnections
+    var databases: [ClusterDatabase] = []
+    do {
+        for _ in 0..<count { databases.append(try await ClusterDatabase.connect(url: url, options: options, logger: quietLogger)) }
+        try await body(databases)
+    } catch {
+        for database in databases { await database.close() }
+        throw error
+    }
+    for database in databases { await database.close() }
+}
+
+let quietLogger: Logger = {
+    var logger = Logger(label: "LedgerClusterTests")
+    logger.logLevel = .warning
+    return logger
+}()
+
+/// The `ClusterError` `body` throws (a test failure, and nil, when it throws none or another).
+func clusterError(_ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async -> ClusterError? {
+    do {
+        try await body()
+        Issue.record("expected a ClusterError, nothing was thrown", sourceLocation: sourceLocation)
+        return nil
+    } catch let error as ClusterError {
+        return error
+    } catch {
+        Issue.record("expected a ClusterError, got \(error)", sourceLocation: sourceLocation)
+        return nil
+    }
+}
+
+/// Waits until PostgreSQL's clock is past `date` (leases expire by the server's clock).
+func waitForServerTime(after date: Date, on database: ClusterDatabase) async throws {
+    while try await database.serverTime() <= date {
+        try await Task.sleep(for: .milliseconds(50))
+    }
+}
+
+/// Plain SQL on a test's database (set-up and inspection; the module's operations are under test).
+enum SQL {
+    static func execute(_ database: ClusterDatabase, _ sql: String) async throws {
+        try await database.withConnection { connection in
+            _ = try await connection.query(PostgresQuery(unsafeSQL: sql), logger: quietLogger)
+        }
+    }
+
+    /// The first column of every row, as integers.
+    static func integers(_ database: ClusterDatabase, _ sql: String) async throws -> [Int64] {
+        try await database.withConnection { connection in
+            var values: [Int64] = []
+            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: quietLogger).decode(Int64.self) {
+                values.append(value)
+            }
+            return values
+        }
+    }
+}

@@ -118,7 +118,7 @@ extension PostgresClusterTests {
             try await withDatabases("paused", count: 2) { databases in
                 try await SQL.execute(databases[0], "CREATE TABLE ledger_writes (merchant_id text, epoch bigint, note text)")
                 // Long enough for node A's first writes to land well within it on a loaded machine.
-                let lease = Duration.seconds(3)
+                let lease = Duration.seconds(6)
                 let a = try ClusterNode(nodeID: "node-a", address: "a", leaseDuration: lease, database: databases[0])
                 let b = try ClusterNode(nodeID: "node-b", address: "b", leaseDuration: lease, database: databases[1])
                 let inboxA = ClusterInbox(database: databases[0]), inboxB = ClusterInbox(database: databases[1])

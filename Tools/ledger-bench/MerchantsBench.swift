@@ -1,4 +1,5 @@
 import ArgumentParser
+import AsyncHTTPClient
 import CatalogLedger
 import Foundation
 import LedgerServer
@@ -28,6 +29,9 @@ struct MerchantsBench: ParsableCommand {
 
     @Flag(name: .customLong("webhook-inbox"), help: "Serve with --webhook-inbox: the answer waits for the data root's inbox (group-committed), the ledgers are appended behind; reports the drain too.")
     var webhookInbox = false
+
+    @Option(help: "HTTP/1.1 connections the load keeps open to the server (as Square's many delivery workers do).")
+    var connections = 64
 
     @Option(help: "Merchants in the registry.")
     var registered = 10_000
@@ -176,7 +180,10 @@ struct MerchantsBench: ParsableCommand {
         try await Task.sleep(for: .milliseconds(500))
         let idle = ProcessFigures.now()
 
-        let transport = HTTPClientTransport(baseURL: server.baseURL)
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(
+            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections))))
+        defer { _ = client.shutdown() }
+        let transport = HTTPClientTransport(baseURL: server.baseURL, httpClient: client)
         let deliveries = WebhookBench.Deliveries()
         @Sendable func deliver(_ merchant: String) async throws -> Int {
             try await WebhookBench.send(transport, deliveries, merchant: merchant, timeout: .seconds(60))
@@ -190,6 +197,8 @@ struct MerchantsBench: ParsableCommand {
             }
             try await group.waitForAll()
         }
+        // With the inbox the answers came before the ledgers opened: the warm-up ends when they are in.
+        while try await service.inboxPending() ?? 0 > 0 { try await Task.sleep(for: .milliseconds(20)) }
         let warmUp = seconds(ContinuousClock.now - warmStart)
 
         let total = Int(seconds(phase) * Double(rate))

@@ -112,14 +112,20 @@ final class InboxDrain: @unchecked Sendable {
     private func drain(_ merchantID: String) async {
         while true {
             let next: (batch: [InboxDelivery], scan: Bool, after: Int64)? = lock.withLock {
-                guard var queue = queues[merchantID] else { return nil }
+                // Stopped: what is left stays pending in the inbox for the next start (a drain that keeps
+                // failing, say on a ledger that cannot open, never holds up the shutdown).
+                guard var queue = queues[merchantID], !stopped else {
+                    queues[merchantID] = nil
+                    tasks[merchantID] = nil
+                    return nil
+                }
                 if queue.rescan {
                     queue.rescan = false
                     queues[merchantID] = queue
                     return ([], true, queue.drainedThrough)
                 }
                 queue.waiting.removeAll { $0.id <= queue.drainedThrough }
-                if queue.waiting.isEmpty || stopped {
+                if queue.waiting.isEmpty {
                     queues[merchantID] = nil
                     tasks[merchantID] = nil
                     return nil

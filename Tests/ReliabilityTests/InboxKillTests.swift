@@ -57,6 +57,18 @@ import Testing
         return acknowledged
     }
 
+    /// Per merchant, how many times its ledger holds each webhook event id.
+    static func recorded(_ root: String) throws -> [String: [String: Int]] {
+        var recorded: [String: [String: Int]] = [:]
+        for merchant in merchants {
+            let reader = try LedgerReader(layout: LedgerLayout(root: URL(fileURLWithPath: root).appendingPathComponent(merchant).path))
+            for event in try reader.allEvents() {
+                if case .webhookReceived(let receipt) = event.body { recorded[merchant, default: [:]][receipt.eventID, default: 0] += 1 }
+            }
+        }
+        return recorded
+    }
+
     @Test("SIGKILL of serve --webhook-inbox under load, 3 times: every acknowledged delivery is in its merchant's ledger exactly once")
     func killUnderLoad() async throws {
         let root = Scratch.path("inbox-kill")
@@ -95,19 +107,18 @@ import Testing
         #expect(acknowledged.count > 20, "the load reached the server: \(acknowledged.count) acknowledged")
         #expect(acknowledged.values.contains(Self.merchants[0]), "deliveries to the locked ledger were acknowledged (by the inbox)")
         lock.release()
-        // A last start drains what the killed ones left pending; SIGTERM's graceful stop waits for the drains.
+        // A last start drains what the killed ones left pending (read while it serves, as any reader may).
         let (child, _) = try Self.serve(root)
+        let deadline = ContinuousClock.now + .seconds(60)
+        var recorded = try Self.recorded(root)
+        while acknowledged.contains(where: { recorded[$0.value]?[$0.key] == nil }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+            recorded = try Self.recorded(root)
+        }
         child.process.terminate()
         child.process.waitUntilExit()
         #expect(child.process.terminationStatus == 0)
-
-        var recorded: [String: [String: Int]] = [:]
-        for merchant in Self.merchants {
-            let reader = try LedgerReader(layout: LedgerLayout(root: URL(fileURLWithPath: root).appendingPathComponent(merchant).path))
-            for event in try reader.allEvents() {
-                if case .webhookReceived(let receipt) = event.body { recorded[merchant, default: [:]][receipt.eventID, default: 0] += 1 }
-            }
-        }
+        recorded = try Self.recorded(root)
         let missing = acknowledged.filter { recorded[$0.value]?[$0.key] == nil }
         #expect(missing.isEmpty, "\(missing.count) acknowledged deliveries are not in their ledger: \(missing.keys.sorted().prefix(5))")
         let twice = recorded.values.flatMap { $0.filter { $0.value > 1 }.keys }

@@ -5,6 +5,8 @@ import Hummingbird
 import HummingbirdTesting
 import HTTPTypes
 import LedgerServer
+import LedgerStorage
+import MerchantRegistry
 import NIOCore
 import SquareAPI
 import SquareWire
@@ -174,5 +176,44 @@ import WebhookInbox
         await service.inboxDrained()
         #expect(try await Self.receipts(service, Kit.merchant).count == 600)
         try await service.close()
+    }
+
+    /// A drain that keeps failing (its merchant's ledger is locked by another writer) does not hold up
+    /// the server's stop, and loses nothing: the next start drains the delivery once the ledger opens.
+    @Test func aStopDoesNotWaitForADrainThatKeepsFailing() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let merchant = "MLOCKED0001"
+        let registry = try #require(try MerchantRegistry.open(dataRoot: root.path, create: true))
+        try registry.addMany([merchant], now: 1)
+        let ledgerRoot = root.appendingPathComponent(merchant).path
+        try await Ledger.open(layout: LedgerLayout(root: ledgerRoot)).close()
+        let lock = try LogWriterLock.acquire(directory: LedgerLayout(root: ledgerRoot).logDirectory)
+        let service = try await LedgerService.open(configuration: Self.configuration(root: root, merchants: []), logger: Kit.logger)
+        let body = ServerKit.notification(eventID: "evt-locked", merchant: merchant)
+        let answer = await WebhookReceiver(service: service, logger: Kit.logger)
+            .receive(body: body, headers: [WebhookSignature.headerName: ServerKit.signature(body)])
+        #expect(answer.status == 200 && String(decoding: answer.body, as: UTF8.self).contains(#""queued""#))
+        try await Task.sleep(for: .milliseconds(300))
+        let done = Done()
+        Task {
+            try? await service.close()
+            done.mark()
+        }
+        let closed = await ServerKit.eventually(timeout: .seconds(20)) { done.isDone }
+        #expect(closed, "the stop waited for a drain that cannot succeed")
+        lock.release()
+        let next = try await LedgerService.open(configuration: Self.configuration(root: root, merchants: []), logger: Kit.logger)
+        await next.inboxDrained()
+        #expect(try await Self.receipts(next, merchant) == ["evt-locked"])
+        try await next.close()
+    }
+
+    /// Thread-safety: guarded by `lock`.
+    final class Done: @unchecked Sendable {
+        private let lock = NSLock()
+        private var done = false
+        func mark() { lock.withLock { done = true } }
+        var isDone: Bool { lock.withLock { done } }
     }
 }

@@ -69,7 +69,9 @@ import Testing
                 #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("MLLATE").path))
 
                 #expect(try await Self.deliver(client, merchant: "MLLATE", eventID: "late-1") == .ok)
-                #expect(service.merchant("MLLATE") != nil, "opened by its first webhook")
+                // Its ledger was created by that open (whether the 200 ms idle close has already closed it
+                // again depends on the machine's load, so the open is read off the disk).
+                #expect(FileManager.default.fileExists(atPath: root.appendingPathComponent("MLLATE").path), "opened by its first webhook")
                 #expect(await ServerKit.eventually { service.merchant("MLLATE") == nil && service.merchant(Kit.merchant) == nil },
                         "both closed once idle")
                 #expect(try await Self.deliver(client, merchant: "MLLATE", eventID: "late-2") == .ok, "reopened")

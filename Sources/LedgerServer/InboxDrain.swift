@@ -33,6 +33,8 @@ final class InboxDrain: @unchecked Sendable {
     private let batchMax: Int
     private let queuedMax: Int
     private let retryDelay: Duration
+    /// The clock the accept times come from (the server's): nanoseconds since the epoch.
+    private let now: @Sendable () -> Int64
     private let lock = NSLock()
     private var queues: [String: Queue] = [:]
     private var tasks: [String: Task<Void, Never>] = [:]
@@ -49,13 +51,14 @@ final class InboxDrain: @unchecked Sendable {
     }
 
     init(inbox: any DeliveryInbox, metrics: ServerMetrics, logger: Logger, batchMax: Int = 256, queuedMax: Int = 4096,
-         retryDelay: Duration = .seconds(1), record: @escaping Record) {
+         retryDelay: Duration = .seconds(1), now: @escaping @Sendable () -> Int64, record: @escaping Record) {
         self.inbox = inbox
         self.metrics = metrics
         self.logger = logger
         self.batchMax = batchMax
         self.queuedMax = queuedMax
         self.retryDelay = retryDelay
+        self.now = now
         self.record = record
     }
 
@@ -159,8 +162,8 @@ final class InboxDrain: @unchecked Sendable {
                     if let drained = queues[merchantID]?.drainedThrough { queues[merchantID]?.drainedThrough = max(drained, through) }
                 }
                 try await inbox.markDone(merchantID: merchantID, through: through)
-                let now = Int64(Date().timeIntervalSince1970 * 1e9)
-                for delivery in batch { metrics.inboxLag.record(.nanoseconds(max(0, now - delivery.receivedAt))) }
+                let drainedAt = now()
+                for delivery in batch { metrics.inboxLag.record(.nanoseconds(max(0, drainedAt - delivery.receivedAt))) }
             } catch {
                 // Nothing is lost: the deliveries are still pending in the inbox; read them back after a pause.
                 logger.error("webhook deliveries could not be drained into the ledger; retrying",

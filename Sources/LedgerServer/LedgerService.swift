@@ -71,7 +71,9 @@ public final class LedgerService: Sendable {
             var drainLogger = logger
             drainLogger[metadataKey: "task"] = "inbox-drain"
             let made = InboxDrain(inbox: inbox, metrics: metrics, logger: drainLogger,
-                                  batchMax: max(1, configuration.inboxDrainBatchMax)) { merchantID, deliveries in
+                                  batchMax: max(1, configuration.inboxDrainBatchMax),
+                                  now: { [clock = configuration.clock] in Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) }
+            ) { merchantID, deliveries in
                 guard let service = owner.service else { throw InboxError("the server is stopping") }
                 return try await service.withMerchant(merchantID) { merchant in
                     try await WebhookReceiver(service: service, logger: service.logger).recordDrained(deliveries, in: merchant)

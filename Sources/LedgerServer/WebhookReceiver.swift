@@ -154,7 +154,12 @@ public struct WebhookReceiver: Sendable {
                 "merchant": "\(notification.merchantID)", "error": "\(error)", "request_id": "\(RequestID.current ?? "")"])
             return .error(503, "ledger_unavailable", "the delivery could not be recorded; retry later")
         }
-        metrics.webhook(.unknownMerchant)
+        return unknownMerchant(notification)
+    }
+
+    /// The refusal of a delivery for a merchant this server does not serve.
+    private func unknownMerchant(_ notification: WebhookNotification) -> JSONAnswer {
+        service.metrics.webhook(.unknownMerchant)
         logger.warning("webhook for an unknown merchant refused", metadata: ["merchant": "\(notification.merchantID)"])
         return .error(404, "unknown_merchant", "this server keeps no ledger for merchant \"\(notification.merchantID)\"")
     }
@@ -213,11 +218,7 @@ public struct WebhookReceiver: Sendable {
     private func queue(_ admitted: RequestAdmission.Webhook, body: [UInt8], in inbox: any DeliveryInbox) async -> JSONAnswer {
         let metrics = service.metrics
         let notification = admitted.notification
-        guard service.directory.isServed(MerchantID(notification.merchantID)) else {
-            metrics.webhook(.unknownMerchant)
-            logger.warning("webhook for an unknown merchant refused", metadata: ["merchant": "\(notification.merchantID)"])
-            return .error(404, "unknown_merchant", "this server keeps no ledger for merchant \"\(notification.merchantID)\"")
-        }
+        guard service.directory.isServed(MerchantID(notification.merchantID)) else { return unknownMerchant(notification) }
         let started = ContinuousClock.now
         let acceptance: InboxAcceptance
         do {

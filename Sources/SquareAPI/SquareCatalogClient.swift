@@ -112,7 +112,7 @@ public struct SquareCatalogClient: Sendable {
             // Square is holding this seller back: its other calls wait out the same backoff (at least
             // its Retry-After), whether or not this call tries again.
             if failure.httpStatus == 429 {
-                pacing?.hold(for: max(delay, retryAfterSeconds.map { .milliseconds(Int64($0 * 1000)) } ?? configuration.retryPolicy.initialDelay))
+                pacing?.hold(for: retryAfterSeconds == nil ? max(delay, configuration.retryPolicy.initialDelay) : delay)
             }
             guard failure.isRetryable, attempt < configuration.retryPolicy.attemptsMax else {
                 throw failure

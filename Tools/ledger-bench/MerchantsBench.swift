@@ -184,6 +184,10 @@ struct MerchantsBench: ParsableCommand {
             connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections))))
         defer { _ = client.shutdown() }
         let transport = HTTPClientTransport(baseURL: server.baseURL, httpClient: client)
+        /// With the inbox: until every accepted delivery is in its ledger (at once without one).
+        @Sendable func inboxDrained() async throws {
+            while try await service.inboxPending() ?? 0 > 0 { try await Task.sleep(for: .milliseconds(20)) }
+        }
         let deliveries = WebhookBench.Deliveries()
         @Sendable func deliver(_ merchant: String) async throws -> Int {
             try await WebhookBench.send(transport, deliveries, merchant: merchant, timeout: .seconds(60))
@@ -198,7 +202,7 @@ struct MerchantsBench: ParsableCommand {
             try await group.waitForAll()
         }
         // With the inbox the answers came before the ledgers opened: the warm-up ends when they are in.
-        while try await service.inboxPending() ?? 0 > 0 { try await Task.sleep(for: .milliseconds(20)) }
+        try await inboxDrained()
         let warmUp = seconds(ContinuousClock.now - warmStart)
 
         let total = Int(seconds(phase) * Double(rate))
@@ -224,7 +228,7 @@ struct MerchantsBench: ParsableCommand {
         var inboxCatchUp: Double?
         if webhookInbox {
             let loadEnd = ContinuousClock.now
-            while try await service.inboxPending() ?? 0 > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            try await inboxDrained()
             inboxCatchUp = seconds(ContinuousClock.now - loadEnd)
         }
         let openAfterLoad = service.directory.openMerchants.count

@@ -23,7 +23,12 @@ extension CatalogProjector {
     /// every event queued behind it, for as long as the disk takes to sync. Only when the WAL has
     /// grown past `followWALFramesMax` does one short checkpoint run between two batches, so that
     /// the WAL starts over (see `WALCheckpointer`).
-    public func follow(catchUpExecutor: (any TaskExecutor)? = nil,
+    ///
+    /// With `commitsOnCallingThread`, each batch is committed synchronously on the thread running
+    /// the follower instead of on the database's own writer queue. A server following many
+    /// projections runs them on a few executors of its own (`LedgerServer`'s background lanes):
+    /// their commits then take turns on those threads instead of each waking a thread of its own.
+    public func follow(catchUpExecutor: (any TaskExecutor)? = nil, commitsOnCallingThread: Bool = false,
                        applied: (@Sendable (UInt64) -> Void)? = nil) async throws {
         let checkpoint = try await withTaskExecutorPreference(catchUpExecutor) { try self.catchUp() }
         if let checkpoint { applied?(checkpoint) }
@@ -34,8 +39,13 @@ extension CatalogProjector {
         let reader = self.reader
         let trace = options.followTrace
         let profiles = options.followProfilesStatements
+        let minCommits = options.followCheckpointMinCommits
+        let maxDelay = options.followCheckpointMaxDelay
         let checkpointer = try options.followCheckpointInterval.map {
             try WALCheckpointer(path: databasePath, interval: $0, walFramesMax: options.followWALFramesMax, trace: trace,
+                                due: { sinceLast in
+                                    buffer.takeCommitsForCheckpoint { $0 >= minCommits || ($0 > 0 && sinceLast >= maxDelay) }
+                                },
                                 onLargeWAL: { buffer.requestWALRestart() })
         }
         if checkpointer != nil { try setAutomaticCheckpoints(pages: 0) }
@@ -62,11 +72,13 @@ extension CatalogProjector {
                     let requestedAt = ContinuousClock.now
                     let database = self.database
                     do {
-                        let timing = try await Task {
-                            try await database.writeWithoutTransaction { db in
-                                try Self.commit(events, batch: batch, profiles: profiles, in: db)
-                            }
-                        }.value
+                        let timing = commitsOnCallingThread
+                            ? try Self.commitSynchronously(events, batch: batch, profiles: profiles, database: database)
+                            : try await Task {
+                                try await database.writeWithoutTransaction { db in
+                                    try Self.commit(events, batch: batch, profiles: profiles, in: db)
+                                }
+                            }.value
                         trace?(.commit(FollowCommitTiming(
                             firstSequence: events[0].sequence, lastSequence: last.sequence, receivedAt: receivedAt,
                             requestedAt: requestedAt, beganAt: timing.beganAt, statementsDoneAt: timing.statementsDoneAt,
@@ -75,6 +87,7 @@ extension CatalogProjector {
                     } catch let error as DatabaseError {
                         throw ProjectionError(.database, "\(error)", location: "events \(events[0].sequence)...\(last.sequence)")
                     }
+                    buffer.committed()
                     applied?(last.sequence)
                 }
             }
@@ -82,6 +95,12 @@ extension CatalogProjector {
             group.cancelAll()
             try await group.waitForAll()
         }
+    }
+
+    /// `commit` on the calling thread (a synchronous function, so the synchronous write is the one called).
+    private static func commitSynchronously(_ events: [LedgerEvent], batch: ProjectionBatch, profiles: Bool,
+                                            database: DatabasePool) throws -> CommitTimes {
+        try database.writeWithoutTransaction { db in try commit(events, batch: batch, profiles: profiles, in: db) }
     }
 
     /// Applies one batch in its own transaction on the writer connection, timing the statements

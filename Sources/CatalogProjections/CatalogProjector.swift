@@ -20,6 +20,15 @@ public struct ProjectorOptions: Sendable {
     /// better than every 250 ms at 1M events (fewer syncs of the database file meeting the commits;
     /// docs/PERFORMANCE.md, "Lag at full size on a quiet machine").
     public var followCheckpointInterval: Duration? = .seconds(1)
+    /// A round of the interval checkpointer skips a projection that has committed fewer than this
+    /// many batches since its last checkpoint, unless `followCheckpointMaxDelay` has passed since
+    /// then (and it committed at all). A busy projection commits many batches a second and is
+    /// checkpointed every round as before; a server holding a thousand projections that each take
+    /// one event a second checkpoints each of them every `followCheckpointMaxDelay` instead of a
+    /// thousand checkpoints (two syncs each) every second (docs/PERFORMANCE.md, "Many merchants").
+    public var followCheckpointMinCommits = 32
+    /// The longest a projection with commits waits for a checkpoint (see `followCheckpointMinCommits`).
+    public var followCheckpointMaxDelay: Duration = .seconds(30)
     /// While following, the WAL's size in frames (pages) above which the follower checkpoints on
     /// its own connection between two batches, so that the WAL starts over instead of growing
     /// while commits keep coming (see `WALCheckpointer`); nil lets it grow until a pause.

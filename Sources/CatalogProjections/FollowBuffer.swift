@@ -10,6 +10,8 @@ final class FollowBuffer: @unchecked Sendable {
     private var events: [LedgerEvent] = []
     private var firstReceivedAt = ContinuousClock.now
     private var walRestartWanted = false
+    /// Commits since the last WAL checkpoint (see `WALCheckpointer`).
+    private var commitsSinceCheckpoint = 0
 
     func append(_ event: LedgerEvent) {
         let now = ContinuousClock.now
@@ -26,6 +28,19 @@ final class FollowBuffer: @unchecked Sendable {
             let taken = Array(events.prefix(max))
             events.removeFirst(taken.count)
             return (taken, firstReceivedAt)
+        }
+    }
+
+    /// Counts a commit of the follower.
+    func committed() { lock.withLock { commitsSinceCheckpoint += 1 } }
+
+    /// The commits since the last checkpoint, and starts counting again when `take` says a
+    /// checkpoint is due for that many.
+    func takeCommitsForCheckpoint(_ take: (Int) -> Bool) -> Bool {
+        lock.withLock {
+            guard take(commitsSinceCheckpoint) else { return false }
+            commitsSinceCheckpoint = 0
+            return true
         }
     }
 

@@ -13,6 +13,9 @@ import GRDB
 /// finds more than `walFramesMax` frames in the WAL it calls `onLargeWAL`, and the follower runs
 /// one short checkpoint on its own connection between two batches (copying only the frames of
 /// the last round), after which its next transaction writes from the WAL's start again.
+///
+/// A round checkpoints only when `due` says so (given the time since the last checkpoint): the
+/// follower skips projections that committed little since (`ProjectorOptions.followCheckpointMinCommits`).
 final class WALCheckpointer: Sendable {
     /// SQLite's default `wal_autocheckpoint`, restored when following stops.
     static let sqliteDefaultPages = 1_000
@@ -23,8 +26,10 @@ final class WALCheckpointer: Sendable {
     private let path: String
     private let trace: (@Sendable (FollowTraceEvent) -> Void)?
     private let onLargeWAL: @Sendable () -> Void
+    private let due: @Sendable (_ sinceLastCheckpoint: Duration) -> Bool
 
     init(path: String, interval: Duration, walFramesMax: Int?, trace: (@Sendable (FollowTraceEvent) -> Void)? = nil,
+         due: @escaping @Sendable (_ sinceLastCheckpoint: Duration) -> Bool = { _ in true },
          onLargeWAL: @escaping @Sendable () -> Void) throws {
         precondition(walFramesMax.map { $0 > 0 } ?? true, "a WAL bound is a positive number of frames")
         self.path = path
@@ -32,15 +37,19 @@ final class WALCheckpointer: Sendable {
         self.walFramesMax = walFramesMax
         self.trace = trace
         self.onLargeWAL = onLargeWAL
+        self.due = due
         queue = try CatalogProjector.databaseCall(path) { try DatabaseQueue(path: path) }
     }
 
     /// Checkpoints every `interval` until the task is cancelled. A failed checkpoint is retried at
     /// the next round: the WAL only grows meanwhile, and nothing is lost.
     func run() async {
+        var lastCheckpoint = ContinuousClock.now
         while !Task.isCancelled {
             do { try await Task.sleep(for: interval) } catch { break }
             let startedAt = ContinuousClock.now
+            guard due(startedAt - lastCheckpoint) else { continue }
+            lastCheckpoint = startedAt
             guard let frames = try? await queue.writeWithoutTransaction({ db in try db.checkpoint(.passive) }) else { continue }
             trace?(.checkpoint(FollowCheckpointTiming(startedAt: startedAt, finishedAt: .now, walFrames: frames.walFrameCount,
                                                       checkpointedFrames: frames.checkpointedFrameCount, onWriter: false)))

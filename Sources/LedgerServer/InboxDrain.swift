@@ -77,7 +77,7 @@ final class InboxDrain: @unchecked Sendable {
                 queues[delivery.merchantID] = queue
                 if tasks[delivery.merchantID] == nil, !start.contains(delivery.merchantID) { start.append(delivery.merchantID) }
             }
-            for merchantID in start { tasks[merchantID] = Task { [self] in await drain(merchantID) } }
+            for merchantID in start { tasks[merchantID] = Task(executorPreference: MerchantDirectory.backgroundLane(of: merchantID)) { [self] in await drain(merchantID) } }
         }
     }
 
@@ -88,7 +88,7 @@ final class InboxDrain: @unchecked Sendable {
             guard !stopped else { return }
             for merchantID in merchants {
                 queues[merchantID, default: Queue()].rescan = true
-                if tasks[merchantID] == nil { tasks[merchantID] = Task { [self] in await drain(merchantID) } }
+                if tasks[merchantID] == nil { tasks[merchantID] = Task(executorPreference: MerchantDirectory.backgroundLane(of: merchantID)) { [self] in await drain(merchantID) } }
             }
         }
         if !merchants.isEmpty {

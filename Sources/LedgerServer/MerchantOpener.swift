@@ -81,7 +81,8 @@ struct MerchantOpener: Sendable {
         // The projection is kept current by its follower, which the directory starts while the
         // server's service group runs (`MerchantSupervisor`), whatever appends the events.
         let projection = configuration.projections ? ProjectionFollower(
-            projector: try CatalogProjector(layout: ledger.layout, logger: merchantLogger), logger: merchantLogger) : nil
+            projector: try CatalogProjector(layout: ledger.layout, logger: merchantLogger), logger: merchantLogger,
+            executor: MerchantDirectory.backgroundLane(of: id)) : nil
         // The registry's record of the merchant: its own token, when it has one.
         let registry = try registry()
         let record = try registry?.record(id)

@@ -40,16 +40,24 @@ public final class ProjectionFollower: Service, @unchecked Sendable {
     public let projector: CatalogProjector
     let logger: Logger
     let retryDelay: Duration
+    /// The executor the follower runs on, its commits synchronous on its thread (the server's
+    /// background lane of the merchant); nil: the cooperative pool, commits on the database's queue.
+    let executor: BackgroundExecutor?
     private let lock = NSLock()
     private var appliedThrough: UInt64?
     private var running = false
     private var waiters: [UInt64: Waiter] = [:]
     private var nextWaiter: UInt64 = 0
 
-    public init(projector: CatalogProjector, logger: Logger, retryDelay: Duration = .seconds(1)) {
+    init(projector: CatalogProjector, logger: Logger, retryDelay: Duration = .seconds(1), executor: BackgroundExecutor?) {
         self.projector = projector
         self.logger = logger
         self.retryDelay = retryDelay
+        self.executor = executor
+    }
+
+    public convenience init(projector: CatalogProjector, logger: Logger, retryDelay: Duration = .seconds(1)) {
+        self.init(projector: projector, logger: logger, retryDelay: retryDelay, executor: nil)
     }
 
     /// The last sequence this follower applied (nil before its first catch-up).
@@ -62,14 +70,16 @@ public final class ProjectionFollower: Service, @unchecked Sendable {
     public func run() async throws {
         lock.withLock { running = true }
         defer { stopped() }
-        try? await cancelWhenGracefulShutdown { [self] in try await follow() }
+        try? await withTaskExecutorPreference(executor) {
+            try await cancelWhenGracefulShutdown { [self] in try await follow() }
+        }
     }
 
     /// Follows in a task of its own until the task is cancelled (a merchant opened while the server
     /// runs: `MerchantDirectory`). Readers see it following from the moment this returns.
     func start() -> Task<Void, Never> {
         lock.withLock { running = true }
-        return Task { [self] in
+        return Task(executorPreference: executor) { [self] in
             defer { stopped() }
             try? await follow()
         }
@@ -78,7 +88,9 @@ public final class ProjectionFollower: Service, @unchecked Sendable {
     private func follow() async throws {
         while !Task.isCancelled {
             do {
-                try await projector.follow(catchUpExecutor: Self.catchUpExecutor) { [self] in publish($0) }
+                try await projector.follow(catchUpExecutor: Self.catchUpExecutor, commitsOnCallingThread: executor != nil) { [self] in
+                    publish($0)
+                }
             } catch is CancellationError {
                 break
             } catch {

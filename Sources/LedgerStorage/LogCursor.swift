@@ -17,6 +17,8 @@ public struct LogCursor {
     private var decoded: [StoredRecord] = []
     private var decodedIndex = 0
     private var sawFooter = false
+    /// When the end of the active segment last listed the segments directory (see `newerSegmentExists`).
+    private var lastEndListing: ContinuousClock.Instant?
 
     init(directory: LogDirectory, nextSequence: UInt64, minimumLedgerTime: Int64?) {
         self.directory = directory
@@ -137,8 +139,7 @@ public struct LogCursor {
             case .end(let offset), .incomplete(let offset, _), .preallocated(let offset):
                 // The end of the active segment, unless a newer segment exists: then this one must
                 // have been sealed, and a missing footer is damage.
-                let bases = try directory.segmentBases()
-                guard bases.contains(where: { $0 > segmentBase }) else { return false }
+                guard try newerSegmentExists() else { return false }
                 scanner!.seek(to: offset)
                 switch try scanner!.next() {
                 case .footer(let footer, _):
@@ -151,6 +152,20 @@ public struct LogCursor {
                 }
             }
         }
+    }
+
+    /// Whether a segment newer than the current one exists, asked at the end of what the current
+    /// one holds (by a follower, after every append). The writer starts the next segment at the
+    /// sequence after the current one's last, so one lookup of that name answers it; the whole
+    /// directory is listed when that name exists, and otherwise at most once a second (a newer
+    /// segment under another base is damage, found within a second instead of on every call:
+    /// listing a directory per event was a large share of a server's time with a thousand ledgers).
+    private mutating func newerSegmentExists() throws -> Bool {
+        let now = ContinuousClock.now
+        let expectedNext = directory.fileSystem.exists(directory.segmentPath(base: expectedBatchBase))
+        if !expectedNext, let last = lastEndListing, now - last < .seconds(1) { return false }
+        lastEndListing = now
+        return try directory.segmentBases().contains(where: { $0 > segmentBase })
     }
 
     private mutating func advanceToNextSegment() throws -> Bool {

@@ -24,6 +24,8 @@ struct ProjectionFollowTests {
         var options = ProjectorOptions()
         options.followCheckpointInterval = .milliseconds(5)
         options.followWALFramesMax = 40
+        // Every round checkpoints (the rarer rounds of quiet projections are the next test's subject).
+        options.followCheckpointMinCommits = 1
         let checkpoints = CheckpointLog()
         options.followTrace = { event in
             if case .checkpoint(let timing) = event { checkpoints.append(timing) }
@@ -58,6 +60,82 @@ struct ProjectionFollowTests {
         let reference = try directory.projector("reference.sqlite")
         try reference.rebuild()
         #expect(try digests(projector.database) == digests(reference.database), "seed \(seed)")
+        try await ledger.close()
+    }
+
+    @Test("a projection that commits little is not checkpointed every round: only after followCheckpointMinCommits commits, or followCheckpointMaxDelay")
+    func quietProjectionsAreCheckpointedRarely() async throws {
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        var history = GeneratedHistory(seed: 31)
+        try await history.append(steps: 5, to: ledger)
+
+        final class Following: @unchecked Sendable {
+            let checkpoints = CheckpointLog()
+            let applied = AppliedSequence()
+            private let lock = NSLock()
+            private var commitCount = 0
+            var task: Task<Void, any Error>?
+            var commits: Int { lock.withLock { commitCount } }
+            func committed() { lock.withLock { commitCount += 1 } }
+        }
+        func follow(minCommits: Int, maxDelay: Duration) async throws -> Following {
+            let following = Following()
+            var options = ProjectorOptions()
+            options.followCheckpointInterval = .milliseconds(10)
+            options.followWALFramesMax = nil
+            options.followCheckpointMinCommits = minCommits
+            options.followCheckpointMaxDelay = maxDelay
+            options.followTrace = { event in
+                switch event {
+                case .checkpoint(let timing): following.checkpoints.append(timing)
+                case .commit: following.committed()
+                }
+            }
+            let projector = try directory.projector(options: options)
+            following.task = Task { try await projector.follow { following.applied.set($0) } }
+            // Caught up: what comes next is applied by the follower's commits.
+            let last = try #require(try ledger.reader.lastSequence())
+            let deadline = ContinuousClock.now + .seconds(20)
+            while following.applied.value.map({ $0 < last }) ?? true, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+            #expect(following.applied.value == last)
+            return following
+        }
+        /// Appends until the log grows, and waits for the follower's commit of it.
+        func commitOnce(_ following: Following) async throws {
+            let before = try ledger.reader.lastSequence()
+            while try ledger.reader.lastSequence() == before { try await history.append(steps: 1, to: ledger) }
+            let last = try #require(try ledger.reader.lastSequence())
+            let deadline = ContinuousClock.now + .seconds(20)
+            while following.applied.value.map({ $0 < last }) ?? true, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+            #expect(following.applied.value == last)
+        }
+
+        // Commits one at a time: none checkpointed before the eighth (rounds every 10 ms meanwhile).
+        let quiet = try await follow(minCommits: 8, maxDelay: .seconds(600))
+        for _ in 0..<3 { try await commitOnce(quiet) }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect((3..<8).contains(quiet.commits), "\(quiet.commits) commits")
+        #expect(quiet.checkpoints.count == 0, "checkpointed after three commits: \(quiet.checkpoints.summary)")
+        for _ in 0..<6 { try await commitOnce(quiet) }
+        let due = ContinuousClock.now + .seconds(10)
+        while quiet.checkpoints.count == 0, ContinuousClock.now < due { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(quiet.checkpoints.count >= 1, "no checkpoint after \(quiet.commits) commits")
+        quiet.task?.cancel()
+        _ = await quiet.task?.result
+
+        // One commit and a short longest delay: checkpointed once that delay has passed, then not
+        // again while nothing is committed.
+        let delayed = try await follow(minCommits: 1_000, maxDelay: .milliseconds(300))
+        try await commitOnce(delayed)
+        let delayDue = ContinuousClock.now + .seconds(10)
+        while delayed.checkpoints.count == 0, ContinuousClock.now < delayDue { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(delayed.checkpoints.count == 1)
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(delayed.checkpoints.count == 1, "checkpointed again with nothing committed: \(delayed.checkpoints.summary)")
+        delayed.task?.cancel()
+        _ = await delayed.task?.result
         try await ledger.close()
     }
 
@@ -150,6 +228,8 @@ final class CheckpointLog: @unchecked Sendable {
     private var timings: [FollowCheckpointTiming] = []
 
     func append(_ timing: FollowCheckpointTiming) { lock.withLock { timings.append(timing) } }
+
+    var count: Int { lock.withLock { timings.count } }
 
     /// A checkpoint on the writing connection was followed by one that found fewer frames in the
     /// WAL than it had: the WAL started over from its beginning.

@@ -73,3 +73,53 @@ final class StaleSizeFile: ForwardingLedgerFile, @unchecked Sendable {
     }
     func size() throws -> UInt64 { try wrapped.size() + extraBytes }
 }
+
+@Suite struct TailPollingTests {
+    /// A follower asks for the next record after every append. At the end of the active segment it
+    /// once listed the segments directory each time (a large share of a server's time with a
+    /// thousand ledgers followed); it now looks up the one name the next segment would have, and lists
+    /// the directory at most once a second, and still crosses into a new segment at once.
+    @Test func aCursorAtTheEndOfTheActiveSegmentDoesNotListTheDirectoryOnEveryCallAndStillFindsTheNextSegment() async throws {
+        let base = FaultInjectingFileSystem()
+        let writer = try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: 2048), fileSystem: base)
+        _ = try await writer.append(StorageTestSupport.records(0..<2))
+        let fileSystem = ListingCountingFileSystem(baseFileSystem: base)
+        var cursor = try LogReader(directory: "/log", fileSystem: fileSystem).records(from: 0)
+        #expect(try cursor.next()?.sequence == 0)
+        #expect(try cursor.next()?.sequence == 1)
+        let before = fileSystem.listings
+        for _ in 0..<500 { #expect(try cursor.next() == nil) }
+        #expect(fileSystem.listings - before <= 1, "\(fileSystem.listings - before) listings for 500 polls at the end")
+
+        // Appends that roll into new segments are found on the next call, without waiting a second.
+        var next: UInt64 = 2
+        for round in 0..<40 {
+            _ = try await writer.append(StorageTestSupport.records(2 + round * 4..<6 + round * 4))
+            while let record = try cursor.next() {
+                #expect(record.sequence == next)
+                next += 1
+            }
+            #expect(next == UInt64(6 + round * 4), "round \(round): the cursor stopped at \(next)")
+        }
+        #expect(try StorageTestSupport.segmentNames("/log", fileSystem: base).count > 3, "the appends rolled into new segments")
+        try writer.close()
+    }
+}
+
+/// Counts the listings of directories.
+final class ListingCountingFileSystem: ForwardingFileSystem, @unchecked Sendable {
+    let baseFileSystem: any FileSystem
+    private let lock = NSLock()
+    private var count = 0
+
+    init(baseFileSystem: any FileSystem) { self.baseFileSystem = baseFileSystem }
+
+    var listings: Int { lock.withLock { count } }
+
+    func open(_ path: FilePath, mode: FileOpenMode) throws -> any LedgerFile { try baseFileSystem.open(path, mode: mode) }
+
+    func contentsOfDirectory(_ path: FilePath) throws -> [String] {
+        lock.withLock { count += 1 }
+        return try baseFileSystem.contentsOfDirectory(path)
+    }
+}

@@ -54,6 +54,8 @@ struct MerchantsBench: ParsableCommand {
         var threads: Int
         var residentKilobytes: Int
         var openFiles: Int
+        /// CPU time of the process so far (user and system), milliseconds.
+        var cpuMilliseconds: Double
 
         static func now() -> ProcessFigures {
             let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
@@ -62,7 +64,18 @@ struct MerchantsBench: ParsableCommand {
                 return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "") ?? -1
             }
             let files = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
-            return ProcessFigures(threads: field("Threads"), residentKilobytes: field("VmRSS"), openFiles: files)
+            return ProcessFigures(threads: field("Threads"), residentKilobytes: field("VmRSS"), openFiles: files,
+                                  cpuMilliseconds: cpuMilliseconds())
+        }
+
+        /// utime + stime of /proc/self/stat (fields 14 and 15, in clock ticks).
+        static func cpuMilliseconds() -> Double {
+            guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return .nan }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            // After the command's closing parenthesis: field 3 (state) is the first.
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+            return (user + system) * 1000 / Double(sysconf(Int32(_SC_CLK_TCK)))
         }
     }
 
@@ -85,6 +98,8 @@ struct MerchantsBench: ParsableCommand {
         /// its ledger, and the mean time from accept to ledger (the server's own histogram).
         var inboxCatchUpSeconds: Double?
         var inboxLagMeanMilliseconds: Double?
+        /// The process's CPU time during the delivery phase (server and load) per delivery.
+        var cpuMillisecondsPerDelivery: Double
     }
 
     struct Figures: Encodable {
@@ -145,11 +160,11 @@ struct MerchantsBench: ParsableCommand {
         }
         print("merchants on one server, \(perMerchantRate) webhook/s per active merchant, \(Int(seconds(phase))) s phase\(webhookInbox ? ", webhook inbox" : "")")
         for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
-            print(String(format: "  %-18@ start %.2f s; idle: %d threads, %.1f MB, %d files; %d active: p50 %.2f ms, p99 %.2f ms, %d/%d accepted; under load: %d threads, %.1f MB, %d files; first open %.1f ms (warm-up %.1f s)",
+            print(String(format: "  %-18@ start %.2f s; idle: %d threads, %.1f MB, %d files; %d active: p50 %.2f ms, p99 %.2f ms, %d/%d accepted; under load: %d threads, %.1f MB, %d files, %.2f ms CPU per delivery; first open %.1f ms (warm-up %.1f s)",
                          label as NSString, run.startupSeconds, run.idle.threads, Double(run.idle.residentKilobytes) / 1024, run.idle.openFiles,
                          run.active, run.p50Milliseconds, run.p99Milliseconds, run.accepted, run.deliveries,
                          run.underLoad.threads, Double(run.underLoad.residentKilobytes) / 1024, run.underLoad.openFiles,
-                         run.openMeanMilliseconds, run.warmUpSeconds))
+                         run.cpuMillisecondsPerDelivery, run.openMeanMilliseconds, run.warmUpSeconds))
         }
         for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
             if let catchUp = run.inboxCatchUpSeconds, let lag = run.inboxLagMeanMilliseconds {
@@ -208,6 +223,7 @@ struct MerchantsBench: ParsableCommand {
         let total = Int(seconds(phase) * Double(rate))
         let interval = Duration.nanoseconds(1_000_000_000 / Int64(max(rate, 1)))
         let loadStart = ContinuousClock.now
+        let cpuAtStart = ProcessFigures.cpuMilliseconds()
         var underLoad = idle
         let latencies = try await withThrowingTaskGroup(of: Double?.self) { group in
             for index in 0..<total {
@@ -231,6 +247,7 @@ struct MerchantsBench: ParsableCommand {
             try await inboxDrained()
             inboxCatchUp = seconds(ContinuousClock.now - loadEnd)
         }
+        let cpuPerDelivery = (ProcessFigures.cpuMilliseconds() - cpuAtStart) / Double(max(total, 1))
         let openAfterLoad = service.directory.openMerchants.count
         let metrics = String(decoding: service.renderMetrics(), as: UTF8.self).split(separator: "\n")
         func metric(_ name: String) -> Double {
@@ -243,6 +260,7 @@ struct MerchantsBench: ParsableCommand {
                    p99Milliseconds: percentile(latencies, 0.99), openAfterLoad: openAfterLoad,
                    openMeanMilliseconds: openMean, inboxCatchUpSeconds: inboxCatchUp,
                    inboxLagMeanMilliseconds: webhookInbox
-                       ? metric("catledger_inbox_lag_seconds_sum") / metric("catledger_inbox_lag_seconds_count") * 1000 : nil)
+                       ? metric("catledger_inbox_lag_seconds_sum") / metric("catledger_inbox_lag_seconds_count") * 1000 : nil,
+                   cpuMillisecondsPerDelivery: cpuPerDelivery)
     }
 }

@@ -39,6 +39,7 @@ public final class LedgerService: Sendable {
     /// credentials and webhook subscription where the registry holds them, the server's otherwise.
     public static func open(configuration: LedgerServerConfiguration, logger: Logger) async throws -> LedgerService {
         let metrics = ServerMetrics()
+        OpenFileLimit.raise(logger: logger)
         try FileManager.default.createDirectory(atPath: configuration.dataRoot, withIntermediateDirectories: true)
         let directory = MerchantDirectory(opener: MerchantOpener(configuration: configuration, metrics: metrics, logger: logger),
                                           idleClose: configuration.merchantIdleClose, logger: logger)
@@ -211,6 +212,11 @@ public final class LedgerService: Sendable {
             .set(Int64(statuses.count))
         metrics.registry.makeGauge(descriptor: .named("catledger_merchants_open", help: "Merchants whose ledger is open now"))
             .set(Int64(statuses.filter(\.open).count))
+        if let inbox = inboxDrain?.inbox as? LocalDeliveryInbox {
+            metrics.registry.makeGauge(descriptor: .named("catledger_inbox_pending",
+                                                          help: "Webhook deliveries accepted into the inbox and not yet drained into their ledger"))
+                .set(Int64(inbox.pendingCountNow))
+        }
         for status in statuses {
             let id = status.merchantID
             guard let health = directory.health(of: id) else { continue }

@@ -36,6 +36,8 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
     private var stopping = false
     private var finished = false
     private var acceptCommits = 0
+    /// Deliveries accepted and not yet marked done, kept with each commit (counted once at open).
+    private var pendingDeliveries = 0
     private var lastPurge: Int64 = 0
     private let clock: @Sendable () -> Int64
 
@@ -54,7 +56,10 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
             }
             let database = try DatabaseQueue(path: path, configuration: configuration)
             try migrator.migrate(database)
-            return LocalDeliveryInbox(path: path, database: database, clock: clock)
+            let pending = try database.read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM deliveries WHERE done_at IS NULL") ?? 0
+            }
+            return LocalDeliveryInbox(path: path, database: database, pending: pending, clock: clock)
         } catch let error as DatabaseError {
             throw InboxError("the webhook inbox \(path) cannot be opened: \(error.message ?? "SQLite error \(error.resultCode)")")
         }
@@ -81,10 +86,11 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
         return migrator
     }
 
-    private init(path: String, database: DatabaseQueue, clock: @escaping @Sendable () -> Int64) {
+    private init(path: String, database: DatabaseQueue, pending: Int, clock: @escaping @Sendable () -> Int64) {
         self.path = path
         self.database = database
         self.clock = clock
+        pendingDeliveries = pending
         let thread = Thread { [self] in run() }
         thread.name = "webhook-inbox"
         thread.start()
@@ -92,6 +98,10 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
 
     /// Commits of accepted deliveries so far (each holds one or more deliveries).
     public var acceptCommitCount: Int { condition.withLock { acceptCommits } }
+
+    /// Deliveries accepted and not yet marked done, as of the last commit (without a query: for
+    /// metrics). A done mark not yet written still counts as pending, as it would after a crash.
+    public var pendingCountNow: Int { condition.withLock { pendingDeliveries } }
 
     /// Called on the inbox thread after each commit, before any of its accepts returns, with the
     /// deliveries it newly accepted in id order: the drain queues them without reading them back.
@@ -190,11 +200,14 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
     private func commit(_ batch: [PendingAccept], marks: [String: Int64]) {
         guard !batch.isEmpty || !marks.isEmpty else { return }
         let now = clock()
+        var markedDone = 0
         let outcomes: Result<[InboxAcceptance], any Error> = Result {
             try database.write { [self] db in
+                markedDone = 0
                 for (merchantID, id) in marks {
                     try db.execute(sql: "UPDATE deliveries SET done_at = ? WHERE merchant_id = ? AND id <= ? AND done_at IS NULL",
                                    arguments: [now, merchantID, id])
+                    markedDone += db.changesCount
                 }
                 if !marks.isEmpty { try purgeIfDue(db, now: now) }
                 return try batch.map { accept in
@@ -213,6 +226,8 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
         if !batch.isEmpty { condition.withLock { acceptCommits += 1 } }
         switch outcomes {
         case .success(let acceptances):
+            let accepted = acceptances.filter { if case .accepted = $0 { true } else { false } }.count
+            condition.withLock { pendingDeliveries += accepted - markedDone }
             if let handler = condition.withLock({ acceptedHandler }) {
                 let accepted = zip(batch, acceptances).compactMap { accept, acceptance -> InboxDelivery? in
                     guard case .accepted(let id) = acceptance else { return nil }

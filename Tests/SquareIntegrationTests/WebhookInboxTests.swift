@@ -71,6 +71,7 @@ import WebhookInbox
         #expect(receipt.headers.contains { $0.name == WebhookSignature.headerName })
         #expect(event.recordedAt >= before && event.recordedAt <= Int64(Date().timeIntervalSince1970 * 1e9))
         #expect(try await service.inboxPending() == 0)
+        #expect(String(decoding: service.renderMetrics(), as: UTF8.self).contains("catledger_inbox_pending 0"))
         try await service.close()
     }
 
@@ -133,6 +134,7 @@ import WebhookInbox
         }
         #expect(outcomes.count == 400 && outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
         #expect(inbox.acceptCommitCount < 400, "\(inbox.acceptCommitCount) commits for 400 accepts")
+        #expect(inbox.pendingCountNow == 400)
         let duplicate = try await inbox.accept(merchantID: "M3", eventID: "evt-3", body: [], headers: [], receivedAt: 0)
         guard case .duplicate = duplicate else {
             Issue.record("a second accept of the same merchant and event id is a duplicate, got \(duplicate)")
@@ -144,10 +146,13 @@ import WebhookInbox
         try await inbox.markDone(merchantID: "M3", through: pending[3].id)
         try await inbox.flushDoneMarks()
         #expect(try await inbox.pending(merchantID: "M3", after: 0, limit: 100).count == pending.count - 4)
+        // The count metrics read without a query agrees: the duplicate added nothing, the marks took four.
+        #expect(inbox.pendingCountNow == 400 - 4)
         inbox.close()
         // Durable: a new open reads the same pending deliveries.
         let reopened = try LocalDeliveryInbox.open(dataRoot: root.path)
         #expect(try await reopened.pendingCount() == 400 - 4)
+        #expect(reopened.pendingCountNow == 400 - 4)
         reopened.close()
     }
 

@@ -28,6 +28,8 @@ public final class LedgerService: Sendable {
     public let authFailures: AuthFailureLimiter
     /// With `configuration.webhookInbox`: the data root's webhook inbox and its drain into the ledgers.
     let inboxDrain: InboxDrain?
+    /// Which merchants failed their last verification (read again when stale: `VerificationStatus`).
+    let verificationStatus: VerificationStatus
     let logger: Logger
 
     /// Reads the merchants to serve (those configured, then the registry's active ones) and opens
@@ -84,7 +86,12 @@ public final class LedgerService: Sendable {
             inbox.onAccepted = { [weak made] deliveries in made?.accepted(deliveries) }
             drain = made
         }
+        let verificationStatus = VerificationStatus { [dataRoot = configuration.dataRoot] in
+            readFailedVerifications(dataRoot: dataRoot, directory: directory)
+        }
+        compaction.onVerificationRecorded { verificationStatus.recorded() }
         let service = LedgerService(configuration: configuration, metrics: metrics, directory: directory, compaction: compaction,
+                                    verificationStatus: verificationStatus,
                                     inboxDrain: drain, logger: logger)
         owner.service = service
         // What a previous run accepted and did not drain.
@@ -98,8 +105,10 @@ public final class LedgerService: Sendable {
     }
 
     private init(configuration: LedgerServerConfiguration, metrics: ServerMetrics,
-                 directory: MerchantDirectory, compaction: NightlyCompaction, inboxDrain: InboxDrain?, logger: Logger) {
+                 directory: MerchantDirectory, compaction: NightlyCompaction, verificationStatus: VerificationStatus,
+                 inboxDrain: InboxDrain?, logger: Logger) {
         self.configuration = configuration
+        self.verificationStatus = verificationStatus
         self.metrics = metrics
         self.directory = directory
         self.compaction = compaction
@@ -226,6 +235,7 @@ public final class LedgerService: Sendable {
                                    help: "1 when Square told this server the merchant revoked its authorization (the merchant is paused), else 0"),
                 labels: [("merchant", id.rawValue)]).set(Int64(health.revocation == nil ? 0 : 1))
         }
+        let failed = Set(failedVerifications().map(\.merchantID))
         for merchant in directory.openMerchants {
             let id = merchant.merchantID
             metrics.registry.makeGauge(descriptor: .named("catledger_ledger_events", help: "Events in the merchant's ledger"),
@@ -236,22 +246,27 @@ public final class LedgerService: Sendable {
                                        help: "Events the merchant's projection follower has applied (the ledger's events minus this is its lag)"),
                     labels: [("merchant", id.rawValue)]).set(Int64(applied + 1))
             }
-            let record = VerificationRecord.load(layout: merchant.ledger.layout)
             metrics.registry.makeGauge(
                 descriptor: MetricNameDescriptor(namespace: "catledger", metricName: "ledger_verification", unitName: "failed",
                                                  helpText: "1 when the merchant's ledger failed its last verification"),
                 labels: [("merchant", id.rawValue)])
-                .set(Int64(record.map { $0.ok ? 0 : 1 } ?? 0))
+                .set(Int64(failed.contains(id) ? 1 : 0))
         }
         return metrics.render()
     }
 
     /// The served merchants whose ledger failed its last verification (nightly, `catledger verify`
-    /// or repair), by id. Read from each ledger directory's verification record, without opening it.
+    /// or repair), by id: from each ledger directory's verification record, without opening it,
+    /// read again after this server recorded a verification or once 30 s old (`VerificationStatus`).
     public func failedVerifications() -> [(merchantID: MerchantID, record: VerificationRecord)] {
-        var failed: [(merchantID: MerchantID, record: VerificationRecord)] = []
+        verificationStatus.current
+    }
+
+    /// Reads every served merchant's verification record.
+    static func readFailedVerifications(dataRoot: String, directory: MerchantDirectory) -> VerificationStatus.Failed {
+        var failed: VerificationStatus.Failed = []
         for id in directory.merchantIDs {
-            let root = URL(fileURLWithPath: configuration.dataRoot).appendingPathComponent(id.rawValue).path
+            let root = URL(fileURLWithPath: dataRoot).appendingPathComponent(id.rawValue).path
             if let record = VerificationRecord.load(layout: LedgerLayout(root: root)), !record.ok {
                 failed.append((id, record))
             }

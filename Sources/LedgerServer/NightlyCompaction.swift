@@ -46,6 +46,11 @@ public final class NightlyCompaction: @unchecked Sendable {
     let compactor: Compactor
     private let lock = NSLock()
     private var running = false
+    /// Called after each verification record this runner writes (the server rereads its answer).
+    private var verificationRecorded: (@Sendable () -> Void)?
+
+    /// Sets what to call after each verification record a run writes.
+    func onVerificationRecorded(_ handler: @escaping @Sendable () -> Void) { lock.withLock { verificationRecorded = handler } }
 
     /// Compacts the merchants the directory serves at the time of each run, each opened for it when
     /// it is closed (and closed again at the next idle sweep).
@@ -153,6 +158,7 @@ public final class NightlyCompaction: @unchecked Sendable {
     private func verifySealedSegments(_ merchant: MerchantLedger) -> VerificationRecord? {
         do {
             let record = try merchant.ledger.verifySealedSegments()
+            lock.withLock { verificationRecorded }?()
             metrics.sealedVerification(ok: record.ok)
             if record.ok {
                 logger.info("sealed segments verified", metadata: ["merchant": "\(merchant.merchantID.rawValue)"])

@@ -1,0 +1,57 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+@testable import LedgerServer
+import Logging
+import Testing
+
+/// A thousand open merchants hold about 15,000 files: the server raises its soft limit on open
+/// files to the hard limit when it starts.
+struct OpenFileLimitTests {
+    @Test func theServerRaisesItsSoftOpenFileLimitToTheHardLimit() throws {
+        #if canImport(Glibc)
+        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+        var limit = rlimit()
+        #expect(getrlimit(resource, &limit) == 0)
+        try #require(limit.rlim_max > 64, "a hard limit this test can lower the soft one under")
+        // Lowered by one only, so that the other tests running meanwhile never run short.
+        var lowered = limit
+        lowered.rlim_cur = limit.rlim_max - 1
+        #expect(setrlimit(resource, &lowered) == 0)
+        let raised = OpenFileLimit.raise(logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        var after = rlimit()
+        #expect(getrlimit(resource, &after) == 0)
+        #expect(after.rlim_cur == limit.rlim_max)
+        #expect(raised == UInt64(limit.rlim_max))
+        #endif
+    }
+}
+
+/// `/healthz` needs no token and is asked every few seconds: it must not read every merchant's
+/// verification record on each request (ten thousand reads with ten thousand merchants).
+struct VerificationStatusTests {
+    final class Reads: @unchecked Sendable {
+        private let lock = NSLock()
+        private var count = 0
+        var value: Int { lock.withLock { count } }
+        func add() { lock.withLock { count += 1 } }
+    }
+
+    @Test func theRecordsAreReadAgainOnlyAfterAVerificationHereOrOnceTheAnswerIsOld() async throws {
+        let reads = Reads()
+        let status = VerificationStatus(maximumAge: .milliseconds(300)) {
+            reads.add()
+            return []
+        }
+        for _ in 0..<100 { #expect(status.current.isEmpty) }
+        #expect(reads.value == 1)
+        status.recorded()
+        _ = status.current
+        _ = status.current
+        #expect(reads.value == 2, "a verification recorded here is seen at once")
+        try await Task.sleep(for: .milliseconds(400))
+        _ = status.current
+        #expect(reads.value == 3, "records written by other processes are seen once the answer is old")
+    }
+}

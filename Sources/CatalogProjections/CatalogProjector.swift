@@ -134,7 +134,7 @@ public final class CatalogProjector: @unchecked Sendable {
     public func catchUp(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
         let agreement = try checkpointAgreement()
         if agreement.requiresRebuild {
-            logger.warning("the projection holds events the log no longer has; rebuilding it",
+            logger.warning("the projection's checkpoint does not agree with the log (\(agreement)); rebuilding it from the log",
                            metadata: ["agreement": "\(agreement)", "path": "\(databasePath)"])
             lock.withLock { forcedRebuilds += 1 }
             return try rebuild(progress: progress)

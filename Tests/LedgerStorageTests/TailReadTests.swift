@@ -77,8 +77,8 @@ final class StaleSizeFile: ForwardingLedgerFile, @unchecked Sendable {
 @Suite struct TailPollingTests {
     /// A follower asks for the next record after every append. At the end of the active segment it
     /// once listed the segments directory each time (a large share of a server's time with a
-    /// thousand ledgers followed); it now looks up the one name the next segment would have, and lists
-    /// the directory at most once a second, and still crosses into a new segment at once.
+    /// thousand ledgers followed); it now lists it at most once a second, and still crosses into a new
+    /// segment at once (through the sealed segment's footer).
     @Test func aCursorAtTheEndOfTheActiveSegmentDoesNotListTheDirectoryOnEveryCallAndStillFindsTheNextSegment() async throws {
         let base = FaultInjectingFileSystem()
         let writer = try LogWriter.open(directory: "/log", options: StorageTestSupport.smallOptions(segmentBytes: 2048), fileSystem: base)

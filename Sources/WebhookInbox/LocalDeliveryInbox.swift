@@ -36,6 +36,7 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
     private var stopping = false
     private var finished = false
     private var acceptCommits = 0
+    private var commits = 0
     /// Deliveries accepted and not yet marked done, kept with each commit (counted once at open).
     private var pendingDeliveries = 0
     private var lastPurge: Int64 = 0
@@ -99,6 +100,9 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
     /// Commits of accepted deliveries so far (each holds one or more deliveries).
     public var acceptCommitCount: Int { condition.withLock { acceptCommits } }
 
+    /// Commits so far, of accepts or of done marks alone.
+    public var commitCount: Int { condition.withLock { commits } }
+
     /// Deliveries accepted and not yet marked done, as of the last commit (without a query: for
     /// metrics). A done mark not yet written still counts as pending, as it would after a crash.
     public var pendingCountNow: Int { condition.withLock { pendingDeliveries } }
@@ -136,8 +140,8 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
         }
     }
 
-    /// Queues the mark: it is written with the next commit (of accepts, or on its own), without a
-    /// wait. A mark lost in a crash only makes those deliveries drain again, which their ledger drops
+    /// Queues the mark: it is written with the next commit of accepts (or on its own within
+    /// `doneMarkDelay`), without a wait. A mark lost in a crash only makes those deliveries drain again, which their ledger drops
     /// as duplicates (its dedupe on the event id).
     public func markDone(merchantID: String, through id: Int64) async throws {
         condition.withLock {
@@ -174,10 +178,29 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
 
     // MARK: The inbox thread
 
+    /// How long done marks wait for a commit of accepts to ride on before they are written on their own.
+    public static let doneMarkDelay: TimeInterval = 0.2
+
     private func run() {
+        var marksWaitingSince: Date?
         while true {
             condition.lock()
-            while accepts.isEmpty && jobs.isEmpty && doneMarks.isEmpty && !stopping { condition.wait() }
+            // Done marks ride on the next commit of accepts (or a job's); alone, they are written
+            // `doneMarkDelay` after the first of them, so a busy drain does not add a commit and its
+            // sync per batch it drains to the ones the accepts make.
+            while accepts.isEmpty && jobs.isEmpty && !stopping {
+                if doneMarks.isEmpty {
+                    marksWaitingSince = nil
+                    condition.wait()
+                    continue
+                }
+                let since = marksWaitingSince ?? Date()
+                marksWaitingSince = since
+                let due = since.addingTimeInterval(Self.doneMarkDelay)
+                if due <= Date() { break }
+                _ = condition.wait(until: due)
+            }
+            marksWaitingSince = nil
             let batch = accepts
             let work = jobs
             let marks = doneMarks
@@ -223,7 +246,10 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
                 }
             }
         }
-        if !batch.isEmpty { condition.withLock { acceptCommits += 1 } }
+        condition.withLock {
+            commits += 1
+            if !batch.isEmpty { acceptCommits += 1 }
+        }
         switch outcomes {
         case .success(let acceptances):
             let accepted = acceptances.filter { if case .accepted = $0 { true } else { false } }.count

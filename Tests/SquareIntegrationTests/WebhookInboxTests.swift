@@ -156,6 +156,33 @@ import WebhookInbox
         reopened.close()
     }
 
+    /// A drain marks deliveries done after every batch it appends; alone, those marks wait for a
+    /// commit of accepts to ride on, or `doneMarkDelay`, instead of a commit (and its sync) each.
+    @Test func doneMarksAloneAreWrittenTogetherAfterAShortDelay() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let inbox = try LocalDeliveryInbox.open(dataRoot: root.path)
+        var ids: [Int64] = []
+        for index in 0..<20 {
+            guard case .accepted(let id) = try await inbox.accept(merchantID: "M\(index)", eventID: "evt-\(index)", body: [1],
+                                                                 headers: [], receivedAt: Int64(index)) else {
+                Issue.record("accept \(index) was not new")
+                return
+            }
+            ids.append(id)
+        }
+        let before = inbox.commitCount
+        for (index, id) in ids.enumerated() {
+            try await inbox.markDone(merchantID: "M\(index)", through: id)
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        try await Task.sleep(for: .seconds(LocalDeliveryInbox.doneMarkDelay * 3))
+        #expect(inbox.commitCount - before <= 2, "\(inbox.commitCount - before) commits for 20 marks")
+        #expect(inbox.pendingCountNow == 0)
+        #expect(try await inbox.pendingCount() == 0)
+        inbox.close()
+    }
+
     /// One merchant's backlog does not hold up another's: with 600 deliveries waiting for merchant A
     /// (drained 16 at a time), merchant B's one delivery is in its ledger before A's backlog is.
     @Test func oneMerchantsBacklogDoesNotHoldUpAnother() async throws {

@@ -45,10 +45,17 @@ final class WALCheckpointer: Sendable {
     /// the next round: the WAL only grows meanwhile, and nothing is lost.
     func run() async {
         var lastCheckpoint = ContinuousClock.now
+        // Rounds that find nothing due come further apart (up to 8 intervals): a thousand quiet
+        // projections would otherwise keep a thousand timers a second going for nothing.
+        var pause = interval
         while !Task.isCancelled {
-            do { try await Task.sleep(for: interval) } catch { break }
+            do { try await Task.sleep(for: pause) } catch { break }
             let startedAt = ContinuousClock.now
-            guard due(startedAt - lastCheckpoint) else { continue }
+            guard due(startedAt - lastCheckpoint) else {
+                pause = min(pause * 2, interval * 8)
+                continue
+            }
+            pause = interval
             lastCheckpoint = startedAt
             guard let frames = try? await queue.writeWithoutTransaction({ db in try db.checkpoint(.passive) }) else { continue }
             trace?(.checkpoint(FollowCheckpointTiming(startedAt: startedAt, finishedAt: .now, walFrames: frames.walFrameCount,

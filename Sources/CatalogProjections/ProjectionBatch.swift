@@ -14,6 +14,7 @@ struct ProjectionBatch {
     /// What the diagnoses of the rejections met read, kept from batch to batch.
     let diagnoses = DiagnosisFeed()
     let changeLog = ChangeLogWriter()
+    let intervals = FactIntervalWriter()
 
     func apply(_ events: [LedgerEvent], in db: Database) throws {
         // The batch starts right after the checkpoint, or later when compaction removed the events
@@ -30,6 +31,7 @@ struct ProjectionBatch {
         var counts = LedgerCountsWriter.Batch()
         for (position, event) in events.enumerated() {
             try changeLog.apply(event, in: db)
+            try intervals.apply(event, in: db)
             counts.add(event)
             switch event.body {
             case .objectObserved, .objectDeleted:

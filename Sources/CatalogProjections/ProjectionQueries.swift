@@ -171,15 +171,7 @@ public struct ProjectionQueries: Sendable {
             } else {
                 try Row.fetchAll(db, sql: "SELECT * FROM version_conflicts ORDER BY sequence DESC LIMIT ?", arguments: [limit])
             }
-            return rows.map { row in
-                ConflictRecord(
-                    sequence: UInt64(row["sequence"] as Int64), recordedAt: row["recorded_at"],
-                    idempotencyKey: row["idempotency_key"], httpStatus: row["http_status"],
-                    classification: row["classification"], classifications: Self.strings(row["classifications"]),
-                    objectIDs: Self.strings(row["object_ids"]),
-                    editSequence: (row["edit_sequence"] as Int64?).map(UInt64.init), actor: row["actor"],
-                    device: row["device"], diagnosisJSON: row["diagnosis_json"])
-            }
+            return rows.map(Self.conflict)
         }
     }
 

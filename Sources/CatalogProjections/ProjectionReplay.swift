@@ -75,6 +75,7 @@ public enum ProjectionReplay {
             // The change log: every version the point admits (all for the live projection), so a
             // replay answers history, prices and diffs up to its point (`catledger history --db`).
             let changeLog = ChangeLogWriter()
+            let intervals = FactIntervalWriter()
             let live = point == .latest
             var counts = LedgerCountsWriter.Batch()
             while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }) {
@@ -83,7 +84,10 @@ public enum ProjectionReplay {
                 summary.throughSequence = event.sequence
                 lastEvent = event
                 diagnoses.add(event)
-                if point.admits(event) { try changeLog.apply(event, in: db) }
+                if point.admits(event) {
+                    try changeLog.apply(event, in: db)
+                    try intervals.apply(event, in: db)
+                }
                 if live { counts.add(event) }
                 if let progress, event.sequence % 1_000 == 999 { progress(ProjectionProgress(processed: event.sequence + 1, total: total)) }
                 switch event.body {

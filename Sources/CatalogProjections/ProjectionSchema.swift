@@ -31,6 +31,10 @@ public enum ProjectionSchema {
             try LedgerCountsWriter.createTables(db)
             try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
         }
+        migrator.registerMigration(FactIntervalWriter.migrationName) { db in
+            try FactIntervalWriter.createTables(db)
+            try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
+        }
         return migrator
     }
 

@@ -3,18 +3,28 @@ import Foundation
 import LedgerQueries
 
 /// The catalog at a moment: pick a Square time (and optionally what the ledger knew at a ledger
-/// time), browse its categories and items as they were, search within it, and compare it with
-/// another moment (created, changed with field diffs, deleted).
+/// time), browse its categories and items as they were a page at a time, search within it, and
+/// compare it with another moment (created, changed with field diffs, deleted). Read from the
+/// projection's fact intervals (`LedgerQueries.catalog(asOf:...:projection:)`), so a page costs the
+/// catalog's items and the shown objects' history, not the log.
 extension Pages {
+    static let itemsPerPage = 50
+
     public static func catalog(_ context: PageContext, _ query: PageQuery) throws -> PageResponse {
+        guard let projector = context.projector else { return withoutProjection("Catalog at a moment", context, section: .catalog) }
         var point = AsOf.latest
         var other: AsOf?
         var notice = HTML()
+        var page = 1
         do {
             point.squareTimeMax = try context.clock.parse(query.first("at"), field: "moment", now: context.now)
             point.ledgerTimeMax = try context.clock.parse(query.first("known"), field: "as known at", now: context.now)
             if let compare = try context.clock.parse(query.first("compare"), field: "compare with", now: context.now) {
                 other = AsOf(squareTimeMax: compare, ledgerTimeMax: point.ledgerTimeMax)
+            }
+            if let text = query.first("page") {
+                guard let number = Int(text), number >= 1 else { throw PageInputError(message: "page \"\(text)\" is not a page number") }
+                page = number
             }
         } catch let error as PageInputError {
             notice = Layout.notice(error.message, error: true)
@@ -22,11 +32,18 @@ extension Pages {
             other = nil
         }
         let category = query.first("category").map { CatalogObjectID($0) }
-        let moment = try context.queries.catalog(asOf: point, search: query.first("q"), category: category)
-        let all = moment
+        let projection = projector.queries
+        var moment = try context.queries.catalog(asOf: point, search: query.first("q"), category: category,
+                                                 offset: (page - 1) * itemsPerPage, limit: itemsPerPage, projection: projection)
+        let pages = max(1, (moment.matchCount + itemsPerPage - 1) / itemsPerPage)
+        if page > pages {
+            page = pages
+            moment = try context.queries.catalog(asOf: point, search: query.first("q"), category: category,
+                                                 offset: (page - 1) * itemsPerPage, limit: itemsPerPage, projection: projection)
+        }
         let locationNames = try context.queries.names(of: [], asOf: point)
-        let categoryNames = Dictionary(all.categories.map { ($0.id, $0.name ?? $0.id.rawValue) }, uniquingKeysWith: { a, _ in a })
-        let options = [("", "all categories")] + all.categories.map { ($0.id.rawValue, $0.name ?? $0.id.rawValue) }
+        let categoryNames = Dictionary(moment.categories.map { ($0.id, $0.name ?? $0.id.rawValue) }, uniquingKeysWith: { a, _ in a })
+        let options = [("", "all categories")] + moment.categories.map { ($0.id.rawValue, $0.name ?? $0.id.rawValue) }
         var body: HTML = """
         <form class="filters" method="get" action="\(context.link("/catalog").description)" aria-label="Choose the moment">
         \(Layout.field("Moment (Square time, \(context.clock.zoneName))", name: "at", value: query.first("at"), placeholder: "2026-10-05 12:00"))
@@ -39,11 +56,11 @@ extension Pages {
         </form>
         """
         body += notice
-        let live = moment.liveByType.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key)" as String }.joined(separator: ", ")
-        body += "<p>As of <strong>\(context.clock.point(point))</strong>: \(moment.itemCount) item(s) in \(all.categories.count) categor\(all.categories.count == 1 ? "y" : "ies") (\(live)). <button type=\"button\" data-copy-link>Copy link</button></p>"
+        let categoryCount = moment.categories.count
+        body += "<p>As of <strong>\(context.clock.point(point))</strong>: \(moment.itemCount) item(s) in \(categoryCount) categor\(categoryCount == 1 ? "y" : "ies"). <button type=\"button\" data-copy-link>Copy link</button></p>"
 
         if let other {
-            body += try comparison(context, from: other, to: point)
+            body += try comparison(context, from: other, to: point, search: query.first("q"), category: category)
         }
 
         let atQuery: [(String, String)] = [("at", query.first("at") ?? ""), ("known", query.first("known") ?? "")]
@@ -66,25 +83,35 @@ extension Pages {
                 """
             }
             body += """
-            <h2>Items (\(moment.items.count))</h2>
+            <h2>Items (\(moment.matchCount))</h2>
             <table class="catalog"><thead><tr><th scope="col">Item</th><th scope="col">Categories</th><th scope="col">Variations and prices</th><th scope="col">Version</th></tr></thead>
             <tbody>\(rows)</tbody></table>
             """
+            body += pager(context, query, page: page, pages: pages, path: "/catalog", items: "items", newestFirst: false)
         }
         return .html(Layout.page("Catalog at a moment", context, section: .catalog, body))
     }
 
-    static func comparison(_ context: PageContext, from: AsOf, to: AsOf) throws -> HTML {
-        let diff = try context.queries.diff(from: from, to: to)
+    static let comparedObjectsMax = 200
+
+    static func comparison(_ context: PageContext, from: AsOf, to: AsOf, search: String?, category: CatalogObjectID?) throws -> HTML {
+        guard let projection = context.projector?.queries else { return "" }
+        let comparison = try context.queries.compare(from: from, to: to, search: search, category: category,
+                                                     limit: comparedObjectsMax, projection: projection)
+        let diff = comparison.diff
         let context = try context.naming(diff.created + diff.deleted + diff.changed.map(\.objectID), asOf: to)
         let created: [HTML] = diff.created.map { "<li>\(context.object($0))</li>" }
         let deleted: [HTML] = diff.deleted.map { "<li>\(context.object($0))</li>" }
         let changed: [HTML] = diff.changed.map { change in
             "<tr><td>\(context.object(change.objectID))<br><small>\(change.objectType.rawValue) v\(change.versionBefore) → v\(change.versionAfter)</small></td><td>\(changeList(change.changes, names: context.names))</td></tr>"
         }
+        let scope: HTML = search != nil || category != nil
+            ? "<p>The items this search and category keep at either moment, with their variations.</p>"
+            : comparison.complete ? ""
+            : Layout.notice("More than \(comparedObjectsMax) objects changed between these moments: these are the first \(comparedObjectsMax) to change. Search or pick a category to compare fewer.")
         return """
         <section aria-labelledby="compare"><h2 id="compare">From \(context.clock.point(from)) to \(context.clock.point(to))</h2>
-        <div class="cards"><div class="card"><h3>Created (\(diff.created.count))</h3><ul>\(created)</ul></div>\
+        \(scope)<div class="cards"><div class="card"><h3>Created (\(diff.created.count))</h3><ul>\(created)</ul></div>\
         <div class="card"><h3>Deleted (\(diff.deleted.count))</h3><ul>\(deleted)</ul></div></div>
         <h3>Changed (\(diff.changed.count))</h3>
         <table><thead><tr><th scope="col">Object</th><th scope="col">Field changes</th></tr></thead><tbody>\(changed)</tbody></table>

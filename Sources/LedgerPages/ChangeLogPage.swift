@@ -50,8 +50,8 @@ extension Pages {
         return request
     }
 
-    /// Items whose names match `text`: the fuzzy index of the projection (typos, plurals), else the
-    /// names of the catalog as it is now.
+    /// Items whose names match `text`: the fuzzy index of the projection (typos, plurals); none
+    /// without a projection.
     static func search(_ context: PageContext, _ text: String) throws -> [(id: CatalogObjectID, name: String)] {
         var seen = Set<CatalogObjectID>()
         var result: [(id: CatalogObjectID, name: String)] = []
@@ -63,9 +63,6 @@ extension Pages {
                 }
             }
             return result
-        }
-        for item in try context.queries.catalog(asOf: .latest, search: text).items.prefix(8) {
-            result.append((item.id, item.name ?? item.id.rawValue))
         }
         return result
     }
@@ -122,13 +119,16 @@ extension Pages {
         return .html(Layout.page("Change log", context, section: .changes, body))
     }
 
-    static func pager(_ context: PageContext, _ query: PageQuery, page: Int, pages: Int, path: String) -> HTML {
+    /// Links to the page before and after (`page=` in the query); `items` names what is paged, and
+    /// whether the pages run newest first (changes, incidents) or in name order (`newestFirst` false).
+    static func pager(_ context: PageContext, _ query: PageQuery, page: Int, pages: Int, path: String,
+                      items: String = "changes", newestFirst: Bool = true) -> HTML {
         guard pages > 1 else { return "" }
         let previous: HTML = page > 1
-            ? "<a rel=\"prev\" href=\"\(context.link(path, query.without("page") + [("page", "\(page - 1)")]).description)\">← Newer</a>" : ""
+            ? "<a rel=\"prev\" href=\"\(context.link(path, query.without("page") + [("page", "\(page - 1)")]).description)\">\(newestFirst ? "← Newer" : "← Previous")</a>" : ""
         let next: HTML = page < pages
-            ? "<a rel=\"next\" href=\"\(context.link(path, query.without("page") + [("page", "\(page + 1)")]).description)\">Older →</a>" : ""
-        return "<nav class=\"pager\" aria-label=\"Pages of changes\">\(previous)<span>Page \(page) of \(pages)</span>\(next)</nav>"
+            ? "<a rel=\"next\" href=\"\(context.link(path, query.without("page") + [("page", "\(page + 1)")]).description)\">\(newestFirst ? "Older →" : "Next →")</a>" : ""
+        return "<nav class=\"pager\" aria-label=\"Pages of \(items)\">\(previous)<span>Page \(page) of \(pages)</span>\(next)</nav>"
     }
 
     static func changeRow(_ context: PageContext, _ entry: ChangeLogEntry) -> HTML {

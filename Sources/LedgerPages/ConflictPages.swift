@@ -2,15 +2,31 @@ import CatalogModel
 import Foundation
 import LedgerQueries
 
-/// Rejected writes: the incidents list (filtered by date, class, device, actor) and one incident with
-/// its diagnosis, each object's sent / believed / Square's version, the events that moved it, the fix.
+/// Rejected writes: the incidents list (filtered by date, class, device, actor, a page at a time) and
+/// one incident with its diagnosis, each object's sent / believed / Square's version, the events that
+/// moved it, the fix. Both read the projection's incidents (`version_conflicts`: each diagnosed by the
+/// one diagnoser with what the ledger knew when the write was refused, `ProjectionQueries.conflictAnswers`),
+/// so a page costs its rows, not the log.
 extension Pages {
+    static let incidentsPerPage = 50
+
+    static func withoutProjection(_ title: String, _ context: PageContext, section: Layout.Section) -> PageResponse {
+        .html(Layout.page(title, context, section: section,
+                          Layout.notice("This page is read from the projection, and this server keeps none.", error: true)), status: 503)
+    }
+
     public static func conflicts(_ context: PageContext, _ query: PageQuery) throws -> PageResponse {
+        guard let projection = context.projector?.queries else { return withoutProjection("Conflicts", context, section: .conflicts) }
         var filter = ConflictFilter()
         var notice = HTML()
+        var page = 1
         do {
             filter.since = try context.clock.parse(query.first("since"), field: "from", now: context.now)
             filter.until = try context.clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
+            if let text = query.first("page") {
+                guard let number = Int(text), number >= 1 else { throw PageInputError(message: "page \"\(text)\" is not a page number") }
+                page = number
+            }
         } catch let error as PageInputError {
             notice = Layout.notice(error.message, error: true)
         }
@@ -23,7 +39,14 @@ extension Pages {
         }
         filter.device = query.first("device")
         filter.actor = query.first("actor")
-        let incidents = try context.queries.conflicts(filter).reversed()
+        let first = try projection.conflictAnswers(filter, offset: (page - 1) * incidentsPerPage, limit: incidentsPerPage)
+        var incidents = first.answers
+        let total = first.total
+        let pages = max(1, (total + incidentsPerPage - 1) / incidentsPerPage)
+        if page > pages {
+            page = pages
+            incidents = try projection.conflictAnswers(filter, offset: (page - 1) * incidentsPerPage, limit: incidentsPerPage).answers
+        }
         let context = try context.naming(incidents.flatMap(\.staleObjectIDs))
         let classes = [("", "any class")] + VersionMismatchDiagnosis.Classification.allCases.map { ($0.rawValue, $0.rawValue) }
         var body: HTML = """
@@ -53,17 +76,19 @@ extension Pages {
                 """
             }
             body += """
-            <p>\(incidents.count) incident(s), newest first.</p>
+            <p>\(total) incident(s), newest first, each diagnosed with what the ledger knew when the write was refused.</p>
             <table class="conflicts"><thead><tr><th scope="col" class="num">Incident</th><th scope="col">Rejected at (ledger time)</th>\
             <th scope="col">Idempotency key</th><th scope="col">Actor</th><th scope="col">Device</th><th scope="col">Error</th>\
             <th scope="col">Class</th><th scope="col">Objects</th></tr></thead><tbody>\(rows)</tbody></table>
             """
+            body += pager(context, query, page: page, pages: pages, path: "/conflicts", items: "incidents")
         }
         return .html(Layout.page("Conflicts", context, section: .conflicts, body))
     }
 
     public static func conflict(_ context: PageContext, incident: String) throws -> PageResponse {
-        guard let answer = try context.queries.conflict(named: incident) else {
+        guard let projection = context.projector?.queries else { return withoutProjection("Incident", context, section: .conflicts) }
+        guard let answer = try projection.conflictAnswer(named: incident) else {
             let body = Layout.notice("No rejected write \"\(incident)\" (give its incident number or idempotency key).", error: true)
                 + "<p><a href=\"\(context.link("/conflicts").description)\">All incidents</a></p>"
             return .html(Layout.page("No such incident", context, section: .conflicts, body), status: 404)
@@ -76,6 +101,7 @@ extension Pages {
         let text = DiagnosisText(names: context.names, time: .utc)
         var body: HTML = """
         <p><a href="\(context.link("/conflicts").description)">← All incidents</a> · <button type="button" data-copy-link>Copy link</button></p>
+        <p>Diagnosed when the write was refused, with what the ledger knew then.</p>
         <dl class="facts"><dt>Classification</dt><dd>\(diagnosis.classifications.map { "<span class=\"tag bad\">\($0.rawValue)</span>" as HTML }.joined())</dd>\
         <dt>Idempotency key</dt><dd><code>\(diagnosis.idempotencyKey)</code></dd>\
         <dt>Rejected</dt><dd>\(context.clock.ledger(diagnosis.rejectedAt)), event \(diagnosis.rejectionSequence), HTTP \(diagnosis.httpStatus) \(diagnosis.errorCodes.joined(separator: ", "))</dd>

@@ -1,8 +1,9 @@
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 
-/// The catalog as it was at a point: its categories, and its items with their variations and
-/// prices, as the ledger knew them then (names as they were then).
+/// The catalog as it was at a point: its categories, and a page of its items with their variations
+/// and prices, as the ledger knew them then (names as they were then).
 public struct CatalogMoment: Sendable {
     public struct Variation: Sendable, Hashable {
         public var id: CatalogObjectID
@@ -24,53 +25,107 @@ public struct CatalogMoment: Sendable {
     public var point: AsOf
     /// Every category at the point (whatever the search and category asked).
     public var categories: [(id: CatalogObjectID, name: String?)]
-    /// The items the search and category kept.
+    /// The page of the items the search and category kept, by name then id, from `offset`.
     public var items: [Item]
+    public var offset: Int
+    /// How many items the search and category kept.
+    public var matchCount: Int
     /// Every item at the point.
     public var itemCount: Int
-    /// Live objects by type (every type, not only items).
-    public var liveByType: [String: Int]
+}
+
+/// The objects a comparison of two moments covered: all that changed, or the first `limit` of them.
+public struct MomentComparison: Sendable {
+    public var diff: CatalogTimeDiff
+    /// False when more objects changed than the comparison shows.
+    public var complete: Bool
 }
 
 extension LedgerQueries {
-    /// The catalog as of `point` (`LedgerReader.state(asOf:)`, from the nearest snapshot); items
-    /// sorted by name, kept when `search` is nil or every word of it appears in the item's or one of its
-    /// variations' names (case-insensitive), and when `category` is nil or the item is in it.
-    public func catalog(asOf point: AsOf, search: String? = nil, category: CatalogObjectID? = nil) throws -> CatalogMoment {
-        let state = try reader.state(asOf: point).state
-        var categories: [(id: CatalogObjectID, name: String?)] = []
-        var items: [CatalogMoment.Item] = []
-        var variations: [CatalogObjectID: [CatalogMoment.Variation]] = [:]
-        var liveByType: [String: Int] = [:]
-        for fact in state.objects.values where !fact.header.isDeleted {
-            liveByType[fact.header.objectType.rawValue, default: 0] += 1
-            guard let object = state.object(fact.header.objectID) else { continue }
-            switch fact.header.objectType {
-            case .category:
-                categories.append((fact.header.objectID, object.name))
-            case .item:
-                items.append(CatalogMoment.Item(id: fact.header.objectID, name: object.name, version: fact.header.version,
-                                                updatedAt: fact.header.updatedAt, categoryIDs: object.categoryIDs,
-                                                variations: []))
-            case .itemVariation:
-                guard let parent = fact.header.parentID ?? object.declaredParentID else { continue }
-                variations[parent, default: []].append(CatalogMoment.Variation(
-                    id: fact.header.objectID, name: object.name, version: fact.header.version,
-                    price: object.priceMoney, locationPrices: object.locationPriceOverrides))
-            default: continue
+    /// The catalog as of `point` from the projection's fact intervals (`ProjectionQueries.factsInForce`:
+    /// each object's fact in force, exactly the fold's), so it costs the catalog's items and the
+    /// page's history, never the log. Items sorted by name, kept when `search` is nil or every word
+    /// of it appears in the item's or one of its variations' names (case-insensitive), and when
+    /// `category` is nil or the item is in it; `limit` of them from `offset`, with their variations.
+    public func catalog(asOf point: AsOf, search: String? = nil, category: CatalogObjectID? = nil, offset: Int = 0,
+                        limit: Int = 50, projection: ProjectionQueries) throws -> CatalogMoment {
+        let categories = try projection.factsInForce(ofType: .category, at: point).filter(\.isShown)
+            .map { (id: $0.objectID, name: $0.name) }
+            .sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
+        let items = try projection.factsInForce(ofType: .item, at: point).filter(\.isShown)
+        let inCategory = try category.map { try projection.factsInForce(ofType: .item, at: point, category: $0).filter(\.isShown) }
+        let kept = try Self.select(inCategory ?? items, search: search, at: point, projection: projection)
+            .sorted { ($0.name ?? "", $0.objectID) < ($1.name ?? "", $1.objectID) }
+        let page = Array(kept.dropFirst(max(offset, 0)).prefix(max(limit, 0)))
+        let variations = Dictionary(grouping: try projection.factsInForce(childrenOf: page.map(\.objectID), at: point)
+            .filter { $0.isShown && $0.objectType == .itemVariation }, by: { $0.parentID })
+        let facts = try projection.facts((page + variations.values.flatMap { $0 }).map { (objectID: $0.objectID, dedupeKey: $0.dedupeKey) })
+        let objects = Dictionary(facts.map { ($0.header.objectID, $0) }) { first, _ in first }
+        let shown: [CatalogMoment.Item] = page.compactMap { item in
+            guard let fact = objects[item.objectID], let object = try? CatalogObject(bytes: fact.payload) else { return nil }
+            let children: [CatalogMoment.Variation] = (variations[item.objectID] ?? []).compactMap { variation in
+                guard let fact = objects[variation.objectID],
+                      let object = try? CatalogObject(bytes: fact.payload, parentID: fact.header.parentID) else { return nil }
+                return CatalogMoment.Variation(id: variation.objectID, name: object.name, version: fact.header.version,
+                                               price: object.priceMoney, locationPrices: object.locationPriceOverrides)
             }
+            return CatalogMoment.Item(id: item.objectID, name: object.name, version: fact.header.version,
+                                      updatedAt: fact.header.updatedAt, categoryIDs: object.categoryIDs,
+                                      variations: children.sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) })
         }
-        let itemCount = items.count
+        return CatalogMoment(point: point, categories: categories, items: shown, offset: max(offset, 0),
+                             matchCount: kept.count, itemCount: items.count)
+    }
+
+    /// Objects created, changed (field by field) and deleted between two points of the same ledger
+    /// time, from the projection: among the items `search` and `category` keep at either point (with
+    /// their variations) when one is given, else among the first `limit` objects whose fact in force
+    /// changed (`ProjectionQueries.objectsChanged`). The diff is `CatalogHistory.diff` of the two
+    /// states of those objects, folded from their facts.
+    public func compare(from: AsOf, to: AsOf, search: String? = nil, category: CatalogObjectID? = nil, limit: Int = 200,
+                        projection: ProjectionQueries) throws -> MomentComparison {
+        let ids: [CatalogObjectID]
+        let complete: Bool
+        if search != nil || category != nil {
+            var items = Set<CatalogObjectID>()
+            for point in [from, to] {
+                let live = try projection.factsInForce(ofType: .item, at: point, category: category).filter(\.isShown)
+                items.formUnion(try Self.select(live, search: search, at: point, projection: projection).map(\.objectID))
+            }
+            var children = Set<CatalogObjectID>()
+            for point in [from, to] {
+                children.formUnion(try projection.factsInForce(childrenOf: Array(items), at: point).map(\.objectID))
+            }
+            ids = Array(items.union(children))
+            complete = true
+        } else {
+            let changed = try projection.objectsChanged(between: from, and: to, limit: limit)
+            ids = changed.ids
+            complete = changed.complete
+        }
+        let diff = CatalogHistory.diff(try projection.state(of: ids, at: from), try projection.state(of: ids, at: to), from: from, to: to)
+        return MomentComparison(diff: diff, complete: complete)
+    }
+
+    /// The items of `items` (facts in force at `point`) that every word of `search` keeps: each word
+    /// in the item's name or one of its variations' names at the point.
+    static func select(_ items: [FactInForce], search: String?, at point: AsOf, projection: ProjectionQueries) throws -> [FactInForce] {
+        var items = items
         let words = (search ?? "").lowercased().split(separator: " ").map(String.init)
-        items = items.compactMap { item in
-            var item = item
-            item.variations = (variations[item.id] ?? []).sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
-            if let category, !item.categoryIDs.contains(category) { return nil }
-            let names = ([item.name] + item.variations.map(\.name)).compactMap { $0?.lowercased() }.joined(separator: " ")
-            if !words.allSatisfy({ names.contains($0) }) { return nil }
-            return item
-        }.sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
-        categories.sort { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
-        return CatalogMoment(point: point, categories: categories, items: items, itemCount: itemCount, liveByType: liveByType)
+        guard !words.isEmpty else { return items }
+        // Only items that (or a variation of which) ever had a name with each word can match.
+        var candidates: Set<CatalogObjectID>?
+        for word in words {
+            let named = Set(try projection.objectsEverNamed(containing: word).map { $0.parentID ?? $0.id })
+            candidates = candidates.map { $0.intersection(named) } ?? named
+        }
+        items = items.filter { candidates?.contains($0.objectID) ?? false }
+        let variations = Dictionary(grouping: try projection.factsInForce(childrenOf: items.map(\.objectID), at: point)
+            .filter { $0.isShown && $0.objectType == .itemVariation }, by: { $0.parentID })
+        return items.filter { item in
+            let names = ([item.name] + (variations[item.objectID] ?? []).map(\.name)).compactMap { $0?.lowercased() }
+                .joined(separator: " ")
+            return words.allSatisfy { names.contains($0) }
+        }
     }
 }

@@ -117,9 +117,15 @@ public final class LedgerQueries: Sendable {
 
     /// An object as of `point`, with its payload as it was then (`CatalogState.materializedPayload`:
     /// a parent's nested array rebuilt from its children's facts in force); nil when the ledger knew
-    /// nothing of it at that point.
+    /// nothing of it at that point. Through the index, the fold of the facts of the object, its
+    /// parents and its children only (the state of an object depends on its own facts alone), so the
+    /// cost follows their history, not the log's; without it, the state of every object from the
+    /// nearest snapshot.
     public func object(_ id: CatalogObjectID, asOf point: AsOf) throws -> ObjectAsOf? {
-        ObjectAsOf(id, in: try reader.state(asOf: point).state, point: point)
+        guard index != nil else { return ObjectAsOf(id, in: try reader.state(asOf: point).state, point: point) }
+        let parents = Set(try history(of: [id]).facts(of: id).compactMap(\.header.parentID))
+        let history = try history(of: [id] + parents.sorted() + childIDs(of: id))
+        return ObjectAsOf(id, in: history.state(asOf: point), point: point)
     }
 
     /// Objects created, changed (field by field) and deleted between two points.

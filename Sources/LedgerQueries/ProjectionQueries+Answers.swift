@@ -115,11 +115,26 @@ extension ProjectionQueries {
     /// diagnoser gave when the projection met the rejection, `DiagnosisIndex`) that `filter` keeps,
     /// oldest first.
     public func conflictAnswers(_ filter: ConflictFilter = ConflictFilter()) throws -> [ConflictAnswer] {
-        try conflicts(limit: Int.max).reversed().map { record in
-            guard let diagnosis = try? JSONDecoder().decode(VersionMismatchDiagnosis.self, from: Data(record.diagnosisJSON.utf8)) else {
-                throw UnreadableConflictRow(sequence: record.sequence)
-            }
-            return ConflictAnswer(sequence: record.sequence, diagnosis: diagnosis)
-        }.filter { filter.keeps($0.diagnosis) }
+        try conflicts(limit: Int.max).reversed().map(Self.answer).filter { filter.keeps($0.diagnosis) }
+    }
+
+    /// The same incidents a page at a time, newest first (the conflicts pages): the rows `filter`
+    /// keeps are selected in SQL and only the page's diagnoses are read; with how many it keeps.
+    public func conflictAnswers(_ filter: ConflictFilter, offset: Int, limit: Int) throws -> (answers: [ConflictAnswer], total: Int) {
+        let page = try conflicts(ConflictSelection(since: filter.since, until: filter.until, classification: filter.classification,
+                                                   device: filter.device, actor: filter.actor), offset: offset, limit: limit)
+        return (try page.records.map(Self.answer), page.total)
+    }
+
+    /// One incident of the projection by its rejection's sequence or its request's idempotency key; nil when none.
+    public func conflictAnswer(named incident: String) throws -> ConflictAnswer? {
+        try conflict(named: incident).map(Self.answer)
+    }
+
+    static func answer(_ record: ConflictRecord) throws -> ConflictAnswer {
+        guard let diagnosis = try? JSONDecoder().decode(VersionMismatchDiagnosis.self, from: Data(record.diagnosisJSON.utf8)) else {
+            throw UnreadableConflictRow(sequence: record.sequence)
+        }
+        return ConflictAnswer(sequence: record.sequence, diagnosis: diagnosis)
     }
 }

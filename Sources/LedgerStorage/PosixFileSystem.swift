@@ -1,6 +1,7 @@
 // The real file system, wrapped once with swift-system: EINTR is retried, partial writes are
 // completed or reported as errors, and the directory is synced after create, rename and unlink.
 
+import Foundation
 import SystemPackage
 #if canImport(Glibc)
 import Glibc
@@ -126,14 +127,22 @@ public struct PosixFileSystem: FileSystem {
     }
 }
 
-/// A POSIX file descriptor. Thread-safe in the sense of pread/pwrite; close once.
+/// A POSIX file descriptor. Thread-safe in the sense of pread/pwrite; close once. A file dropped
+/// without `close` (a reader's cursor left before the end of a segment) closes its descriptor when it
+/// goes away, so readers that stop early do not leak descriptors.
 final class PosixFile: LedgerFile, @unchecked Sendable {
     let descriptor: FileDescriptor
     let path: FilePath
+    private let closing = NSLock()
+    private var isClosed = false
 
     init(descriptor: FileDescriptor, path: FilePath) {
         self.descriptor = descriptor
         self.path = path
+    }
+
+    deinit {
+        if !isClosed { try? descriptor.close() }
     }
 
     func read(at offset: UInt64, count: Int) throws -> [UInt8] {
@@ -189,6 +198,7 @@ final class PosixFile: LedgerFile, @unchecked Sendable {
     }
 
     func close() throws {
+        closing.withLock { isClosed = true }
         do { try descriptor.close() } catch { throw PosixFileSystem.mapped(error, path: path) }
     }
 }

@@ -1,6 +1,7 @@
 import CatalogIngest
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import SquareWire
 import Foundation
 @testable import LedgerPages
@@ -27,7 +28,10 @@ import Testing
             options.storage.durability = .none
             let ledger = try Ledger.open(layout: LedgerLayout(root: root), options: options)
             _ = try await RecordingImporter(ledger: ledger).importFiles([PagesTests.sample])
-            let context = PageContext(merchantID: "ML8CAFE0SIM01", queries: LedgerQueries(reader: ledger.reader), projector: nil,
+            // The projection, as serve's follower keeps it: the change log, the incidents, the fact intervals.
+            let projector = try CatalogProjector(layout: LedgerLayout(root: root))
+            try projector.catchUp()
+            let context = PageContext(merchantID: "ML8CAFE0SIM01", queries: LedgerQueries(reader: ledger.reader), projector: projector,
                                       viewer: "tester", mayReadMetrics: false, now: 1_793_500_000_000_000_000)
             imported = (ledger, context)
             return context
@@ -115,7 +119,8 @@ import Testing
 @Suite struct ChangeLogAnswerTests {
     @Test("filters: type, source, actor and device of our edits, location, category, a window of Square time")
     func filters() async throws {
-        let queries = try await PagesTests.Sample.shared.context().queries
+        let context = try await PagesTests.Sample.shared.context()
+        let queries = context.queries
         let all = try queries.changeLog()
         #expect(all.count > 200)
         #expect(Set(all.map { "\($0.objectID.rawValue) \($0.version) \($0.sequence)" }).count == all.count, "each version once")
@@ -132,7 +137,8 @@ import Testing
             entry.objectID.rawValue == "LCAFEHARBOR02" || entry.changes.contains { "\($0.path) \($0.before ?? "") \($0.after ?? "")".contains("LCAFEHARBOR02") }
         })
 
-        let pastries = try #require(try queries.catalog(asOf: .latest).categories.first { $0.name == "Pastries" })
+        let projection = try #require(context.projector).queries
+        let pastries = try #require(try queries.catalog(asOf: .latest, projection: projection).categories.first { $0.name == "Pastries" })
         let inPastries = try queries.changeLog(ChangeLogFilter(category: pastries.id))
         #expect(inPastries.contains { $0.objectID.rawValue == "CDACBVH7G3LMUXI6US6IH3I5" }, "the slice's item is a pastry")
         #expect(!inPastries.contains { $0.objectID.rawValue == "PSQ7LNM54BXSYRVYWWQVRFVK" && $0.types == [.deleted] })

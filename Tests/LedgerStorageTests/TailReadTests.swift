@@ -37,6 +37,28 @@ import Testing
         #expect(try cursor.next() == nil)
     }
 
+    /// A cursor left before the end of its segment (an as-of read that stops at its ledger time, a
+    /// history read of a few records) closes the segment's descriptor when it goes away; it kept it
+    /// open for the life of the process before, so a server ran out of descriptors.
+    @Test func aCursorLeftBeforeTheEndClosesItsSegment() async throws {
+        let directory = StorageTestSupport.temporaryDirectory("cursor-descriptors")
+        defer { StorageTestSupport.removeDirectory(directory) }
+        let fileSystem = PosixFileSystem()
+        let writer = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(segmentBytes: 1 << 20),
+                                        fileSystem: fileSystem)
+        _ = try await writer.append(StorageTestSupport.records(0..<10))
+        try writer.close()
+        func descriptors() throws -> Int { try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count }
+        let reader = LogReader(directory: directory, fileSystem: fileSystem)
+        let before = try descriptors()
+        for _ in 0..<300 {
+            var cursor = try reader.records(from: 0)
+            #expect(try cursor.next()?.sequence == 0)
+        }
+        // Tests running beside this one open files too: a leak is one descriptor per cursor.
+        #expect(try descriptors() < before + 100, "300 cursors left after one record")
+    }
+
     /// A reader read the file's size, then the writer cut back a group whose write failed: the bytes
     /// the size promised are gone. That is the end of the log for now, not damage (found by the
     /// projection simulation's release long run, seed 40262175).

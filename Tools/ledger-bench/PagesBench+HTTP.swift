@@ -1,15 +1,17 @@
 import CatalogLedger
 import CatalogProjections
 import Foundation
+import LedgerQueries
 import LedgerServer
 import Logging
 import SquareAPI
 
 /// `ledger-bench pages --http`: each page as a person gets it, over HTTP from the ledger server
 /// (`LedgerService.open` + `LedgerServer.start`, as `catledger serve` runs them, with a read token)
-/// on the sample imported N times, its projection built first (the change log reads the
-/// projection's `change_log`). p50 and p99 of the round trip on loopback per page, and against the
-/// baseline in the same run: the same page on the sample itself (the first size).
+/// on the sample imported N times, or (`--dataset`) on a data set of the issue's size
+/// (`PagesDataset`), its projection and history index built first, as serve's follower and the
+/// first query would. p50 and p99 of the round trip on loopback per page, and against the baseline
+/// in the same run: the same page on the sample itself (the first size).
 struct PagesHTTPBench {
     static let merchant = "ML8CAFE0SIM01"
 
@@ -17,17 +19,20 @@ struct PagesHTTPBench {
         var page: String
         var p50Millis: Double
         var p99Millis: Double
-        /// p50 over the baseline's p50 (the same page on the smallest size).
-        var p50OverBaseline: Double
+        /// p50 over the baseline's p50 (the same page on the smallest size); nil for a page the baseline lacks.
+        var p50OverBaseline: Double?
     }
 
     struct SizeFigures: Encodable {
-        var copies: Int
+        /// "1 copy of the sample", "data set objects100000-events10000000-...".
+        var label: String
         var events: Int
         var liveObjects: Int
         var changeLogRows: Int
         var importSeconds: Double
         var projectionSeconds: Double
+        var historyIndexSeconds: Double
+        var dataset: PagesDataset.Summary?
         var pages: [PageFigure]
     }
 
@@ -37,46 +42,78 @@ struct PagesHTTPBench {
         ("change log, price changes matching 'banana bred'", "/changes?type=price&q=banana+bred"),
         ("change log, one item's price changes, page 1", "/changes?object=PSQ7LNM54BXSYRVYWWQVRFVK&type=price"),
         ("CSV of one item's price changes", "/changes.csv?object=PSQ7LNM54BXSYRVYWWQVRFVK&type=price"),
+        ("object page now", "/objects/CDACBVH7G3LMUXI6US6IH3I5"),
         ("object page as of 2026-10-05", "/objects/CDACBVH7G3LMUXI6US6IH3I5?at=2026-10-05"),
+        ("catalog now", "/catalog"),
         ("catalog at 2026-10-05", "/catalog?at=2026-10-05"),
-        ("compare 2026-10-02 with 2026-10-05", "/catalog?at=2026-10-05&compare=2026-10-02&q=banana"),
+        ("catalog at 2026-10-05, as known at 2026-10-06", "/catalog?at=2026-10-05&known=2026-10-06"),
+        ("catalog at 2026-10-05, search 'banana'", "/catalog?at=2026-10-05&q=banana"),
+        ("compare 2026-10-02 with 2026-10-05, search 'banana'", "/catalog?at=2026-10-05&compare=2026-10-02&q=banana"),
+        ("compare 2026-10-02 with 2026-10-05, whole catalog", "/catalog?at=2026-10-05&compare=2026-10-02"),
         ("conflicts", "/conflicts"),
+        ("conflicts of one class", "/conflicts?class=staleMovedOnByOtherWriter"),
         ("incident edit-0004", "/conflicts/edit-0004"),
         ("health", "/health"),
     ]
 
-    static func run(sizes: [Int], repetitions: Int, sample: String) async throws -> [SizeFigures] {
+    /// Pages of the generated objects (`PagesDataset`: about a hundred versions each), measured on the data set only.
+    static let datasetPages: [(String, String)] = [
+        ("object page of a generated variation as of 2026-10-20", "/objects/GV0000000000000000000001?at=2026-10-20"),
+        ("object page of a generated item", "/objects/GI0000000000000000000001"),
+        ("catalog at 2026-10-20, one generated category", "/catalog?at=2026-10-20&category=GC0000000000000000000001"),
+    ]
+
+    static func run(sizes: [Int], repetitions: Int, sample: String, dataset: PagesDataset.Shape?, datasetBase: String,
+                    reuse: Bool) async throws -> [SizeFigures] {
         var results: [SizeFigures] = []
         var baseline: [String: Double] = [:]
-        for size in sizes {
-            let figures = try await measure(copies: size, repetitions: repetitions, sample: sample, baseline: baseline)
+        func add(_ figures: SizeFigures) {
             if baseline.isEmpty { baseline = Dictionary(uniqueKeysWithValues: figures.pages.map { ($0.page, $0.p50Millis) }) }
             results.append(figures)
+        }
+        for size in sizes {
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-pages-http-\(getpid())-\(size)").path
+            defer { try? FileManager.default.removeItem(atPath: work) }
+            let dataRoot = (work as NSString).appendingPathComponent("data")
+            let importStart = ContinuousClock.now
+            _ = try await SampleCopies.importCopies(of: sample, copies: size, root: work)
+            try FileManager.default.createDirectory(atPath: dataRoot, withIntermediateDirectories: true)
+            try FileManager.default.moveItem(atPath: (work as NSString).appendingPathComponent("ledger"),
+                                             toPath: (dataRoot as NSString).appendingPathComponent(merchant))
+            add(try await measure(dataRoot: dataRoot, label: "\(size) cop\(size == 1 ? "y" : "ies") of the sample",
+                                  importSeconds: seconds(ContinuousClock.now - importStart), dataset: nil,
+                                  repetitions: repetitions, baseline: baseline))
+        }
+        if let dataset {
+            let prepared = try await PagesDataset.prepare(dataset, under: datasetBase, reuse: reuse, sample: sample) {
+                FileHandle.standardError.write(Data("dataset: \($0)\n".utf8))
+            }
+            add(try await measure(dataRoot: prepared.dataRoot, label: "data set \(dataset.name)", importSeconds: prepared.summary.seconds,
+                                  dataset: prepared.summary, repetitions: repetitions, baseline: baseline))
         }
         return results
     }
 
-    static func measure(copies: Int, repetitions: Int, sample: String, baseline: [String: Double]) async throws -> SizeFigures {
+    static func measure(dataRoot: String, label: String, importSeconds: Double, dataset: PagesDataset.Summary?,
+                        repetitions: Int, baseline: [String: Double]) async throws -> SizeFigures {
         let logger = Logger(label: "ledger-bench.pages", factory: { _ in SwiftLogNoOpLogHandler() })
-        let work = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-pages-http-\(getpid())-\(copies)").path
-        let dataRoot = (work as NSString).appendingPathComponent("data")
-        defer { try? FileManager.default.removeItem(atPath: work) }
-        let importStart = ContinuousClock.now
-        let report = try await SampleCopies.importCopies(of: sample, copies: copies, root: work)
-        try FileManager.default.createDirectory(atPath: dataRoot, withIntermediateDirectories: true)
         let ledgerPath = (dataRoot as NSString).appendingPathComponent(merchant)
-        try FileManager.default.moveItem(atPath: (work as NSString).appendingPathComponent("ledger"), toPath: ledgerPath)
-        let importSeconds = seconds(ContinuousClock.now - importStart)
-
-        // The projection, built as serve's follower builds it at start (catch-up from nothing).
+        // The projection, built as serve's follower builds it at start (catch-up from its checkpoint).
         let projectionStart = ContinuousClock.now
         let projector = try CatalogProjector(layout: LedgerLayout(root: ledgerPath), logger: logger)
         try projector.catchUp()
         let projectionSeconds = seconds(ContinuousClock.now - projectionStart)
+        // The history index, as the first history question builds it.
+        let indexStart = ContinuousClock.now
+        let reader = try LedgerReader(layout: LedgerLayout(root: ledgerPath))
+        try LedgerQueries(reader: reader, logger: logger).catchUp()
+        let historyIndexSeconds = seconds(ContinuousClock.now - indexStart)
         let rows = try projector.queries.changeLogCount(ChangeLogSelection())
         let live = try projector.queries.liveObjectCount()
+        let events = Int((try reader.lastSequence()).map { $0 + 1 } ?? 0)
 
-        let token = try APITokenStore(dataRoot: dataRoot).create(name: "bench", merchant: merchant, scopes: [.read]).token
+        let tokens = APITokenStore(dataRoot: dataRoot)
+        let token = try tokens.create(name: "bench-\(UUID().uuidString.prefix(8))", merchant: merchant, scopes: [.read]).token
         let configuration = LedgerServerConfiguration(
             host: "127.0.0.1", port: 0, dataRoot: dataRoot, merchantIDs: [merchant], signatureKeys: ["bench-pages-key"],
             notificationURL: "https://bench.example.com/webhooks/square",
@@ -89,7 +126,7 @@ struct PagesHTTPBench {
                 _ = await follower.waitUntilApplied(through: last, timeout: .seconds(600))
             }
             let http = HTTPClientTransport(baseURL: server.baseURL)
-            for (name, path) in pages {
+            for (name, path) in pages + (dataset == nil ? [] : datasetPages) {
                 let request = SquareHTTPRequest(method: .get, path: "/ui/\(merchant)" + path,
                                                 headers: ["authorization": "Bearer \(token)"], body: [])
                 var times: [Double] = []
@@ -104,15 +141,16 @@ struct PagesHTTPBench {
                 }
                 let p50 = percentile(times, 0.5)
                 figures.append(PageFigure(page: name, p50Millis: p50, p99Millis: percentile(times, 0.99),
-                                          p50OverBaseline: baseline[name].map { $0 > 0 ? p50 / $0 : 0 } ?? 1))
+                                          p50OverBaseline: baseline.isEmpty ? 1 : baseline[name].map { $0 > 0 ? p50 / $0 : 0 }))
             }
         } catch {
             try await server.stop()
             throw error
         }
         try await server.stop()
-        return SizeFigures(copies: copies, events: report.eventsAppended, liveObjects: live, changeLogRows: rows,
-                           importSeconds: importSeconds, projectionSeconds: projectionSeconds, pages: figures)
+        return SizeFigures(label: label, events: events, liveObjects: live, changeLogRows: rows, importSeconds: importSeconds,
+                           projectionSeconds: projectionSeconds, historyIndexSeconds: historyIndexSeconds, dataset: dataset,
+                           pages: figures)
     }
 
     struct BenchError: Error, CustomStringConvertible {

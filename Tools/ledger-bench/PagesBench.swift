@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import Foundation
 import LedgerPages
 import LedgerQueries
@@ -31,6 +32,27 @@ struct PagesBench: AsyncParsableCommand {
     @Flag(help: "Request each page over HTTP from the ledger server (serve's routes, a read token, the projection built), p50/p99 per page against the first size.")
     var http = false
 
+    @Flag(help: "With --http, also measure on a generated data set of the issue's size (--objects, --events), after the sample copies.")
+    var dataset = false
+
+    @Option(help: "Objects of the data set (items, variations, categories; the sample copies' included).")
+    var objects = 100_000
+
+    @Option(help: "Events of the data set.")
+    var events = 10_000_000
+
+    @Option(help: "Copies of the sample in the data set (its rejections, edits, deletes, renames and webhooks).")
+    var sampleCopies = 50
+
+    @Option(help: "Seed of the data set.")
+    var seed: UInt64 = 20_261_127
+
+    @Option(help: "Where data sets are kept, one directory per shape.")
+    var datasetDirectory = ".build/pages-dataset"
+
+    @Flag(help: "Reuse the data set of this shape when a complete one is kept (its projection and index too).")
+    var reuse = false
+
     struct Measurement: Encodable {
         var page: String
         /// Median milliseconds of the page (answer + HTML).
@@ -52,7 +74,9 @@ struct PagesBench: AsyncParsableCommand {
         let sizes = copies.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }.sorted()
         guard !sizes.isEmpty, sizes.allSatisfy({ $0 > 0 }) else { throw ValidationError("--copies: positive numbers, comma-separated") }
         if http {
-            let results = try await PagesHTTPBench.run(sizes: sizes, repetitions: max(repetitions, 2), sample: sample)
+            let shape = dataset ? PagesDataset.Shape(objects: objects, events: events, sampleCopies: sampleCopies, seed: seed) : nil
+            let results = try await PagesHTTPBench.run(sizes: sizes, repetitions: max(repetitions, 2), sample: sample, dataset: shape,
+                                                       datasetBase: datasetDirectory, reuse: reuse)
             if json {
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -60,11 +84,17 @@ struct PagesBench: AsyncParsableCommand {
                 return
             }
             for size in results {
-                print("\(size.copies) cop\(size.copies == 1 ? "y" : "ies") of the sample: \(size.events) events, \(size.liveObjects) live objects, " +
-                      "\(size.changeLogRows) change log rows; import \(String(format: "%.1f", size.importSeconds)) s, projection \(String(format: "%.1f", size.projectionSeconds)) s")
+                print("\(size.label): \(size.events) events, \(size.liveObjects) live objects, \(size.changeLogRows) change log rows; " +
+                      "import \(String(format: "%.1f", size.importSeconds)) s, projection \(String(format: "%.1f", size.projectionSeconds)) s, " +
+                      "history index \(String(format: "%.1f", size.historyIndexSeconds)) s")
+                if let made = size.dataset {
+                    print("  generated at \(String(format: "%.0f", made.eventsPerSecond)) events/s, \(made.bytesOnDisk / 1_048_576) MiB on disk; " +
+                          "\(made.generatedObjects) generated objects and \(made.sampleObjects) of the sample")
+                }
                 for page in size.pages {
-                    print("  " + page.page.padding(toLength: 52, withPad: " ", startingAt: 0) +
-                          String(format: "p50 %8.1f ms   p99 %8.1f ms   p50 / sample %6.2f", page.p50Millis, page.p99Millis, page.p50OverBaseline))
+                    print("  " + page.page.padding(toLength: 56, withPad: " ", startingAt: 0) +
+                          String(format: "p50 %8.1f ms   p99 %8.1f ms   p50 / sample ", page.p50Millis, page.p99Millis) +
+                          (page.p50OverBaseline.map { String(format: "%6.2f", $0) } ?? "   n/a"))
                 }
             }
             return
@@ -74,13 +104,17 @@ struct PagesBench: AsyncParsableCommand {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-pages-\(getpid())-\(size)").path
             defer { try? FileManager.default.removeItem(atPath: root) }
             let report = try await SampleCopies.importCopies(of: sample, copies: size, root: root)
-            let reader = try LedgerReader(layout: LedgerLayout(root: (root as NSString).appendingPathComponent("ledger")))
+            let layout = LedgerLayout(root: (root as NSString).appendingPathComponent("ledger"))
+            let reader = try LedgerReader(layout: layout)
             let queries = LedgerQueries(reader: reader)
-            let context = PageContext(merchantID: "ML8CAFE0SIM01", queries: queries, projector: nil, viewer: "bench",
+            let projector = try CatalogProjector(layout: layout)
+            try projector.catchUp()
+            let projection = projector.queries
+            let context = PageContext(merchantID: "ML8CAFE0SIM01", queries: queries, projector: projector, viewer: "bench",
                                       mayReadMetrics: false, now: Int64(Date().timeIntervalSince1970 * 1e9))
             let slice = CatalogObjectID("CDACBVH7G3LMUXI6US6IH3I5")
             let cold = try Self.time { _ = try Pages.changeLog(context, PageQuery()) }
-            let objects = try queries.catalog(asOf: .latest).liveByType.values.reduce(0, +)
+            let objects = try projection.liveObjectCount()
             let moment = AsOf(squareTimeMax: 1_791_158_400_000_000_000) // 2026-10-05T00:00:00Z
             let cases: [(String, () throws -> Void, () throws -> Void)] = [
                 ("change log, first page", { _ = try Pages.changeLog(context, PageQuery()) }, { _ = try queries.changeLog() }),
@@ -92,10 +126,11 @@ struct PagesBench: AsyncParsableCommand {
                     _ = try queries.object(slice, asOf: moment)
                     _ = try queries.prices(of: slice)
                 }),
-                ("conflicts", { _ = try Pages.conflicts(context, PageQuery()) }, { _ = try queries.conflicts(ConflictFilter()) }),
-                ("incident edit-0004", { _ = try Pages.conflict(context, incident: "edit-0004") }, { _ = try queries.conflict(named: "edit-0004") }),
+                ("conflicts", { _ = try Pages.conflicts(context, PageQuery()) },
+                 { _ = try projection.conflictAnswers(ConflictFilter(), offset: 0, limit: 50) }),
+                ("incident edit-0004", { _ = try Pages.conflict(context, incident: "edit-0004") }, { _ = try projection.conflictAnswer(named: "edit-0004") }),
                 ("catalog at 2026-10-05", { _ = try Pages.catalog(context, PageQuery([("at", "2026-10-05")])) },
-                 { _ = try queries.catalog(asOf: moment) }),
+                 { _ = try queries.catalog(asOf: moment, projection: projection) }),
                 ("health", { _ = try Pages.health(context) }, { _ = try queries.health() }),
             ]
             var measurements: [Measurement] = []

@@ -172,12 +172,17 @@ import WebhookInbox
             ids.append(id)
         }
         let before = inbox.commitCount
+        let started = ContinuousClock.now
         for (index, id) in ids.enumerated() {
             try await inbox.markDone(merchantID: "M\(index)", through: id)
             try await Task.sleep(for: .milliseconds(2))
         }
+        let marking = ContinuousClock.now - started
         try await Task.sleep(for: .seconds(LocalDeliveryInbox.doneMarkDelay * 3))
-        #expect(inbox.commitCount - before <= 2, "\(inbox.commitCount - before) commits for 20 marks")
+        // At most one commit per delay while the marks came in (a loaded machine stretches the
+        // marking), and the last one after it: the old inbox committed each mark on its own.
+        let bound = Int(marking / .seconds(LocalDeliveryInbox.doneMarkDelay)) + 2
+        #expect(inbox.commitCount - before <= bound, "\(inbox.commitCount - before) commits for 20 marks in \(marking)")
         #expect(inbox.pendingCountNow == 0)
         #expect(try await inbox.pendingCount() == 0)
         inbox.close()

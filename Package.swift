@@ -212,6 +212,7 @@ let package = Package(
         .target(
             name: "LedgerCluster",
             dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
@@ -220,6 +221,7 @@ let package = Package(
             name: "LedgerServer",
             dependencies: [
                 "BoundedJSON",
+                "LedgerCluster",
                 "MerchantRegistry",
                 "WebhookInbox",
                 "CatalogIngest",

@@ -59,6 +59,8 @@ public final class MerchantDirectory: @unchecked Sendable {
     let opener: MerchantOpener
     /// A merchant unused this long is closed (nil: never).
     let idleClose: Duration?
+    /// Cluster mode: a merchant is used only while this node holds its lease (else `MerchantElsewhere`).
+    let ownership: ClusterOwnership?
     let logger: Logger
     private let lock = NSLock()
     private var known: [MerchantID: Known] = [:]
@@ -68,9 +70,10 @@ public final class MerchantDirectory: @unchecked Sendable {
     /// The registry's change counter at the supervisor's last look (only the supervisor reads it).
     private var registryVersion: Int?
 
-    init(opener: MerchantOpener, idleClose: Duration?, logger: Logger) {
+    init(opener: MerchantOpener, idleClose: Duration?, ownership: ClusterOwnership? = nil, logger: Logger) {
         self.opener = opener
         self.idleClose = idleClose
+        self.ownership = ownership
         self.logger = logger
     }
 
@@ -213,6 +216,7 @@ public final class MerchantDirectory: @unchecked Sendable {
     }
 
     private func acquire(_ id: MerchantID, background: Bool) async throws -> MerchantLedger? {
+        if let ownership, isServed(id), let refusal = ownership.elsewhere(id.rawValue) { throw refusal }
         while true {
             let step = lock.withLock { () -> Step in
                 guard known[id] != nil else { return .unknown }

@@ -11,9 +11,12 @@ import WebhookInbox
 final class ClusterDeliveryInbox: DeliveryInbox, @unchecked Sendable {
     let inbox: ClusterInbox
     let ownership: ClusterOwnership
-    /// Deliveries accepted here for a merchant this node drains: handed to the drain at once (the
-    /// others are found by the supervisor's poll). Set once, before serving.
-    var onAccepted: (@Sendable ([WebhookInbox.InboxDelivery]) -> Void)?
+    /// A delivery accepted here for a merchant this node drains: the drain reads the merchant's
+    /// pending deliveries back at once (the others are found by the supervisor's poll). Not handed
+    /// over in memory as the local inbox does: another node may have committed a delivery with a
+    /// smaller id that this node has not read yet, and the drain appends in id order. Set once,
+    /// before serving.
+    var onAccepted: (@Sendable (_ merchantID: String) -> Void)?
 
     init(inbox: ClusterInbox, ownership: ClusterOwnership) {
         self.inbox = inbox
@@ -25,10 +28,7 @@ final class ClusterDeliveryInbox: DeliveryInbox, @unchecked Sendable {
         let encoded = headers.isEmpty ? [] : Array(try JSONEncoder().encode(headers))
         let acceptance = try await inbox.accept(merchant: merchantID, eventID: eventID, body: body, headers: encoded)
         if acceptance.duplicate { return .duplicate(id: acceptance.id) }
-        if ownership.permit(merchantID) != nil {
-            onAccepted?([WebhookInbox.InboxDelivery(id: acceptance.id, merchantID: merchantID, eventID: eventID, body: body,
-                                                    headers: headers, receivedAt: receivedAt)])
-        }
+        if ownership.permit(merchantID) != nil { onAccepted?(merchantID) }
         return .accepted(id: acceptance.id)
     }
 

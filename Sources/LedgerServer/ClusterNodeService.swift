@@ -128,13 +128,17 @@ final class ClusterNodeService: Service, @unchecked Sendable {
         for merchantID in ownership.heldMerchants where outcome.held[merchantID] == nil {
             await lose(merchantID, reason: "released in the rebalance or taken by another node")
         }
+        // Beside the rounds, so many takeovers at once (a node starting alone, or a dead node's
+        // merchants) never delay the renewals of the leases already held.
         for (merchantID, epoch) in takeovers {
-            do {
-                try await takeOver(merchantID, epoch: epoch)
-            } catch {
-                logger.error("merchant could not be taken over; retried next round",
-                             metadata: ["merchant": "\(merchantID)", "epoch": "\(epoch)", "error": "\(error)"])
-                ownership.drop(merchantID)
+            Task { [self] in
+                do {
+                    try await takeOver(merchantID, epoch: epoch)
+                } catch {
+                    logger.error("merchant could not be taken over; retried next round",
+                                 metadata: ["merchant": "\(merchantID)", "epoch": "\(epoch)", "error": "\(error)"])
+                    if ownership.epoch(of: merchantID) == epoch { ownership.drop(merchantID) }
+                }
             }
         }
     }
@@ -153,7 +157,9 @@ final class ClusterNodeService: Service, @unchecked Sendable {
     /// the epoch the directory records), the epoch recorded in the directory, shipped once (the
     /// archive records the new epoch), then its pending deliveries drained.
     func takeOver(_ merchantID: String, epoch: Int64) async throws {
-        guard claim(merchantID) else { return }
+        // A takeover of an earlier epoch still running (the lease was lost and taken again meanwhile):
+        // this one is retried at the next round.
+        guard claim(merchantID) else { throw LedgerServerError.cluster("an earlier takeover of \(merchantID) is still running") }
         defer { unclaim(merchantID) }
         let started = ContinuousClock.now
         let id = MerchantID(merchantID)

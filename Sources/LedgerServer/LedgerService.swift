@@ -99,7 +99,7 @@ public final class LedgerService: Sendable {
                 }
                 return recorded ?? nil
             }
-            cluster.inbox.onAccepted = { [weak made] deliveries in made?.accepted(deliveries) }
+            cluster.inbox.onAccepted = { [weak made] merchantID in made?.rescan([merchantID]) }
             cluster.drain = made
             drain = made
         } else if configuration.webhookInbox {

@@ -320,7 +320,7 @@ let package = Package(
         .testTarget(
             name: "LedgerClusterTests",
             dependencies: [
-                "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "LedgerStorage", "SquareAPI", "SquareWire",
+                "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "LedgerServer", "LedgerStorage", "SquareAPI", "SquareWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]

@@ -264,6 +264,9 @@ final class ClusterNodeService: Service, @unchecked Sendable {
         ownership.shipped(merchantID, epoch: state.epoch, through: appendedThrough, events: events, archivedSealed: sealed)
     }
 
+    /// A takeover or shipment of the merchant is running.
+    func isBusy(_ merchantID: String) -> Bool { stateLock.withLock { busy.contains(merchantID) } }
+
     private func claim(_ merchantID: String) -> Bool { stateLock.withLock { busy.insert(merchantID).inserted } }
     private func unclaim(_ merchantID: String) { _ = stateLock.withLock { busy.remove(merchantID) } }
 

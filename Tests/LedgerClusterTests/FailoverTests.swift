@@ -12,9 +12,6 @@ import SquareAPI
 import SquareWire
 import TestSupport
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// The cluster's nodes as child processes, and what the test sends them.
 struct ClusterNodes {
@@ -28,25 +25,9 @@ struct ClusterNodes {
         var process: ChildProcess
     }
 
-    /// A port free now on 127.0.0.1 (the node is told its own address before it listens).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw LoopbackError(description: "no free port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// Starts `serve` in cluster mode and waits for its "listening" line.
     static func start(_ id: String, root: String, databaseURL: String, merchants: [String], lease: String = "3s") throws -> Node {
-        let port = try freePort()
+        let port = try PostgresServer.freePort()  // the node is told its own address before it listens
         var arguments = [
             "serve", "--json", "--offline", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", root,
             "--signature-key", key, "--notification-url", notificationURL, "--log-level", "notice",

@@ -32,7 +32,7 @@ struct ClusterNodes {
             "serve", "--json", "--offline", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", root,
             "--signature-key", key, "--notification-url", notificationURL, "--log-level", "notice",
             "--cluster-database", databaseURL, "--node-id", id, "--node-address", "127.0.0.1:\(port)",
-            "--lease", lease, "--ship-every", "200ms",
+            "--lease", lease, "--ship-every", "200ms", "--insecure-no-auth",
         ]
         for merchant in merchants { arguments += ["--merchant", merchant] }
         let child = try ChildProcess.launch("catledger", arguments)
@@ -159,8 +159,21 @@ extension PostgresClusterTests {
             #expect(takenOver.allSatisfy { $0.epoch >= 2 }, "a takeover is a new epoch")
             let recoveryTime = ContinuousClock.now - start - .seconds(1)
 
-            // The survivors stop gracefully (a last shipment, leases released).
+            // A read for a merchant owned by another node is refused 421, naming the owner's address.
             let survivors = nodes.filter { $0.id != victimID }
+            let lease = try #require(try await database.leases().first { $0.nodeID == survivors[0].id })
+            for node in survivors {
+                let connection = try LoopbackConnection(port: node.port)
+                try connection.send("GET /merchants/\(lease.merchantID)/conflicts HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                let response = try #require(try await onThread { try connection.readResponse(timeout: .seconds(10)) })
+                if node.id == lease.nodeID {
+                    #expect(response.status == 200, "\(response.text)")
+                } else {
+                    #expect(response.status == 421 && response.text.contains("127.0.0.1:\(survivors[0].port)"), "\(response.text)")
+                }
+            }
+
+            // The survivors stop gracefully (a last shipment, leases released).
             for node in survivors { node.process.process.terminate() }
             for node in survivors { node.process.process.waitUntilExit() }
 

@@ -267,7 +267,7 @@ let package = Package(
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
                 "LedgerIndex", "SquareAPI", "SquareSimulator", "SquareWire", "LedgerServer", "CatalogIngest", "CLZ4",
-                "LedgerStorageTesting", "LedgerQueries", "LedgerPages", "MerchantRegistry",
+                "LedgerStorageTesting", "LedgerQueries", "LedgerPages", "MerchantRegistry", "LedgerCluster",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),

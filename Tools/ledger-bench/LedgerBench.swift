@@ -12,7 +12,7 @@ struct LedgerBench: AsyncParsableCommand {
         abstract: "Benchmarks of CatalogLedger, each measured against a baseline in the same run.",
         subcommands: [StorageBench.self, SearchBench.self, TimeTravelBench.self, ProjectionsBench.self, ServeLagBench.self, WebhookBench.self,
                       CompactionBench.self,
-                      DiagnosisBench.self, PagesBench.self, MerchantsBench.self,
+                      DiagnosisBench.self, PagesBench.self, MerchantsBench.self, ClusterBench.self,
                       KillChild.self, CompactionKillChild.self]
     )
 }

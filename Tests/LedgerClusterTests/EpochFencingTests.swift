@@ -22,7 +22,7 @@ extension PostgresClusterTests {
                 projections: false, syncSchedule: .off)
             configuration.webhookInbox = true
             configuration.cluster = ClusterServing(databaseURL: url, nodeID: node, nodeAddress: "127.0.0.1:1",
-                                                   leaseDuration: .seconds(2), shipInterval: .milliseconds(100))
+                                                   leaseDuration: .seconds(3), shipInterval: .milliseconds(100))
             return try await LedgerService.open(configuration: configuration, logger: quietLogger)
         }
 
@@ -54,15 +54,17 @@ extension PostgresClusterTests {
             let ledgerA = "\(scratch)/a/\(merchant)", ledgerB = "\(scratch)/b/\(merchant)"
 
             // A alone: it takes the merchant (epoch 1), drains and ships e1, then drains e2 without shipping it.
-            await clusterA.round()
+            // (Each wait runs the owner's rounds, which renew its lease, as its service would.)
             try await waitUntil("A owns the merchant", timeout: .seconds(20)) {
-                clusterA.ownership.permit(merchant) != nil && !clusterA.isBusy(merchant)
+                await clusterA.round()
+                return clusterA.ownership.permit(merchant) != nil && !clusterA.isBusy(merchant)
             }
-            #expect(clusterA.ownership.epoch(of: merchant) == 1)
+            let epochA = try #require(clusterA.ownership.epoch(of: merchant))
             _ = try await clusterA.inbox.accept(merchantID: merchant, eventID: "e1", body: Self.delivery(merchant, "e1"), headers: [],
                                                 receivedAt: 0)
             await a.inboxDrained()
             try await clusterA.ship(merchant, force: false)
+            await clusterA.round()
             _ = try await clusterA.inbox.accept(merchantID: merchant, eventID: "e2", body: Self.delivery(merchant, "e2"), headers: [],
                                                 receivedAt: 0)
             await a.inboxDrained()
@@ -71,20 +73,23 @@ extension PostgresClusterTests {
             // A pauses: no more rounds. Past its lease, B takes the merchant over with epoch 2.
             let leaseA = try #require(try await clusterA.database.leases().first { $0.merchantID == merchant })
             try await waitForServerTime(after: leaseA.expiresAt, on: clusterB.database)
-            await clusterB.round()
             try await waitUntil("B owns the merchant", timeout: .seconds(20)) {
-                clusterB.ownership.permit(merchant) != nil && !clusterB.isBusy(merchant)
+                await clusterB.round()
+                return clusterB.ownership.permit(merchant) != nil && !clusterB.isBusy(merchant)
             }
-            #expect(clusterB.ownership.epoch(of: merchant) == 2)
+            #expect(clusterB.ownership.epoch(of: merchant) == epochA + 1)
             await b.inboxDrained()
             try await waitUntil("B drained e2 and shipped it", timeout: .seconds(20)) {
+                await clusterB.round()
+                await clusterB.poll()
+                await b.inboxDrained()
                 await clusterB.shipAll()
                 return try await inbox.pending(merchant: merchant).isEmpty
             }
             let epochB = try #require(LedgerOwnerEpoch.load(layout: LedgerLayout(root: ledgerB)))
-            #expect(epochB.epoch == 2 && epochB.nodeID == "node-b")
-            #expect(epochB.restored?.epoch == 1, "B restored A's shipment of epoch 1")
-            #expect(try await SegmentArchive(database: clusterB.database).latest(merchant: merchant)?.epoch == 2)
+            #expect(epochB.epoch == epochA + 1 && epochB.nodeID == "node-b")
+            #expect(epochB.restored?.epoch == epochA, "B restored A's shipment")
+            #expect(try await SegmentArchive(database: clusterB.database).latest(merchant: merchant)?.epoch == epochA + 1)
 
             // A's late work. An append through its drain: refused (its lease ran out by its own clock).
             #expect(clusterA.ownership.permit(merchant) == nil)
@@ -99,12 +104,12 @@ extension PostgresClusterTests {
             #expect(try Self.webhookIDs(ledgerA) == ["e1", "e2", "late-a"], "A's drain did not append e3")
             // Its shipment and its mark-done: refused by PostgreSQL.
             let shipped = await clusterError { try await clusterA.ship(merchant, force: true) }
-            #expect(shipped?.fenceRefusal?.currentEpoch == 2)
+            #expect(shipped?.fenceRefusal?.currentEpoch == epochA + 1)
             #expect(clusterA.ownership.epoch(of: merchant) == nil, "a refused shipment: A knows it lost the merchant")
-            let marked = await clusterError { try await inbox.markDone(merchant: merchant, upTo: Int64.max, epoch: 1) }
-            #expect(marked?.fenceRefusal?.currentEpoch == 2)
+            let marked = await clusterError { try await inbox.markDone(merchant: merchant, upTo: Int64.max, epoch: epochA) }
+            #expect(marked?.fenceRefusal?.currentEpoch == epochA + 1)
             let archived = try #require(try await SegmentArchive(database: clusterB.database).latest(merchant: merchant))
-            #expect(archived.epoch == 2 && archived.nodeID == "node-b")
+            #expect(archived.epoch == epochA + 1 && archived.nodeID == "node-b")
 
             // B (its rounds and poll run by hand here) drains e3: the refused append is pending for the owner.
             try await waitUntil("B drained e3 and shipped it", timeout: .seconds(20)) {

@@ -245,6 +245,9 @@ public final class MerchantDirectory: @unchecked Sendable {
                 return merchant
             case .waitForClose(let close):
                 await close.value
+                // The close is over: its entry goes now, not only when its caller resumes (a use
+                // looping on a finished close would spin on the thread that caller needs to resume).
+                lock.withLock { if closing[id] == close { closing[id] = nil } }
             case .wait(let opening):
                 do {
                     return try await opening.value
@@ -324,7 +327,7 @@ public final class MerchantDirectory: @unchecked Sendable {
         }
         guard let task else { return }
         await task.value
-        lock.withLock { _ = closing.removeValue(forKey: id) }
+        lock.withLock { if closing[id] == task { closing[id] = nil } }
         opener.metrics.merchantClosed()
     }
 

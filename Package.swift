@@ -212,6 +212,7 @@ let package = Package(
         .target(
             name: "LedgerCluster",
             dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
@@ -220,6 +221,7 @@ let package = Package(
             name: "LedgerServer",
             dependencies: [
                 "BoundedJSON",
+                "LedgerCluster",
                 "MerchantRegistry",
                 "WebhookInbox",
                 "CatalogIngest",
@@ -265,7 +267,7 @@ let package = Package(
             dependencies: [
                 "LedgerStorage", "CatalogModel", "CatalogLedger", "CatalogProjections", "CatalogSearch",
                 "LedgerIndex", "SquareAPI", "SquareSimulator", "SquareWire", "LedgerServer", "CatalogIngest", "CLZ4",
-                "LedgerStorageTesting", "LedgerQueries", "LedgerPages", "MerchantRegistry",
+                "LedgerStorageTesting", "LedgerQueries", "LedgerPages", "MerchantRegistry", "LedgerCluster",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -318,7 +320,7 @@ let package = Package(
         .testTarget(
             name: "LedgerClusterTests",
             dependencies: [
-                "LedgerCluster", "TestSupport",
+                "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "LedgerServer", "LedgerStorage", "SquareAPI", "SquareWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]

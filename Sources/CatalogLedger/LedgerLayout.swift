@@ -7,6 +7,7 @@ import SystemPackage
 ///     <root>/projections.sqlite   the projection database (disposable, rebuilt from the log)
 ///     <root>/index/history.sqlite the per-object history index (LedgerIndex; disposable)
 ///     <root>/verification.json    the outcome of the last verification (`VerificationRecord`)
+///     <root>/owner-epoch.json     cluster mode: the lease epoch the ledger is appended under (`LedgerOwnerEpoch`)
 ///
 /// Everything but `log/` can be deleted and is rebuilt from the log.
 public struct LedgerLayout: Sendable, Hashable {
@@ -21,4 +22,5 @@ public struct LedgerLayout: Sendable, Hashable {
     public var indexDirectory: FilePath { root.appending("index") }
     public var historyIndexDatabase: FilePath { indexDirectory.appending("history.sqlite") }
     public var verificationFile: FilePath { root.appending("verification.json") }
+    public var ownerEpochFile: FilePath { root.appending("owner-epoch.json") }
 }

@@ -204,8 +204,8 @@ public final class ClusterDatabase: Sendable {
 
     // MARK: Configuration
 
-    private static func connectionConfiguration(_ configuration: ClusterConfiguration,
-                                                options: Options) throws -> PostgresConnection.Configuration {
+    static func connectionConfiguration(_ configuration: ClusterConfiguration,
+                                        options: Options) throws -> PostgresConnection.Configuration {
         var result: PostgresConnection.Configuration
         switch configuration.endpoint {
         case .tcp(let host, let port):

@@ -38,6 +38,8 @@ public enum ClusterError: Error, Sendable, Equatable, CustomStringConvertible {
     case database(sqlState: String, message: String)
     /// The caller passed something the operation cannot take.
     case invalidArgument(String)
+    /// The segment archive lacks a file a shipment names, or holds bytes that do not match its hash.
+    case archiveDamaged(String)
 
     public var description: String {
         switch self {
@@ -56,6 +58,8 @@ public enum ClusterError: Error, Sendable, Equatable, CustomStringConvertible {
             return "the cluster database refused a statement: \(message) (SQLSTATE \(sqlState))"
         case .invalidArgument(let message):
             return message
+        case .archiveDamaged(let message):
+            return "the segment archive is damaged: \(message)"
         }
     }
 

@@ -15,6 +15,8 @@ public struct InboxDelivery: Sendable, Equatable {
     public var eventID: String
     /// The delivery's bytes as received (the signed body).
     public var body: [UInt8]
+    /// The headers the accepting node kept with the delivery, as it encoded them (opaque here; empty: none).
+    public var headers: [UInt8] = []
     /// By PostgreSQL's clock.
     public var receivedAt: Date
 }
@@ -52,14 +54,15 @@ public struct ClusterInbox: Sendable {
     /// their ids: a drain that has read past id N never sees a row with a smaller id appear later.
     /// (Ids come from a sequence, taken before commit; without the lock two concurrent accepts could
     /// commit out of order and a drain's `after:` cursor would skip one.)
-    public func accept(merchant merchantID: String, eventID: String, body: [UInt8]) async throws -> InboxAcceptance {
+    public func accept(merchant merchantID: String, eventID: String, body: [UInt8], headers: [UInt8] = []) async throws -> InboxAcceptance {
         guard !merchantID.isEmpty, !eventID.isEmpty else {
             throw ClusterError.invalidArgument("a delivery needs a merchant id and an event id")
         }
         return try await database.transaction { connection in
             try await connection.query("SELECT pg_advisory_xact_lock(\(Self.acceptLockClass), hashtext(\(merchantID)))", logger: logger)
             let inserted = try await connection.query("""
-                INSERT INTO webhook_inbox (merchant_id, event_id, body) VALUES (\(merchantID), \(eventID), \(Data(body)))
+                INSERT INTO webhook_inbox (merchant_id, event_id, body, headers)
+                VALUES (\(merchantID), \(eventID), \(Data(body)), \(Data(headers)))
                 ON CONFLICT (merchant_id, event_id) DO NOTHING RETURNING id
                 """, logger: logger)
             for try await id in inserted.decode(Int64.self) { return InboxAcceptance(id: id, duplicate: false) }
@@ -75,15 +78,38 @@ public struct ClusterInbox: Sendable {
         guard limit > 0 else { throw ClusterError.invalidArgument("the limit must be positive") }
         return try await database.query { connection in
             let rows = try await connection.query("""
-                SELECT id, event_id, body, received_at FROM webhook_inbox
+                SELECT id, event_id, body, headers, received_at FROM webhook_inbox
                 WHERE merchant_id = \(merchantID) AND id > \(after) AND done_at IS NULL
                 ORDER BY id LIMIT \(limit)
                 """, logger: logger)
             var deliveries: [InboxDelivery] = []
-            for try await (id, eventID, body, receivedAt) in rows.decode((Int64, String, Data, Date).self) {
-                deliveries.append(InboxDelivery(id: id, merchantID: merchantID, eventID: eventID, body: Array(body), receivedAt: receivedAt))
+            for try await (id, eventID, body, headers, receivedAt) in rows.decode((Int64, String, Data, Data, Date).self) {
+                deliveries.append(InboxDelivery(id: id, merchantID: merchantID, eventID: eventID, body: Array(body),
+                                                headers: Array(headers), receivedAt: receivedAt))
             }
             return deliveries
+        }
+    }
+
+    /// Among `merchantIDs`, those with deliveries not done, each with its newest such id.
+    public func pendingNewest(among merchantIDs: [String]) async throws -> [String: Int64] {
+        guard !merchantIDs.isEmpty else { return [:] }
+        return try await database.query { connection in
+            let rows = try await connection.query("""
+                SELECT merchant_id, max(id) FROM webhook_inbox
+                WHERE merchant_id = ANY(\(merchantIDs)::text[]) AND done_at IS NULL GROUP BY merchant_id
+                """, logger: logger)
+            var newest: [String: Int64] = [:]
+            for try await (merchant, id) in rows.decode((String, Int64).self) { newest[merchant] = id }
+            return newest
+        }
+    }
+
+    /// Deliveries not done, in all.
+    public func pendingCount() async throws -> Int {
+        try await database.query { connection in
+            let rows = try await connection.query("SELECT count(*) FROM webhook_inbox WHERE done_at IS NULL", logger: logger)
+            return Int(try await ClusterDatabase.single(rows, Int64.self))
         }
     }
 

@@ -50,6 +50,39 @@ public enum ClusterSchema {
             """,
             "CREATE INDEX webhook_inbox_pending ON webhook_inbox (merchant_id, id) WHERE done_at IS NULL",
         ]),
+        Migration(version: 2, name: "delivery headers and the segment archive", statements: [
+            // The delivery headers a ledger keeps with the event, encoded by the accepting node (opaque here).
+            "ALTER TABLE webhook_inbox ADD COLUMN headers bytea NOT NULL DEFAULT ''::bytea",
+            // Segment bytes by their SHA-256: a sealed segment shipped twice (or by two owners) is stored once.
+            """
+            CREATE TABLE archive_blobs (
+                sha256 bytea PRIMARY KEY CHECK (length(sha256) = 32),
+                bytes bytea NOT NULL
+            )
+            """,
+            // A merchant's archived log: the segment files of its last shipment, by name.
+            """
+            CREATE TABLE archive_files (
+                merchant_id text NOT NULL,
+                name text NOT NULL,
+                sha256 bytea NOT NULL REFERENCES archive_blobs (sha256),
+                byte_count bigint NOT NULL,
+                sealed boolean NOT NULL,
+                PRIMARY KEY (merchant_id, name)
+            )
+            """,
+            // The last shipment of each merchant: under which epoch, when, how many events the log held.
+            """
+            CREATE TABLE archive_shipments (
+                merchant_id text PRIMARY KEY,
+                epoch bigint NOT NULL,
+                node_id text NOT NULL,
+                shipped_at timestamptz NOT NULL,
+                event_count bigint NOT NULL,
+                inbox_done_through bigint NOT NULL
+            )
+            """,
+        ]),
     ]
 
     /// The newest version this build knows.

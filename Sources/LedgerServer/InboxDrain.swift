@@ -84,15 +84,21 @@ final class InboxDrain: @unchecked Sendable {
     /// Drains what the inbox holds pending (at start-up: what a previous run accepted and did not drain).
     func drainPending() async throws {
         let merchants = try await inbox.merchantsWithPending()
+        rescan(merchants)
+        if !merchants.isEmpty {
+            logger.info("draining webhook deliveries left pending in the inbox", metadata: ["merchants": "\(merchants.count)"])
+        }
+    }
+
+    /// Reads these merchants' pending deliveries back from the inbox and drains them (a cluster node:
+    /// deliveries other nodes accepted for the merchants it owns).
+    func rescan(_ merchants: [String]) {
         lock.withLock {
             guard !stopped else { return }
             for merchantID in merchants {
                 queues[merchantID, default: Queue()].rescan = true
                 if tasks[merchantID] == nil { tasks[merchantID] = Task(executorPreference: MerchantDirectory.backgroundLane(of: merchantID)) { [self] in await drain(merchantID) } }
             }
-        }
-        if !merchants.isEmpty {
-            logger.info("draining webhook deliveries left pending in the inbox", metadata: ["merchants": "\(merchants.count)"])
         }
     }
 

@@ -199,6 +199,8 @@ extension LedgerServer {
                 return answer(.error(404, "unknown_merchant", "this server keeps no ledger for this merchant"))
             }
             return response
+        } catch let elsewhere as MerchantElsewhere {
+            return answer(.misdirected(elsewhere))
         } catch {
             // The detail (which may name files or types) goes to the log only, under the request id.
             context.logger.error("request failed", metadata: ["merchant": "\(id)", "error": "\(error)"])

@@ -138,6 +138,8 @@ public enum LedgerServerError: Error, CustomStringConvertible {
     case tokensUnreadable(String)
     /// Another program listens on an address the server was asked to listen on.
     case addressInUse([String])
+    /// Cluster mode cannot start: the database URL is bad, the database unreachable, or its schema newer.
+    case cluster(String)
 
     public var description: String {
         switch self {
@@ -148,6 +150,7 @@ public enum LedgerServerError: Error, CustomStringConvertible {
         case .tokensUnreadable(let detail): "cannot read the API tokens: \(detail)"
         case .addressInUse(let addresses):
             "another program already listens on \(addresses.joined(separator: " or "))"
+        case .cluster(let detail): detail
         }
     }
 }

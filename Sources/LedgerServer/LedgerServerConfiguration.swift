@@ -83,6 +83,10 @@ public struct LedgerServerConfiguration: Sendable {
     public var webhookInbox = false
     /// The most deliveries the inbox drain appends to one merchant's ledger in one batch.
     public var inboxDrainBatchMax = 256
+    /// Cluster mode (`serve --cluster-database`, docs/SCALING.md): this server is one node of several
+    /// sharing a PostgreSQL database; it writes only for the merchants whose lease it holds. nil: the
+    /// embedded single-node mode.
+    public var cluster: ClusterServing? = nil
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,

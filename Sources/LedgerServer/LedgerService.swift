@@ -30,6 +30,8 @@ public final class LedgerService: Sendable {
     let inboxDrain: InboxDrain?
     /// Which merchants failed their last verification (read again when stale: `VerificationStatus`).
     let verificationStatus: VerificationStatus
+    /// Cluster mode: the node's leases, takeovers, archive shipments and inbox poll.
+    let cluster: ClusterNodeService?
     let logger: Logger
 
     /// Reads the merchants to serve (those configured, then the registry's active ones) and opens
@@ -43,18 +45,36 @@ public final class LedgerService: Sendable {
         let metrics = ServerMetrics()
         OpenFileLimit.raise(logger: logger)
         try FileManager.default.createDirectory(atPath: configuration.dataRoot, withIntermediateDirectories: true)
+        // Cluster mode: the merchants are written only by the node holding their lease (docs/SCALING.md).
+        let ownership = configuration.cluster.map { ClusterOwnership(nodeID: $0.nodeID) }
         let directory = MerchantDirectory(opener: MerchantOpener(configuration: configuration, metrics: metrics, logger: logger),
-                                          idleClose: configuration.merchantIdleClose, logger: logger)
+                                          idleClose: configuration.merchantIdleClose, ownership: ownership, logger: logger)
+        var cluster: ClusterNodeService?
+        if let settings = configuration.cluster, let ownership {
+            var clusterLogger = logger
+            clusterLogger[metadataKey: "task"] = "cluster"
+            let database = try await ClusterNodeService.connect(settings, logger: clusterLogger)
+            do {
+                cluster = try ClusterNodeService(settings: settings, database: database, directory: directory, ownership: ownership,
+                                                 dataRoot: configuration.dataRoot, logger: clusterLogger)
+            } catch {
+                await database.close()
+                throw LedgerServerError.cluster("\(error)")
+            }
+        }
         do {
             try await directory.reload()
-            for id in configuration.merchantIDs.map({ MerchantID($0) }) where directory.isServed(id) {
+            // Cluster mode opens a merchant when its lease is taken, not at start.
+            for id in configuration.merchantIDs.map({ MerchantID($0) }) where directory.isServed(id) && cluster == nil {
                 _ = try await directory.use(id) { _ in }
             }
         } catch let error as RegistryError {
             await directory.closeAll()
+            await cluster?.database.close()
             throw EditError(.invalidRequest, error.description, location: "merchant registry")
         } catch {
             await directory.closeAll()
+            await cluster?.database.close()
             throw error
         }
         var compactionLogger = logger
@@ -63,7 +83,29 @@ public final class LedgerService: Sendable {
                                            options: configuration.compactionOptions)
         var drain: InboxDrain?
         let owner = WeakService()
-        if configuration.webhookInbox {
+        if let cluster {
+            var drainLogger = logger
+            drainLogger[metadataKey: "task"] = "inbox-drain"
+            let made = InboxDrain(inbox: cluster.inbox, metrics: metrics, logger: drainLogger,
+                                  batchMax: max(1, configuration.inboxDrainBatchMax),
+                                  now: { [clock = configuration.clock] in Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) }
+            ) { [ownership = cluster.ownership] merchantID, deliveries in
+                guard let service = owner.service else { throw InboxError("the server is stopping") }
+                // Appended only under a lease this node holds and still trusts by its own clock; else
+                // the deliveries stay pending for the merchant's owner.
+                guard let permit = ownership.permit(merchantID) else { return nil }
+                let recorded = try await service.withMerchant(merchantID) { merchant -> Bool? in
+                    guard ownership.permit(merchantID) == permit else { return nil }
+                    try await WebhookReceiver(service: service, logger: service.logger).recordDrained(deliveries, in: merchant)
+                    ownership.appended(merchantID, epoch: permit.epoch, through: deliveries.map(\.id).max() ?? 0)
+                    return true
+                }
+                return recorded ?? nil
+            }
+            cluster.inbox.onAccepted = { [weak made] merchantID in made?.rescan([merchantID]) }
+            cluster.drain = made
+            drain = made
+        } else if configuration.webhookInbox {
             let inbox: LocalDeliveryInbox
             do {
                 inbox = try LocalDeliveryInbox.open(dataRoot: configuration.dataRoot)
@@ -92,10 +134,10 @@ public final class LedgerService: Sendable {
         compaction.onVerificationRecorded { verificationStatus.recorded() }
         let service = LedgerService(configuration: configuration, metrics: metrics, directory: directory, compaction: compaction,
                                     verificationStatus: verificationStatus,
-                                    inboxDrain: drain, logger: logger)
+                                    inboxDrain: drain, cluster: cluster, logger: logger)
         owner.service = service
-        // What a previous run accepted and did not drain.
-        try await drain?.drainPending()
+        // What a previous run accepted and did not drain (cluster mode: found once the leases are taken).
+        if cluster == nil { try await drain?.drainPending() }
         return service
     }
 
@@ -106,7 +148,8 @@ public final class LedgerService: Sendable {
 
     private init(configuration: LedgerServerConfiguration, metrics: ServerMetrics,
                  directory: MerchantDirectory, compaction: NightlyCompaction, verificationStatus: VerificationStatus,
-                 inboxDrain: InboxDrain?, logger: Logger) {
+                 inboxDrain: InboxDrain?, cluster: ClusterNodeService?, logger: Logger) {
+        self.cluster = cluster
         self.configuration = configuration
         self.verificationStatus = verificationStatus
         self.metrics = metrics
@@ -179,6 +222,7 @@ public final class LedgerService: Sendable {
         var supervisorLogger = logger
         supervisorLogger[metadataKey: "task"] = "merchants"
         services.append(MerchantSupervisor(directory: directory, logger: supervisorLogger))
+        if let cluster { services.append(cluster) }
         // The catch-up and reconciling syncs last: they stop first, before the followers.
         if configuration.syncSchedule != .off, configuration.square != nil {
             var syncLogger = logger
@@ -196,6 +240,7 @@ public final class LedgerService: Sendable {
         await inboxDrain?.stop()
         await directory.closeAll()
         (inboxDrain?.inbox as? LocalDeliveryInbox)?.close()
+        await cluster?.database.close()
     }
 
     /// With the webhook inbox: waits until the deliveries accepted so far are in their ledgers (a

@@ -71,6 +71,8 @@ public final class MerchantDirectory: @unchecked Sendable {
     let opener: MerchantOpener
     /// A merchant unused this long is closed (nil: never).
     let idleClose: Duration?
+    /// Cluster mode: a merchant is used only while this node holds its lease (else `MerchantElsewhere`).
+    let ownership: ClusterOwnership?
     let logger: Logger
     private let lock = NSLock()
     private var known: [MerchantID: Known] = [:]
@@ -80,9 +82,10 @@ public final class MerchantDirectory: @unchecked Sendable {
     /// The registry's change counter at the supervisor's last look (only the supervisor reads it).
     private var registryVersion: Int?
 
-    init(opener: MerchantOpener, idleClose: Duration?, logger: Logger) {
+    init(opener: MerchantOpener, idleClose: Duration?, ownership: ClusterOwnership? = nil, logger: Logger) {
         self.opener = opener
         self.idleClose = idleClose
+        self.ownership = ownership
         self.logger = logger
     }
 
@@ -225,6 +228,7 @@ public final class MerchantDirectory: @unchecked Sendable {
     }
 
     private func acquire(_ id: MerchantID, background: Bool) async throws -> MerchantLedger? {
+        if let ownership, isServed(id), let refusal = ownership.elsewhere(id.rawValue) { throw refusal }
         while true {
             let step = lock.withLock { () -> Step in
                 guard known[id] != nil else { return .unknown }
@@ -253,6 +257,9 @@ public final class MerchantDirectory: @unchecked Sendable {
                 return merchant
             case .waitForClose(let close):
                 await close.value
+                // The close is over: its entry goes now, not only when its caller resumes (a use
+                // looping on a finished close would spin on the thread that caller needs to resume).
+                lock.withLock { if closing[id] == close { closing[id] = nil } }
             case .wait(let opening):
                 do {
                     return try await opening.value
@@ -332,7 +339,7 @@ public final class MerchantDirectory: @unchecked Sendable {
         }
         guard let task else { return }
         await task.value
-        lock.withLock { _ = closing.removeValue(forKey: id) }
+        lock.withLock { if closing[id] == task { closing[id] = nil } }
         opener.metrics.merchantClosed()
     }
 

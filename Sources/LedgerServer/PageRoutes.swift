@@ -158,6 +158,11 @@ extension LedgerServer {
                 return response(Pages.error(status: 404, title: "No such merchant", message: "This server keeps no ledger for merchant \(id)."))
             }
             return made
+        } catch let elsewhere as MerchantElsewhere {
+            // Cluster mode: another node writes this merchant.
+            let status = elsewhere.ownerAddress == nil ? 503 : 421
+            let next = elsewhere.ownerAddress.map { " Open http://\($0)\(request.uri.path) instead." } ?? " Try again in a few seconds."
+            return response(Pages.error(status: status, title: "Served by another node", message: "\(elsewhere)." + next))
         } catch {
             context.logger.error("merchant could not be opened for a page", metadata: ["merchant": "\(id)", "error": "\(error)"])
             return response(Pages.error(status: 500, title: "Something went wrong",

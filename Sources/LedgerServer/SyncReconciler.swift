@@ -162,6 +162,8 @@ public struct SyncReconciler: Service {
     private func background(_ id: MerchantID, _ body: (MerchantLedger) async -> Void) async {
         do {
             _ = try await service.directory.use(id, background: true, body)
+        } catch is MerchantElsewhere {
+            // Cluster mode: the node writing this merchant syncs it.
         } catch {
             logger.error("merchant could not be opened for its scheduled sync", metadata: ["merchant": "\(id.rawValue)", "error": "\(error)"])
         }

@@ -13,6 +13,7 @@ import Foundation
 import LedgerServer
 @testable import SquareAPI
 import SquareWire
+import TestSupport
 import Testing
 
 @Suite("Hostile input", .serialized)

@@ -8,6 +8,7 @@ import CatalogModel
 import Foundation
 import LedgerServer
 import SquareAPI
+import TestSupport
 import Testing
 
 @Suite("Server abuse on loopback", .serialized)

@@ -6,6 +6,7 @@
 import Foundation
 import LedgerServer
 import SquareAPI
+import TestSupport
 import Testing
 
 @Suite("Server memory under oversized bodies")

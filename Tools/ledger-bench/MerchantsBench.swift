@@ -112,18 +112,8 @@ struct MerchantsBench: ParsableCommand {
     }
 
     func run() throws {
-        final class Outcome: @unchecked Sendable {
-            var error: (any Error)?
-        }
-        let outcome = Outcome()
-        let done = DispatchSemaphore(value: 0)
         let bench = self
-        Task {
-            do { try await bench.measure() } catch { outcome.error = error }
-            done.signal()
-        }
-        done.wait()
-        if let error = outcome.error { throw error }
+        try waitForAsync { try await bench.measure() }
     }
 
     func measure() async throws {

@@ -70,18 +70,8 @@ struct WebhookBench: ParsableCommand {
     /// Synchronous entry point: the root command is started from top-level code, where ArgumentParser
     /// takes its synchronous path, so the asynchronous body runs in a task and this thread waits for it.
     func run() throws {
-        final class Outcome: @unchecked Sendable {
-            var error: (any Error)?
-        }
-        let outcome = Outcome()
-        let done = DispatchSemaphore(value: 0)
         let bench = self
-        Task {
-            do { try await bench.measure() } catch { outcome.error = error }
-            done.signal()
-        }
-        done.wait()
-        if let error = outcome.error { throw error }
+        try waitForAsync { try await bench.measure() }
     }
 
     func measure() async throws {

@@ -101,6 +101,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("webhook-inbox"), help: "Answer each webhook once it is durable in the data root's inbox (one group commit for every merchant: many merchants' deliveries without one ledger commit each), and append it to its ledger right after; the answer says \"queued\" and has no sequence.")
     var webhookInbox = false
 
+    @Option(name: .customLong("cluster-database"), help: ArgumentHelp("Cluster mode: run as one node of several sharing this PostgreSQL database (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE). Each merchant is written by the node holding its lease; any node accepts its webhooks (into the database's inbox); each ledger is shipped to the database's segment archive. Needs --node-id and --node-address; see docs/SCALING.md.", valueName: "URL"))
+    var clusterDatabase: String?
+
+    @Option(name: .customLong("node-id"), help: "Cluster mode: this node's name, unique in the cluster and the same across restarts.")
+    var nodeID: String?
+
+    @Option(name: .customLong("node-address"), help: ArgumentHelp("Cluster mode: where clients and other nodes reach this node; named in the 421 answer to a request for a merchant another node writes.", valueName: "HOST:PORT"))
+    var nodeAddress: String?
+
+    @Option(name: .customLong("lease"), help: ArgumentHelp("Cluster mode: how long a merchant's lease lasts without renewal (the same on every node; a round runs every quarter of it). A node that dies gives its merchants up after this long.", valueName: "INTERVAL"))
+    var lease = "10s"
+
+    @Option(name: .customLong("ship-every"), help: ArgumentHelp("Cluster mode: how often each merchant's changed log is shipped to the segment archive (the recovery point of what is not a webhook).", valueName: "INTERVAL"))
+    var shipEvery = "1s"
+
     @Option(name: .customLong("square-rate"), help: ArgumentHelp("Square calls a second per seller, in bursts of twice that; after a 429 all of that seller's calls wait out the backoff, and no other seller's do (0: no pacing).", valueName: "N"))
     var squareRate: Double = SellerRateLimiter.Policy.default.rate
 
@@ -152,6 +167,21 @@ struct ServeCommand: AsyncParsableCommand {
         if (applicationID == nil) != (applicationSecretFile == nil) {
             throw ValidationError("--square-application-id and --square-application-secret-file go together (the Square app's OAuth id and secret)")
         }
+        if clusterDatabase != nil {
+            guard let nodeID, !nodeID.isEmpty, nodeID.utf8.count <= 200 else {
+                throw ValidationError("--cluster-database needs --node-id ID (1 to 200 bytes, unique in the cluster)")
+            }
+            guard let nodeAddress, Self.hostPort(nodeAddress) != nil else {
+                throw ValidationError("--cluster-database needs --node-address HOST:PORT (where the other nodes and clients reach this one)")
+            }
+            for (flag, text) in [("--lease", lease), ("--ship-every", shipEvery)] {
+                guard case .success(let interval?) = SyncSchedule.parseInterval(text), interval > .zero else {
+                    throw ValidationError("\(flag) takes a positive interval such as 10s or 500ms, not \"\(text)\"")
+                }
+            }
+        } else if nodeID != nil || nodeAddress != nil {
+            throw ValidationError("--node-id and --node-address are for cluster mode: add --cluster-database URL")
+        }
         if let compactAt, !compactAt.isEmpty, CompactionSchedule(parsing: compactAt) == nil {
             throw ValidationError("--compact-at takes a local time HH:MM (24-hour), not \"\(compactAt)\"")
         }
@@ -199,6 +229,14 @@ struct ServeCommand: AsyncParsableCommand {
                 merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get(), ioThreads: ioThreads == 0 ? nil : ioThreads)
             settings.pageTimeZone = global.timeZoneName == nil ? nil : try global.timeZone()
             settings.webhookInbox = webhookInbox
+            if let clusterDatabase, let nodeID, let nodeAddress {
+                // Cluster mode takes webhooks into the cluster database's inbox.
+                settings.cluster = ClusterServing(
+                    databaseURL: clusterDatabase, nodeID: nodeID, nodeAddress: nodeAddress,
+                    leaseDuration: try SyncSchedule.parseInterval(lease).get() ?? .seconds(10),
+                    shipInterval: try SyncSchedule.parseInterval(shipEvery).get() ?? .seconds(1))
+                settings.webhookInbox = true
+            }
             settings.squarePacing = squareRate == 0 ? nil
                 : SellerRateLimiter.Policy(rate: squareRate, burst: max(1, Int((squareRate * 2).rounded(.up))))
 
@@ -225,6 +263,8 @@ struct ServeCommand: AsyncParsableCommand {
                         fflush(nil)
                     }
                 }
+            } catch LedgerServerError.cluster(let detail) {
+                throw CLIError(.failure, detail, hint: "check --cluster-database (the server, the database name, the user) and --node-id")
             } catch LedgerServerError.unsafeBind(let host) {
                 throw CLIError(.usage, "\(LedgerServerError.unsafeBind(host: host))", hint: "see docs/SECURITY.md")
             } catch let error as LedgerServerError {

@@ -1,4 +1,4 @@
-// A blocking HTTP/1.1 client over one loopback TCP socket, for the abuse tests: it can do what a
+// A blocking HTTP/1.1 client over one loopback TCP socket, for the abuse, kill and failover tests: it can do what a
 // well-behaved client library will not (trickle a body byte by byte, declare a huge Content-Length,
 // keep sending after the answer) and observe what the server does with the connection.
 //
@@ -11,23 +11,24 @@ import Glibc
 #endif
 
 /// Why a connection call failed.
-struct LoopbackError: Error, CustomStringConvertible {
-    var description: String
+package struct LoopbackError: Error, CustomStringConvertible {
+    package var description: String
+    package init(description: String) { self.description = description }
 }
 
-final class LoopbackConnection: @unchecked Sendable {
+package final class LoopbackConnection: @unchecked Sendable {
     private let socket: Int32
     private var received: [UInt8] = []
 
     /// An HTTP response as read off the wire.
-    struct Response {
-        var status: Int
-        var headers: [String: String]
-        var body: [UInt8]
-        var text: String { String(decoding: body, as: UTF8.self) }
+    package struct Response {
+        package var status: Int
+        package var headers: [String: String]
+        package var body: [UInt8]
+        package var text: String { String(decoding: body, as: UTF8.self) }
     }
 
-    init(port: Int) throws {
+    package init(port: Int) throws {
         socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { throw LoopbackError(description: "socket() failed: errno \(errno)") }
         var address = sockaddr_in()
@@ -49,7 +50,7 @@ final class LoopbackConnection: @unchecked Sendable {
     deinit { Glibc.close(socket) }
 
     /// Sends every byte, or throws when the server has closed or reset the connection.
-    func send(_ bytes: [UInt8]) throws {
+    package func send(_ bytes: [UInt8]) throws {
         var sent = 0
         while sent < bytes.count {
             let count = bytes[sent...].withUnsafeBytes { Glibc.send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
@@ -61,10 +62,10 @@ final class LoopbackConnection: @unchecked Sendable {
         }
     }
 
-    func send(_ text: String) throws { try send(Array(text.utf8)) }
+    package func send(_ text: String) throws { try send(Array(text.utf8)) }
 
     /// Ends what this side sends (the server reads end of file) while still reading what it answers.
-    func shutdownWrite() {
+    package func shutdownWrite() {
         _ = Glibc.shutdown(socket, Int32(SHUT_WR))
     }
 
@@ -91,7 +92,7 @@ final class LoopbackConnection: @unchecked Sendable {
 
     /// Reads one response (status line, headers, Content-Length body). Nil when none arrives within
     /// `timeout` or the connection closes first.
-    func readResponse(timeout: Duration) throws -> Response? {
+    package func readResponse(timeout: Duration) throws -> Response? {
         let deadline = ContinuousClock.now + timeout
         while true {
             if let response = try parseResponse() { return response }
@@ -103,7 +104,7 @@ final class LoopbackConnection: @unchecked Sendable {
     }
 
     /// Whether the server closes the connection within `timeout` (bytes arriving meanwhile are dropped).
-    func waitForClose(timeout: Duration) throws -> Bool {
+    package func waitForClose(timeout: Duration) throws -> Bool {
         let deadline = ContinuousClock.now + timeout
         while true {
             let left = deadline - ContinuousClock.now
@@ -137,7 +138,7 @@ final class LoopbackConnection: @unchecked Sendable {
 }
 
 /// Runs blocking work on a thread of its own and awaits its result.
-func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+package func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
     try await withCheckedThrowingContinuation { continuation in
         let thread = Thread {
             do { continuation.resume(returning: try body()) } catch { continuation.resume(throwing: error) }
@@ -148,7 +149,7 @@ func onThread<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thr
 }
 
 /// Resident memory of this process in bytes (`/proc/self/statm`, second field, in pages).
-func residentBytes() -> Int {
+package func residentBytes() -> Int {
     guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
     let fields = text.split(separator: " ")
     guard fields.count >= 2, let pages = Int(fields[1]) else { return 0 }

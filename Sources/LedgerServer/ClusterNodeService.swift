@@ -1,0 +1,285 @@
+// Cluster mode (`serve --cluster-database`, docs/SCALING.md): the node's rounds (heartbeat, rebalance,
+// lease renewals), the takeover of a merchant (its ledger restored from the segment archive when the
+// local copy is not the archive's lineage, the new epoch recorded in the ledger directory), the
+// shipping of each owned merchant's log to the archive (which marks the inbox deliveries it holds
+// done), and the poll for deliveries other nodes accepted.
+
+import CatalogLedger
+import CatalogModel
+import Foundation
+import LedgerCluster
+import LedgerStorage
+import Logging
+import ServiceLifecycle
+import SquareWire
+
+/// The cluster side of one node. The supervisor loop is a service of the server's group; the
+/// operations are also called directly by tests.
+final class ClusterNodeService: Service, @unchecked Sendable {
+    let settings: ClusterServing
+    let database: ClusterDatabase
+    let node: ClusterNode
+    let archive: SegmentArchive
+    let inbox: ClusterDeliveryInbox
+    let ownership: ClusterOwnership
+    let directory: MerchantDirectory
+    let dataRoot: String
+    let logger: Logger
+    /// Set once by `LedgerService.open`, before the loops run.
+    var drain: InboxDrain?
+    private let stateLock = NSLock()
+    private var stopped = false
+    /// Shipments and takeovers of one merchant never overlap.
+    private var busy: Set<String> = []
+
+    init(settings: ClusterServing, database: ClusterDatabase, directory: MerchantDirectory, ownership: ClusterOwnership,
+         dataRoot: String, logger: Logger) throws {
+        self.settings = settings
+        self.database = database
+        self.node = try ClusterNode(nodeID: settings.nodeID, address: settings.nodeAddress, leaseDuration: settings.leaseDuration,
+                                    database: database)
+        self.archive = SegmentArchive(database: database)
+        self.ownership = ownership
+        self.inbox = ClusterDeliveryInbox(inbox: ClusterInbox(database: database), ownership: ownership)
+        self.directory = directory
+        self.dataRoot = dataRoot
+        self.logger = logger
+    }
+
+    /// Connects to the cluster database (migrating it); a bad URL, an unreachable server or a newer
+    /// schema is `LedgerServerError.cluster` saying so.
+    static func connect(_ settings: ClusterServing, logger: Logger) async throws -> ClusterDatabase {
+        guard !settings.nodeID.isEmpty, settings.nodeID.utf8.count <= 200 else {
+            throw LedgerServerError.cluster("a node id must have 1 to 200 bytes")
+        }
+        do {
+            return try await ClusterDatabase.connect(url: settings.databaseURL, logger: logger)
+        } catch let error as ClusterError {
+            throw LedgerServerError.cluster("\(error)")
+        }
+    }
+
+    // MARK: The service
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await self.every(self.settings.leaseDuration / 4) { await self.round() } }
+                group.addTask { await self.every(self.settings.shipInterval) { await self.shipAll() } }
+                group.addTask { await self.every(self.settings.inboxPollInterval) { await self.poll() } }
+            }
+        }
+        await leave()
+    }
+
+    private func every(_ interval: Duration, _ body: () async -> Void) async {
+        while !Task.isCancelled {
+            await body()
+            do { try await Task.sleep(for: interval) } catch { return }
+        }
+    }
+
+    /// Stops draining, ships what was appended, releases every lease and leaves the cluster, so the
+    /// other nodes take the merchants at their next round.
+    func leave() async {
+        stateLock.withLock { stopped = true }
+        await drain?.stop()
+        await shipAll()
+        for merchantID in ownership.heldMerchants { ownership.drop(merchantID) }
+        do {
+            try await node.leave()
+            logger.notice("left the cluster", metadata: ["node": "\(settings.nodeID)"])
+        } catch {
+            logger.warning("could not leave the cluster; its leases expire instead", metadata: ["error": "\(error)"])
+        }
+    }
+
+    // MARK: Rounds
+
+    /// One round: heartbeat and rebalance (leases renewed, taken, released), then the takeovers and
+    /// the losses it brought.
+    func round() async {
+        guard !stateLock.withLock({ stopped }) else { return }
+        let sentAt = ContinuousClock.now
+        let outcome: RebalanceOutcome
+        let members: [ClusterMember]
+        do {
+            outcome = try await node.rebalance(merchants: directory.merchantIDs.map(\.rawValue))
+            members = try await node.liveNodes()
+        } catch {
+            // The leases run out by themselves (the local validity stops the appends first).
+            logger.warning("cluster round failed", metadata: ["error": "\(error)"])
+            return
+        }
+        let addresses = Dictionary(members.map { ($0.nodeID, $0.address) }, uniquingKeysWith: { first, _ in first })
+        var owners: [String: (nodeID: String, address: String)] = [:]
+        for merchant in directory.merchantIDs.map(\.rawValue) {
+            if let owner = Rendezvous.owner(of: merchant, among: outcome.liveNodes) {
+                owners[merchant] = (owner, addresses[owner] ?? (owner == settings.nodeID ? settings.nodeAddress : "?"))
+            }
+        }
+        ownership.setOwners(owners)
+        let validUntil = sentAt + settings.leaseDuration - settings.localMargin
+        var takeovers: [(String, Int64)] = []
+        for (merchantID, lease) in outcome.held.sorted(by: { $0.key < $1.key })
+        where ownership.hold(merchantID, epoch: lease.epoch, validUntil: validUntil) {
+            takeovers.append((merchantID, lease.epoch))
+        }
+        for merchantID in ownership.heldMerchants where outcome.held[merchantID] == nil {
+            await lose(merchantID, reason: "released in the rebalance or taken by another node")
+        }
+        // Beside the rounds, so many takeovers at once (a node starting alone, or a dead node's
+        // merchants) never delay the renewals of the leases already held.
+        for (merchantID, epoch) in takeovers {
+            Task { [self] in
+                do {
+                    try await takeOver(merchantID, epoch: epoch)
+                } catch {
+                    logger.error("merchant could not be taken over; retried next round",
+                                 metadata: ["merchant": "\(merchantID)", "epoch": "\(epoch)", "error": "\(error)"])
+                    if ownership.epoch(of: merchantID) == epoch { ownership.drop(merchantID) }
+                }
+            }
+        }
+    }
+
+    /// This node no longer writes for the merchant: its ledger is closed (a drain in progress fails
+    /// and leaves the deliveries pending for the new owner).
+    func lose(_ merchantID: String, reason: String) async {
+        guard ownership.epoch(of: merchantID) != nil else { return }
+        ownership.drop(merchantID)
+        await directory.close(MerchantID(merchantID))
+        logger.notice("merchant no longer written by this node", metadata: ["merchant": "\(merchantID)", "reason": "\(reason)"])
+    }
+
+    /// Makes the merchant's ledger current under a new epoch: restored from the archive's last
+    /// shipment unless the local directory is that shipment's lineage (this node shipped it, under
+    /// the epoch the directory records), the epoch recorded in the directory, shipped once (the
+    /// archive records the new epoch), then its pending deliveries drained.
+    func takeOver(_ merchantID: String, epoch: Int64) async throws {
+        // A takeover of an earlier epoch still running (the lease was lost and taken again meanwhile):
+        // this one is retried at the next round.
+        guard claim(merchantID) else { throw LedgerServerError.cluster("an earlier takeover of \(merchantID) is still running") }
+        defer { unclaim(merchantID) }
+        let started = ContinuousClock.now
+        let id = MerchantID(merchantID)
+        await directory.close(id)
+        let layout = LedgerLayout(root: URL(fileURLWithPath: dataRoot).appendingPathComponent(merchantID).path)
+        let local = LedgerOwnerEpoch.load(layout: layout)
+        var restored: LedgerOwnerEpoch.Restored?
+        var archivedSealed: [String: (byteCount: Int, sha256: [UInt8])] = [:]
+        if let latest = try await archive.latest(merchant: merchantID),
+           !(local?.epoch == latest.epoch && local?.nodeID == settings.nodeID) {
+            guard let shipment = try await archive.restore(merchant: merchantID) else {
+                throw LedgerServerError.cluster("the archive's shipment of merchant \(merchantID) vanished during its restore")
+            }
+            try replaceLedger(layout, with: shipment)
+            restored = LedgerOwnerEpoch.Restored(
+                epoch: shipment.epoch, eventCount: shipment.eventCount,
+                shippedAt: RFC3339.format(nanoseconds: Int64(shipment.shippedAt.timeIntervalSince1970 * 1e9)))
+            for file in shipment.files where file.sealed { archivedSealed[file.name] = (Int(file.byteCount), file.sha256) }
+        }
+        try LedgerOwnerEpoch(merchantID: merchantID, epoch: epoch, nodeID: settings.nodeID, restored: restored).save(layout: layout)
+        ownership.markReady(merchantID, epoch: epoch, archivedSealed: archivedSealed)
+        try await ship(merchantID, force: true)
+        drain?.rescan([merchantID])
+        var metadata: Logger.Metadata = ["merchant": "\(merchantID)", "epoch": "\(epoch)",
+                                         "took": "\(ContinuousClock.now - started)"]
+        if let restored {
+            // The recovery point: what the previous owner appended after this shipment is not in the
+            // ledger, except webhook deliveries, which stay pending in the inbox until shipped.
+            metadata["restored_from_epoch"] = "\(restored.epoch)"
+            metadata["restored_events"] = "\(restored.eventCount)"
+            metadata["recovery_point"] = "\(restored.shippedAt)"
+        }
+        logger.notice("merchant taken over", metadata: metadata)
+    }
+
+    /// Replaces the merchant's ledger directory with the shipment's segments (the indexes, snapshots
+    /// and projection are rebuilt from them when the ledger opens).
+    private func replaceLedger(_ layout: LedgerLayout, with shipment: ArchiveShipment) throws {
+        let fileManager = FileManager.default
+        let root = layout.root.string
+        let staging = URL(fileURLWithPath: dataRoot).appendingPathComponent(".restore-\(shipment.merchantID)").path
+        if fileManager.fileExists(atPath: staging) { try fileManager.removeItem(atPath: staging) }
+        try fileManager.createDirectory(atPath: staging, withIntermediateDirectories: true)
+        try LogShipping.restore(shipment.files.map { ($0.name, $0.bytes ?? []) },
+                                into: LedgerLayout(root: staging).logDirectory)
+        if fileManager.fileExists(atPath: root) { try fileManager.removeItem(atPath: root) }
+        try fileManager.moveItem(atPath: staging, toPath: root)
+    }
+
+    // MARK: Shipping
+
+    /// Ships every merchant this node writes for whose log changed since its last shipment.
+    func shipAll() async {
+        for merchantID in ownership.readyMerchants {
+            do {
+                try await ship(merchantID, force: false)
+            } catch {
+                logger.warning("shipment to the segment archive failed; retried", metadata: ["merchant": "\(merchantID)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// Ships the merchant's log (its sealed segments not yet archived and the active segment's
+    /// durable prefix) under its epoch, marking done the inbox deliveries appended before the files
+    /// were read. Refused by PostgreSQL when the lease is no longer this node's: the merchant is lost.
+    func ship(_ merchantID: String, force: Bool) async throws {
+        guard force || claim(merchantID) else { return }
+        defer { if !force { unclaim(merchantID) } }
+        guard let state = ownership.shippingState(merchantID) else { return }
+        let id = MerchantID(merchantID)
+        // What the drain appended, captured before the files are read: the files hold it.
+        let appendedThrough = state.appendedThrough
+        let events: Int64
+        if let open = directory.openMerchant(id) {
+            events = Int64(open.ledger.nextSequence)
+        } else if force || appendedThrough > state.shippedThrough {
+            guard let counted = try await directory.use(id, background: true, { Int64($0.ledger.nextSequence) }) else { return }
+            events = counted
+        } else {
+            return
+        }
+        guard force || events != state.shippedEvents || appendedThrough > state.shippedThrough else { return }
+        let logDirectory = LedgerLayout(root: URL(fileURLWithPath: dataRoot).appendingPathComponent(merchantID).path).logDirectory
+        var files: [ArchiveFile] = []
+        var sealed: [String: (byteCount: Int, sha256: [UInt8])] = [:]
+        for segment in try LogShipping.segments(logDirectory: logDirectory) {
+            if segment.sealed, let known = state.archivedSealed[segment.name], known.byteCount == segment.byteCount {
+                files.append(ArchiveFile(name: segment.name, archivedSHA256: known.sha256, byteCount: Int64(known.byteCount), sealed: true))
+            } else {
+                files.append(ArchiveFile(name: segment.name, bytes: try LogShipping.read(segment, logDirectory: logDirectory),
+                                         sealed: segment.sealed))
+            }
+            if segment.sealed, let file = files.last { sealed[segment.name] = (segment.byteCount, file.sha256) }
+        }
+        do {
+            try await archive.ship(merchant: merchantID, epoch: state.epoch, nodeID: settings.nodeID, files: files,
+                                   eventCount: events, inboxDoneThrough: appendedThrough)
+        } catch let error as ClusterError where error.fenceRefusal != nil {
+            await lose(merchantID, reason: "\(error)")
+            throw error
+        }
+        ownership.shipped(merchantID, epoch: state.epoch, through: appendedThrough, events: events, archivedSealed: sealed)
+    }
+
+    /// A takeover or shipment of the merchant is running.
+    func isBusy(_ merchantID: String) -> Bool { stateLock.withLock { busy.contains(merchantID) } }
+
+    private func claim(_ merchantID: String) -> Bool { stateLock.withLock { busy.insert(merchantID).inserted } }
+    private func unclaim(_ merchantID: String) { _ = stateLock.withLock { busy.remove(merchantID) } }
+
+    // MARK: The inbox poll
+
+    /// Hands the drain the merchants with deliveries accepted (by any node) and not yet appended here.
+    func poll() async {
+        guard let drain, !stateLock.withLock({ stopped }) else { return }
+        do {
+            let merchants = try await inbox.merchantsWithPending()
+            if !merchants.isEmpty { drain.rescan(merchants) }
+        } catch {
+            logger.warning("the cluster inbox could not be read", metadata: ["error": "\(error)"])
+        }
+    }
+}

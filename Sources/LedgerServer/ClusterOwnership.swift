@@ -1,0 +1,153 @@
+// Cluster mode: which merchants this node writes for now, under which lease epoch, and until when by
+// its own clock (docs/SCALING.md, "Cluster mode in serve"). The supervisor's rounds update it; the
+// inbox drain asks it before every append, the directory before every use, the shipper before every
+// shipment.
+
+import Foundation
+
+/// A merchant's use refused because another node owns it (or nobody does right now): answered 421
+/// naming the owner's address, or 503 while the merchant is between owners.
+struct MerchantElsewhere: Error, CustomStringConvertible {
+    var merchantID: String
+    /// The node the merchant belongs to by the last round (nil: not known yet).
+    var ownerNodeID: String?
+    var ownerAddress: String?
+
+    var description: String {
+        if let ownerNodeID, let ownerAddress {
+            return "merchant \"\(merchantID)\" is served by node \(ownerNodeID) at \(ownerAddress)"
+        }
+        return "merchant \"\(merchantID)\" has no owner in the cluster at the moment"
+    }
+}
+
+/// The node's leases as it uses them. Thread-safety: `lock` guards the state.
+final class ClusterOwnership: @unchecked Sendable {
+    struct Held {
+        var epoch: Int64
+        /// Past this instant (by this node's clock), the lease may have expired in PostgreSQL: no append.
+        var validUntil: ContinuousClock.Instant
+        /// The ledger directory records this epoch (`LedgerOwnerEpoch`): appends and shipments may go.
+        var ready = false
+        /// The newest inbox delivery appended to the ledger under this epoch (its shipment marks it done).
+        var appendedThrough: Int64 = 0
+        /// The newest delivery the last shipment marked done, and the events that shipment held.
+        var shippedThrough: Int64 = 0
+        var shippedEvents: Int64 = -1
+        /// SHA-256 of the sealed segments already in the archive, by file name (not read or sent again).
+        var archivedSealed: [String: (byteCount: Int, sha256: [UInt8])] = [:]
+    }
+
+    /// What an append under the lease needs.
+    struct Permit: Equatable {
+        var merchantID: String
+        var epoch: Int64
+    }
+
+    let nodeID: String
+    private let lock = NSLock()
+    private var held: [String: Held] = [:]
+    /// Every merchant's owner by the last round (node id, address).
+    private var owners: [String: (nodeID: String, address: String)] = [:]
+
+    init(nodeID: String) { self.nodeID = nodeID }
+
+    /// The merchant's epoch when this node holds its lease now (ready or not).
+    func epoch(of merchantID: String) -> Int64? { lock.withLock { held[merchantID]?.epoch } }
+
+    /// The merchants whose ledger this node may append to and ship now.
+    var readyMerchants: [String] { lock.withLock { held.filter { $0.value.ready }.keys.sorted() } }
+
+    var heldMerchants: [String] { lock.withLock { held.keys.sorted() } }
+
+    /// A permit to append to the merchant's ledger: its lease is held, ready and valid by this node's clock.
+    func permit(_ merchantID: String, now: ContinuousClock.Instant = .now) -> Permit? {
+        lock.withLock {
+            guard let entry = held[merchantID], entry.ready, now < entry.validUntil else { return nil }
+            return Permit(merchantID: merchantID, epoch: entry.epoch)
+        }
+    }
+
+    /// The refusal of a use of a merchant this node does not write for now; nil when it does.
+    func elsewhere(_ merchantID: String) -> MerchantElsewhere? {
+        lock.withLock {
+            if let entry = held[merchantID], entry.ready, ContinuousClock.now < entry.validUntil { return nil }
+            let owner = owners[merchantID].flatMap { $0.nodeID == nodeID ? nil : $0 }
+            return MerchantElsewhere(merchantID: merchantID, ownerNodeID: owner?.nodeID, ownerAddress: owner?.address)
+        }
+    }
+
+    // MARK: The supervisor's updates
+
+    /// A lease held after a round: its validity by this node's clock. Returns true when it is a new
+    /// epoch for this node (a takeover: the ledger must be made current before it is used).
+    func hold(_ merchantID: String, epoch: Int64, validUntil: ContinuousClock.Instant) -> Bool {
+        lock.withLock {
+            if var entry = held[merchantID], entry.epoch == epoch {
+                entry.validUntil = validUntil
+                held[merchantID] = entry
+                return false
+            }
+            held[merchantID] = Held(epoch: epoch, validUntil: validUntil)
+            return true
+        }
+    }
+
+    /// The ledger directory records the epoch now; `archivedSealed`: the sealed segments the archive holds.
+    func markReady(_ merchantID: String, epoch: Int64, archivedSealed: [String: (byteCount: Int, sha256: [UInt8])]) {
+        lock.withLock {
+            guard held[merchantID]?.epoch == epoch else { return }
+            held[merchantID]?.ready = true
+            held[merchantID]?.archivedSealed = archivedSealed
+        }
+    }
+
+    /// The lease is no longer held (released, taken over, or a takeover failed).
+    func drop(_ merchantID: String) { lock.withLock { _ = held.removeValue(forKey: merchantID) } }
+
+    func setOwners(_ map: [String: (nodeID: String, address: String)]) { lock.withLock { owners = map } }
+
+    // MARK: The drain's and the shipper's records
+
+    /// Deliveries up to `id` are in the ledger, appended under `epoch`.
+    func appended(_ merchantID: String, epoch: Int64, through id: Int64) {
+        lock.withLock {
+            guard held[merchantID]?.epoch == epoch else { return }
+            held[merchantID]!.appendedThrough = max(held[merchantID]!.appendedThrough, id)
+        }
+    }
+
+    /// The newest delivery appended under the merchant's current epoch (0: none yet).
+    func appendedThrough(_ merchantID: String) -> Int64 { lock.withLock { held[merchantID]?.appendedThrough ?? 0 } }
+
+    /// What a shipment needs to know: the epoch, the deliveries appended (captured before the files
+    /// are read, so the files hold them), what the last shipment held, the sealed segments archived.
+    func shippingState(_ merchantID: String) -> (epoch: Int64, appendedThrough: Int64, shippedThrough: Int64, shippedEvents: Int64,
+                                                 archivedSealed: [String: (byteCount: Int, sha256: [UInt8])])? {
+        lock.withLock {
+            guard let entry = held[merchantID], entry.ready else { return nil }
+            return (entry.epoch, entry.appendedThrough, entry.shippedThrough, entry.shippedEvents, entry.archivedSealed)
+        }
+    }
+
+    func shipped(_ merchantID: String, epoch: Int64, through id: Int64, events: Int64,
+                 archivedSealed: [String: (byteCount: Int, sha256: [UInt8])]) {
+        lock.withLock {
+            guard held[merchantID]?.epoch == epoch else { return }
+            held[merchantID]!.shippedThrough = max(held[merchantID]!.shippedThrough, id)
+            held[merchantID]!.shippedEvents = events
+            held[merchantID]!.archivedSealed = archivedSealed
+        }
+    }
+}
+
+extension JSONAnswer {
+    /// Cluster mode: the refusal of a request for a merchant this node does not write for. 421 names
+    /// the node that does (send the request there); 503 while the merchant is between owners.
+    static func misdirected(_ elsewhere: MerchantElsewhere) -> JSONAnswer {
+        if let node = elsewhere.ownerNodeID, let address = elsewhere.ownerAddress {
+            return .error(421, "merchant_elsewhere", "\(elsewhere)", hint: "send the request to http://\(address) (node \(node))")
+        }
+        return .error(503, "merchant_moving", "\(elsewhere)", hint: "retry in a few seconds: the merchant is being taken over")
+    }
+}

@@ -1,0 +1,33 @@
+/// How a server takes part in a cluster (`serve --cluster-database URL --node-id ID --node-address
+/// HOST:PORT`; docs/SCALING.md, "Cluster mode in serve").
+public struct ClusterServing: Sendable, Equatable {
+    /// `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?sslmode=...]`.
+    public var databaseURL: String
+    /// This node's name in `cluster_nodes` and the leases; unique in the cluster, the same across restarts.
+    public var nodeID: String
+    /// Where the other nodes and clients reach this node (HOST:PORT); named to a request for a
+    /// merchant another node owns.
+    public var nodeAddress: String
+    /// How long a lease and a heartbeat last without renewal; the same on every node. A round
+    /// (heartbeat, rebalance, renewals) runs every quarter of it.
+    public var leaseDuration: Duration
+    /// How often each owned merchant's log is shipped to the segment archive when it changed. Inbox
+    /// deliveries are marked done by the shipment that holds their events.
+    public var shipInterval: Duration
+    /// How often the node looks for deliveries other nodes accepted for its merchants.
+    public var inboxPollInterval: Duration
+
+    public init(databaseURL: String, nodeID: String, nodeAddress: String, leaseDuration: Duration = .seconds(10),
+                shipInterval: Duration = .seconds(1), inboxPollInterval: Duration = .milliseconds(100)) {
+        self.databaseURL = databaseURL
+        self.nodeID = nodeID
+        self.nodeAddress = nodeAddress
+        self.leaseDuration = leaseDuration
+        self.shipInterval = shipInterval
+        self.inboxPollInterval = inboxPollInterval
+    }
+
+    /// The local margin of a lease: a node stops appending this long before its lease would expire by
+    /// its own clock (measured from when it sent the renewal, so always before PostgreSQL expires it).
+    var localMargin: Duration { leaseDuration / 5 }
+}

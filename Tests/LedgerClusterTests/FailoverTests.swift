@@ -1,0 +1,224 @@
+// Three `catledger serve` nodes of one cluster (real child processes on loopback, the suite's private
+// PostgreSQL), signed webhooks for 30 merchants sent to random nodes, one node SIGKILLed mid-load:
+// its merchants are taken over from the segment archive, and afterwards every acknowledged webhook is
+// in exactly one ledger, its merchant's, and every ledger verifies.
+
+import CatalogLedger
+import CatalogModel
+import Foundation
+import LedgerCluster
+import LedgerStorage
+import SquareAPI
+import SquareWire
+import TestSupport
+import Testing
+
+/// The cluster's nodes as child processes, and what the test sends them.
+struct ClusterNodes {
+    static let key = "failover-signature-key"
+    static let notificationURL = "http://127.0.0.1/webhooks/square"
+
+    struct Node {
+        var id: String
+        var port: Int
+        var root: String
+        var process: ChildProcess
+    }
+
+    /// Starts `serve` in cluster mode and waits for its "listening" line.
+    static func start(_ id: String, root: String, databaseURL: String, merchants: [String], lease: String = "3s") throws -> Node {
+        let port = try PostgresServer.freePort()  // the node is told its own address before it listens
+        var arguments = [
+            "serve", "--json", "--offline", "--host", "127.0.0.1", "--port", "\(port)", "--data-dir", root,
+            "--signature-key", key, "--notification-url", notificationURL, "--log-level", "notice",
+            "--cluster-database", databaseURL, "--node-id", id, "--node-address", "127.0.0.1:\(port)",
+            "--lease", lease, "--ship-every", "200ms", "--insecure-no-auth",
+        ]
+        for merchant in merchants { arguments += ["--merchant", merchant] }
+        let child = try ChildProcess.launch("catledger", arguments)
+        try child.waitUntilReady(timeoutSeconds: 60)
+        return Node(id: id, port: port, root: root, process: child)
+    }
+
+    /// A signed `catalog.version.updated` delivery as raw HTTP.
+    static func request(merchant: String, eventID: String) -> [UInt8] {
+        let body = Array(SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
+            merchantID: merchant, eventID: eventID, createdAt: "2026-11-27T06:00:00Z", catalogUpdatedAt: "2026-11-27T06:00:00Z")))
+        let signature = WebhookSignature.sign(body: body, notificationURL: notificationURL, signatureKey: key)
+        let head = "POST /webhooks/square HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + "\(WebhookSignature.headerName): \(signature)\r\nContent-Length: \(body.count)\r\n\r\n"
+        return Array(head.utf8) + body
+    }
+
+    /// The webhook event ids a ledger holds, with how often.
+    static func webhookEvents(ledgerRoot: String) throws -> [String: Int] {
+        var counts: [String: Int] = [:]
+        let reader = try LedgerReader(layout: LedgerLayout(root: ledgerRoot))
+        for event in try reader.allEvents() {
+            if case .webhookReceived(let receipt) = event.body { counts[receipt.eventID, default: 0] += 1 }
+        }
+        return counts
+    }
+}
+
+/// Sends deliveries from one thread to random live nodes until `until`: the (merchant, event id) answered 200.
+final class DeliverySender: @unchecked Sendable {
+    private let lock = NSLock()
+    private var dead: Set<Int> = []
+
+    func markDead(_ port: Int) { lock.withLock { _ = dead.insert(port) } }
+
+    func send(ports: [Int], merchants: [String], prefix: String, until: ContinuousClock.Instant) -> [(merchant: String, eventID: String)] {
+        var acknowledged: [(String, String)] = []
+        var connections: [Int: LoopbackConnection] = [:]
+        var index = 0
+        while ContinuousClock.now < until {
+            let live = ports.filter { port in !lock.withLock { dead.contains(port) } }
+            guard let port = live.randomElement() else { break }
+            let merchant = merchants.randomElement()!
+            let eventID = "\(prefix)-\(index)"
+            index += 1
+            do {
+                let connection = try connections[port] ?? LoopbackConnection(port: port)
+                connections[port] = connection
+                try connection.send(ClusterNodes.request(merchant: merchant, eventID: eventID))
+                guard let response = try connection.readResponse(timeout: .seconds(10)) else {
+                    connections[port] = nil
+                    continue
+                }
+                if response.status == 200 { acknowledged.append((merchant, eventID)) }
+            } catch {
+                connections[port] = nil  // the node died mid-request: not acknowledged
+                usleep(20_000)
+            }
+        }
+        return acknowledged
+    }
+}
+
+extension PostgresClusterTests {
+    @Suite struct FailoverTests {
+        static let merchants = (1...30).map { String(format: "MFAIL%04d", $0) }
+
+        @Test("three serve nodes, 30 merchants, one node SIGKILLed under load: every acknowledged webhook in exactly one ledger, every ledger verifies")
+        func aKilledNodesMerchantsAreTakenOverWithoutLosingAWebhook() async throws {
+            let url = try await PostgresServer.freshDatabase("failover")
+            let scratch = Scratch.path("failover")
+            defer { Scratch.remove(scratch) }
+            var nodes: [ClusterNodes.Node] = []
+            defer { for node in nodes { node.process.kill() } }
+            for index in 1...3 {
+                nodes.append(try ClusterNodes.start("node-\(index)", root: "\(scratch)/node-\(index)", databaseURL: url,
+                                                    merchants: Self.merchants))
+            }
+            let database = try await ClusterDatabase.connect(url: url, logger: quietLogger)
+            defer { Task { await database.close() } }
+            // Every merchant held, split over the three nodes, and shipped once by its owner (its takeover).
+            try await waitUntil("every merchant held by one of three nodes and shipped", timeout: .seconds(30)) {
+                let leases = try await database.leases().filter { $0.nodeID != nil && !$0.expired }
+                let shipped = try await SQL.integers(database, "SELECT count(*) FROM archive_shipments")
+                return leases.count == Self.merchants.count && Set(leases.compactMap(\.nodeID)).count == 3
+                    && shipped == [Int64(Self.merchants.count)]
+            }
+
+            // The load: four senders to random nodes for 3 s; the node holding the most merchants is
+            // SIGKILLed after 1 s.
+            let sender = DeliverySender()
+            let ports = nodes.map(\.port)
+            let start = ContinuousClock.now
+            let until = start + .seconds(3)
+            let leases = try await database.leases()
+            let victimID = Dictionary(grouping: leases.compactMap(\.nodeID), by: { $0 }).max { $0.value.count < $1.value.count }!.key
+            let victim = nodes.first { $0.id == victimID }!
+            let victimMerchants = Set(leases.filter { $0.nodeID == victimID }.map(\.merchantID))
+            let killer = Task.detached {
+                try await Task.sleep(until: start + .seconds(1), clock: .continuous)
+                victim.process.kill()
+                sender.markDead(victim.port)
+            }
+            let acknowledged = try await withThrowingTaskGroup(of: [(merchant: String, eventID: String)].self) { group in
+                for thread in 0..<4 {
+                    group.addTask {
+                        try await onThread { sender.send(ports: ports, merchants: Self.merchants, prefix: "evt-\(thread)", until: until) }
+                    }
+                }
+                var all: [(merchant: String, eventID: String)] = []
+                for try await sent in group { all += sent }
+                return all
+            }
+            try await killer.value
+            #expect(acknowledged.count > 100, "only \(acknowledged.count) deliveries acknowledged")
+
+            // The survivors take the victim's merchants and drain everything: no delivery pending.
+            try await waitUntil("the victim's merchants taken over and every delivery drained and shipped", timeout: .seconds(30)) {
+                let held = try await database.leases().filter { $0.nodeID != nil && !$0.expired }
+                let pending = try await SQL.integers(database, "SELECT count(*) FROM webhook_inbox WHERE done_at IS NULL")
+                return held.count == Self.merchants.count && !held.contains { $0.nodeID == victimID } && pending == [0]
+            }
+            let takenOver = try await database.leases().filter { victimMerchants.contains($0.merchantID) }
+            #expect(takenOver.allSatisfy { $0.epoch >= 2 }, "a takeover is a new epoch")
+            let recoveryTime = ContinuousClock.now - start - .seconds(1)
+
+            // A read for a merchant owned by another node is refused 421, naming the owner's address.
+            let survivors = nodes.filter { $0.id != victimID }
+            let lease = try #require(try await database.leases().first { $0.nodeID == survivors[0].id })
+            for node in survivors {
+                let connection = try LoopbackConnection(port: node.port)
+                try connection.send("GET /merchants/\(lease.merchantID)/conflicts HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                let response = try #require(try await onThread { try connection.readResponse(timeout: .seconds(10)) })
+                if node.id == lease.nodeID {
+                    #expect(response.status == 200, "\(response.text)")
+                } else {
+                    #expect(response.status == 421 && response.text.contains("127.0.0.1:\(survivors[0].port)"), "\(response.text)")
+                }
+            }
+
+            // The survivors stop gracefully (a last shipment, leases released).
+            for node in survivors { node.process.process.terminate() }
+            for node in survivors { node.process.process.waitUntilExit() }
+
+            // Every merchant's ledger as the archive holds it (what the next owner restores) and as its
+            // last owner holds it: each acknowledged delivery exactly once, in its merchant's ledger only.
+            let archive = SegmentArchive(database: database)
+            let expected = Dictionary(grouping: acknowledged, by: \.merchant).mapValues { Set($0.map(\.eventID)) }
+            for merchant in Self.merchants {
+                let shipment = try #require(try await archive.restore(merchant: merchant))
+                let restored = "\(scratch)/restored/\(merchant)"
+                try LogShipping.restore(shipment.files.map { ($0.name, $0.bytes ?? []) }, into: LedgerLayout(root: restored).logDirectory)
+                try await Ledger.open(layout: LedgerLayout(root: restored)).close()
+                let owner = try #require(survivors.first { $0.id == shipment.nodeID }, "\(merchant) last shipped by \(shipment.nodeID)")
+                for root in [restored, "\(owner.root)/\(merchant)"] {
+                    let counts = try ClusterNodes.webhookEvents(ledgerRoot: root)
+                    let missing = (expected[merchant] ?? []).subtracting(counts.keys)
+                    #expect(missing.isEmpty, "\(root): \(missing.count) acknowledged deliveries missing, e.g. \(missing.sorted().prefix(3))")
+                    #expect(counts.values.allSatisfy { $0 == 1 }, "\(root): a delivery recorded twice")
+                    let foreign = Set(counts.keys).subtracting(expected[merchant] ?? [])
+                    let acknowledgedElsewhere = foreign.filter { id in expected.contains { $0.key != merchant && $0.value.contains(id) } }
+                    #expect(acknowledgedElsewhere.isEmpty, "\(root) holds another merchant's deliveries")
+                    let verify = try ChildProcess.run("catledger", ["verify", "--data-dir", root])
+                    #expect(verify.status == 0, "verify \(root): \(verify.standardOutput) \(verify.standardError)")
+                }
+            }
+            // Every other ledger the survivors keep (copies they wrote before a rebalance moved the merchant) verifies too.
+            for node in survivors {
+                for merchant in try FileManager.default.contentsOfDirectory(atPath: node.root)
+                where Self.merchants.contains(merchant) && FileManager.default.fileExists(atPath: "\(node.root)/\(merchant)/log") {
+                    let verify = try ChildProcess.run("catledger", ["verify", "--data-dir", "\(node.root)/\(merchant)"])
+                    #expect(verify.status == 0, "verify \(node.root)/\(merchant): \(verify.standardOutput) \(verify.standardError)")
+                }
+            }
+            print("failover: \(acknowledged.count) deliveries acknowledged, \(victimMerchants.count) merchants taken over from \(victimID), "
+                  + "all drained and shipped \(recoveryTime) after the kill")
+        }
+    }
+}
+
+/// Polls `condition` until it holds or `timeout` passes (then fails the test, naming what it waited for).
+func waitUntil(_ what: String, timeout: Duration, _ condition: () async throws -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+    throw LoopbackError(description: "timed out after \(timeout) waiting until \(what)")
+}

@@ -173,7 +173,7 @@ enum AdminAPI {
     }
 
     private static func now(_ service: LedgerService) -> Int64 {
-        Int64((service.configuration.clock.now().timeIntervalSince1970 * 1e9).rounded())
+        service.configuration.clock.nanoseconds()
     }
 
     private static func openRegistry(_ service: LedgerService, create: Bool) throws -> MerchantRegistry? {

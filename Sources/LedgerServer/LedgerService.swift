@@ -83,13 +83,15 @@ public final class LedgerService: Sendable {
                                            options: configuration.compactionOptions)
         var drain: InboxDrain?
         let owner = WeakService()
-        if let cluster {
+        /// The drain of `inbox` into the ledgers, appending with `record`.
+        func inboxDrain(_ inbox: any DeliveryInbox, record: @escaping InboxDrain.Record) -> InboxDrain {
             var drainLogger = logger
             drainLogger[metadataKey: "task"] = "inbox-drain"
-            let made = InboxDrain(inbox: cluster.inbox, metrics: metrics, logger: drainLogger,
-                                  batchMax: max(1, configuration.inboxDrainBatchMax),
-                                  now: { [clock = configuration.clock] in Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) }
-            ) { [ownership = cluster.ownership] merchantID, deliveries in
+            return InboxDrain(inbox: inbox, metrics: metrics, logger: drainLogger, batchMax: max(1, configuration.inboxDrainBatchMax),
+                              now: { [clock = configuration.clock] in clock.nanoseconds() }, record: record)
+        }
+        if let cluster {
+            let made = inboxDrain(cluster.inbox) { [ownership = cluster.ownership] merchantID, deliveries in
                 guard let service = owner.service else { throw InboxError("the server is stopping") }
                 // Appended only under a lease this node holds and still trusts by its own clock; else
                 // the deliveries stay pending for the merchant's owner.
@@ -113,12 +115,7 @@ public final class LedgerService: Sendable {
                 await directory.closeAll()
                 throw EditError(.invalidRequest, "\(error)", location: "webhook inbox")
             }
-            var drainLogger = logger
-            drainLogger[metadataKey: "task"] = "inbox-drain"
-            let made = InboxDrain(inbox: inbox, metrics: metrics, logger: drainLogger,
-                                  batchMax: max(1, configuration.inboxDrainBatchMax),
-                                  now: { [clock = configuration.clock] in Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) }
-            ) { merchantID, deliveries in
+            let made = inboxDrain(inbox) { merchantID, deliveries in
                 guard let service = owner.service else { throw InboxError("the server is stopping") }
                 return try await service.withMerchant(merchantID) { merchant in
                     try await WebhookReceiver(service: service, logger: service.logger).recordDrained(deliveries, in: merchant)
@@ -178,7 +175,7 @@ public final class LedgerService: Sendable {
         let reason = "Square authorization revoked (webhook \(eventID))"
         merchant.health.revoke(reason: reason)
         let id = merchant.merchantID.rawValue
-        let now = Int64((configuration.clock.now().timeIntervalSince1970 * 1e9).rounded())
+        let now = configuration.clock.nanoseconds()
         do {
             guard let registry = try MerchantRegistry.open(dataRoot: configuration.dataRoot, create: true) else { return }
             if try registry.record(id) == nil {

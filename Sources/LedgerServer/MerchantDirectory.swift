@@ -64,8 +64,11 @@ public final class MerchantDirectory: @unchecked Sendable {
     static let backgroundLanes = (0..<2).map { BackgroundExecutor(name: "LedgerServer.background-\($0)", niceIncrement: 5) }
 
     /// The background lane of a merchant.
-    static func backgroundLane(of merchantID: String) -> BackgroundExecutor {
-        backgroundLanes[Int(UInt(bitPattern: merchantID.hashValue) % UInt(backgroundLanes.count))]
+    static func backgroundLane(of merchantID: String) -> BackgroundExecutor { executor(of: merchantID, among: backgroundLanes) }
+
+    /// The one of `executors` a merchant's work always runs on.
+    private static func executor(of merchantID: String, among executors: [BackgroundExecutor]) -> BackgroundExecutor {
+        executors[Int(UInt(bitPattern: merchantID.hashValue) % UInt(executors.count))]
     }
 
     let opener: MerchantOpener
@@ -245,7 +248,7 @@ public final class MerchantDirectory: @unchecked Sendable {
                 let health = known[id]!.health
                 // Opening reads and creates files (recovery, indexes, the projection's schema): on threads
                 // of its own, never the cooperative pool the requests of the other merchants run on.
-                let executor = Self.openExecutors[Int(UInt(bitPattern: id.rawValue.hashValue) % UInt(Self.openExecutors.count))]
+                let executor = Self.executor(of: id.rawValue, among: Self.openExecutors)
                 slot.opening = Task(executorPreference: executor) { [self] in try await open(id, health: health) }
                 slots[id] = slot
                 return .wait(slot.opening!)

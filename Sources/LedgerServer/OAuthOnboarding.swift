@@ -102,7 +102,7 @@ struct OAuthTokenKeeper: Sendable {
     let dataRoot: String
     let clock: ServerClock
 
-    var nowNanoseconds: Int64 { Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) }
+    var nowNanoseconds: Int64 { clock.nanoseconds() }
 
     /// Seals `tokens` into the registry: a new merchant is added (a paused or removed one made
     /// active again) when onboarding, an existing one's credentials replaced after a refresh.
@@ -123,7 +123,7 @@ struct OAuthTokenKeeper: Sendable {
         SquareOAuthTokenSource(
             tokens: SquareOAuthTokens(accessToken: credentials.accessToken, refreshToken: credentials.refreshToken,
                                       expiresAt: credentials.expiresAt, merchantID: merchantID),
-            now: { [clock] in Int64((clock.now().timeIntervalSince1970 * 1e9).rounded()) },
+            now: { [clock] in clock.nanoseconds() },
             refresh: { [client, application] in try await client.obtainToken(.refreshToken($0), application: application) },
             store: { [self] in try store($0, merchantID: merchantID, onboarding: false) }, logger: logger)
     }

@@ -15,6 +15,9 @@ public struct ServerClock: Sendable {
     }
 
     public static let system = ServerClock(now: { Date() }, sleep: { try await Task.sleep(for: $0) })
+
+    /// Now, in nanoseconds since the Unix epoch (the unit of the ledger's and the registry's times).
+    public func nanoseconds() -> Int64 { Int64((now().timeIntervalSince1970 * 1e9).rounded()) }
 }
 
 /// One merchant's sync freshness. Thread-safety: guarded by `lock`.

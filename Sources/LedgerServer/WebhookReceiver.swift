@@ -225,7 +225,7 @@ public struct WebhookReceiver: Sendable {
             acceptance = try await inbox.accept(
                 merchantID: notification.merchantID, eventID: notification.eventID, body: body,
                 headers: admitted.keptHeaders,
-                receivedAt: Int64((service.configuration.clock.now().timeIntervalSince1970 * 1e9).rounded()))
+                receivedAt: service.configuration.clock.nanoseconds())
         } catch {
             // Not acknowledged: Square will redeliver.
             logger.error("webhook could not be recorded in the inbox", metadata: ["error": "\(error)", "request_id": "\(RequestID.current ?? "")"])

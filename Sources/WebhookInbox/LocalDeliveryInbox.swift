@@ -33,6 +33,8 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
     private var jobs: [() -> Void] = []
     /// Per merchant, the highest id drained into its ledger, not yet written.
     private var doneMarks: [String: Int64] = [:]
+    /// When the queued done marks are written on their own (`doneMarkDelay` after the first of them).
+    private var doneMarksDue = Date.distantFuture
     private var stopping = false
     private var finished = false
     private var acceptCommits = 0
@@ -145,6 +147,7 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
     /// as duplicates (its dedupe on the event id).
     public func markDone(merchantID: String, through id: Int64) async throws {
         condition.withLock {
+            if doneMarks.isEmpty { doneMarksDue = Date().addingTimeInterval(Self.doneMarkDelay) }
             doneMarks[merchantID] = max(doneMarks[merchantID] ?? 0, id)
             condition.signal()
         }
@@ -182,25 +185,14 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
     public static let doneMarkDelay: TimeInterval = 0.2
 
     private func run() {
-        var marksWaitingSince: Date?
         while true {
             condition.lock()
             // Done marks ride on the next commit of accepts (or a job's); alone, they are written
             // `doneMarkDelay` after the first of them, so a busy drain does not add a commit and its
             // sync per batch it drains to the ones the accepts make.
-            while accepts.isEmpty && jobs.isEmpty && !stopping {
-                if doneMarks.isEmpty {
-                    marksWaitingSince = nil
-                    condition.wait()
-                    continue
-                }
-                let since = marksWaitingSince ?? Date()
-                marksWaitingSince = since
-                let due = since.addingTimeInterval(Self.doneMarkDelay)
-                if due <= Date() { break }
-                _ = condition.wait(until: due)
+            while accepts.isEmpty && jobs.isEmpty && !stopping && (doneMarks.isEmpty || doneMarksDue > Date()) {
+                if doneMarks.isEmpty { condition.wait() } else { _ = condition.wait(until: doneMarksDue) }
             }
-            marksWaitingSince = nil
             let batch = accepts
             let work = jobs
             let marks = doneMarks

@@ -6,7 +6,8 @@ import SquareWire
 /// (the CLI's text, the `name` beside each id in JSON, the pages). Made by
 /// `LedgerQueries.names(of:asOf:)`; a value, cheap to ask many times.
 ///
-/// - An item, category, tax, discount, modifier list, modifier, ... shows its `<type>_data.name`.
+/// - An item, category, tax, discount, modifier list, modifier, ... shows its `<type>_data.name`;
+///   an image without a name its caption.
 /// - A variation shows as "Item name (Variation name)", a modifier as "List name (Modifier name)".
 /// - The name is the one of the object's fact in force at the point; a deleted object keeps the
 ///   last name it had; an object that did not exist yet at the point shows the first name the
@@ -83,13 +84,18 @@ public struct CatalogNames: Sendable, Hashable {
         ObjectFact.ranks(b.header, b.firstSequence, above: a.header, a.firstSequence)
     }
 
-    /// `<type>_data.name` of a fact's payload, read by span (not the whole tree).
+    /// `<type>_data.name` of a fact's payload, read by span (not the whole tree); an image without
+    /// a name shows its caption (Square's image objects are usually captioned, seldom named).
     static func ownName(of fact: ObjectFact) -> String? {
         let payload = fact.payload
         guard let whole = try? JSONScanner.valueSpan(payload),
-              let data = try? JSONScanner.member(fact.header.objectType.dataKey, payload, span: whole),
-              let span = try? JSONScanner.member("name", payload, span: data) else { return nil }
-        return (try? JSONScanner.parse(payload, span: span))?.stringValue
+              let data = try? JSONScanner.member(fact.header.objectType.dataKey, payload, span: whole) else { return nil }
+        let keys = fact.header.objectType == .image ? ["name", "caption"] : ["name"]
+        for key in keys {
+            if let span = try? JSONScanner.member(key, payload, span: data),
+               let text = (try? JSONScanner.parse(payload, span: span))?.stringValue, !text.isEmpty { return text }
+        }
+        return nil
     }
 
     /// The name people read: "Latte (Large)" for a variation of the item Latte, the object's own

@@ -17,6 +17,8 @@ public actor CoalescingRunner {
     }
 
     private let debounce: Duration
+    /// Where the runs run (nil: the cooperative pool).
+    private let executor: (any TaskExecutor)?
     private let operation: @Sendable () async -> Void
     private var phase = Phase.idle
     private var current: Task<Void, Never>?
@@ -28,8 +30,12 @@ public actor CoalescingRunner {
     /// Triggers received so far (accepted or folded into a run).
     public private(set) var triggersReceived = 0
 
-    public init(debounce: Duration = .zero, operation: @escaping @Sendable () async -> Void) {
+    /// `executor`: where the runs run, e.g. a server's low-priority background threads, so that under
+    /// load the runs wait (and more triggers fold into each) rather than the requests; nil: the
+    /// cooperative pool.
+    public init(debounce: Duration = .zero, executor: (any TaskExecutor)? = nil, operation: @escaping @Sendable () async -> Void) {
         self.debounce = debounce
+        self.executor = executor
         self.operation = operation
     }
 
@@ -47,7 +53,7 @@ public actor CoalescingRunner {
     private func schedule() {
         phase = .scheduled
         let debounce = debounce
-        current = Task {
+        current = Task(executorPreference: executor) {
             if debounce > .zero { try? await Task.sleep(for: debounce) }
             await self.runNow()
         }

@@ -103,7 +103,10 @@ struct MerchantOpener: Sendable {
                           logger: merchantLogger)
         }
         let runner = syncer.map { syncer in
-            CoalescingRunner(debounce: configuration.syncDebounce) { [metrics, clock = configuration.clock] in
+            // On the merchant's background lane with its follower and inbox drain: under load, syncs wait
+            // (and fold more webhooks into each run) rather than the requests.
+            CoalescingRunner(debounce: configuration.syncDebounce, executor: MerchantDirectory.backgroundLane(of: id)) {
+                [metrics, clock = configuration.clock] in
                 if let revocation = health.revocation {
                     merchantLogger.notice("sync skipped: the merchant's Square authorization was revoked",
                                           metadata: ["reason": "\(revocation)"])

@@ -1,4 +1,5 @@
 import CatalogIngest
+import Foundation
 import Testing
 
 /// The coalescing runner: bursts become one run; a trigger during a run becomes exactly one more.
@@ -31,6 +32,61 @@ import Testing
         #expect(await runs.value == 1)
         #expect(await runner.runsStarted == 1)
         #expect(await runner.triggersReceived == 10)
+    }
+
+    /// A task executor on a thread of its own, named (Linux keeps 15 bytes of a thread's name).
+    final class NamedThreadExecutor: TaskExecutor, @unchecked Sendable {
+        let name: String
+        private let condition = NSCondition()
+        private var jobs: [UnownedJob] = []
+
+        init(name: String) {
+            self.name = name
+            let thread = Thread { [unowned self] in
+                // Named from inside: on Linux, a name set before `start` does not reach the thread.
+                Thread.current.name = name
+                while true {
+                    condition.lock()
+                    while jobs.isEmpty { condition.wait() }
+                    let job = jobs.removeFirst()
+                    condition.unlock()
+                    job.runSynchronously(on: asUnownedTaskExecutor())
+                }
+            }
+            thread.start()
+        }
+
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            condition.withLock {
+                jobs.append(job)
+                condition.signal()
+            }
+        }
+    }
+
+    /// A server runs the syncs on its low-priority background threads (`executor`), not on the
+    /// cooperative pool its requests use.
+    @Test func runsRunOnTheExecutorGiven() async {
+        let executor = NamedThreadExecutor(name: "runner-lane")
+        let threads = ThreadNames()
+        let runner = CoalescingRunner(debounce: .milliseconds(5), executor: executor) {
+            await threads.add(Self.currentThreadName())
+            // After a suspension too.
+            try? await Task.sleep(for: .milliseconds(2))
+            await threads.add(Self.currentThreadName())
+        }
+        await runner.trigger()
+        await runner.waitUntilIdle()
+        let names = await threads.names
+        #expect(names == ["runner-lane", "runner-lane"], "\(names)")
+    }
+
+    static func currentThreadName() -> String { Thread.current.name ?? "" }
+
+    actor ThreadNames {
+        private(set) var names: [String] = []
+        func add(_ name: String) { names.append(name) }
     }
 
     @Test func triggersDuringARunScheduleExactlyOneMore() async {

@@ -45,9 +45,18 @@ struct MerchantsBench: ParsableCommand {
     @Option(name: .customLong("seconds"), help: "Seconds of the delivery phase.")
     var phaseSeconds = 20
 
+    @Flag(help: "Against the simulated Square: each active merchant a seller with its own catalog and token; every webhook sets off that merchant's sync, one in ten follows a price change on its dashboard, and edits go through the edit route (one in ten based on a stale version, refused and diagnosed).")
+    var square = false
+
+    @Option(help: "With --square: edits per second through the edit route, over all active merchants (default: one per ten active merchants).")
+    var editsPerSecond: Int?
+
     /// The subscription of `ledger-bench webhooks`, whose signed deliveries this benchmark sends too.
     static let notificationURL = WebhookBench.notificationURL
     static let signatureKey = WebhookBench.signatureKey
+
+    /// Edits a second one seller's Square takes beside its syncs (`SellerRateLimiter.Policy.default`: 20 calls/s).
+    static let oneSellerEditRate = 4
 
     /// The process's threads, resident memory and open files (Linux /proc).
     struct ProcessFigures: Encodable {
@@ -100,6 +109,8 @@ struct MerchantsBench: ParsableCommand {
         var inboxLagMeanMilliseconds: Double?
         /// The process's CPU time during the delivery phase (server and load) per delivery.
         var cpuMillisecondsPerDelivery: Double
+        /// With --square: edits, syncs and dashboard changes.
+        var square: SquareFigures?
     }
 
     struct Figures: Encodable {
@@ -125,9 +136,13 @@ struct MerchantsBench: ParsableCommand {
         // exists before the figures are taken: a throwaway server takes one delivery first.
         _ = try await serveAndLoad(registered: 1, active: 1, rate: 10, phase: .milliseconds(300), logger: logger)
         let before = ProcessFigures.now()
-        let one = try await serveAndLoad(registered: 1, active: 1, rate: active * perMerchantRate, phase: phase, logger: logger)
+        let editRate = square ? editsPerSecond ?? max(1, active / 10) : 0
+        // One seller alone gets the webhooks of all, and the edits its own Square rate allows (each edit is
+        // two or three catalog calls, each webhook's sync one more, under the server's 20 calls/s per seller).
+        let one = try await serveAndLoad(registered: 1, active: 1, rate: active * perMerchantRate, editRate: min(editRate, Self.oneSellerEditRate),
+                                         phase: phase, logger: logger)
         let many = try await serveAndLoad(registered: registered, active: active, rate: active * perMerchantRate,
-                                          phase: phase, logger: logger)
+                                          editRate: editRate, phase: phase, logger: logger)
         let perMerchantKB = Double(many.idle.residentKilobytes - one.idle.residentKilobytes) / Double(max(registered - 1, 1))
         let perMerchantThreads = Double(many.idle.threads - one.idle.threads) / Double(max(registered - 1, 1))
         let targets = [
@@ -138,7 +153,11 @@ struct MerchantsBench: ParsableCommand {
             "idle_zero_threads_per_merchant": perMerchantThreads < 0.001,
             "p99_under_20ms": many.p99Milliseconds < 20,
             "every_delivery_accepted": many.accepted == many.deliveries && one.accepted == one.deliveries,
-        ]
+        ].merging(square ? [
+            // Every edit answered as meant (accepted, or refused 409 when based on a stale version), every sync completed.
+            "every_edit_answered": [one, many].allSatisfy { $0.square.map { $0.editsFailed == 0 && $0.editsSent > 0 } ?? false },
+            "every_sync_completed": [one, many].allSatisfy { $0.square.map { $0.syncsFailed == 0 && $0.syncsCompleted > 0 } ?? false },
+        ] : [:]) { $1 }
         let figures = Figures(before: before, oneMerchant: one, many: many, idleResidentKilobytesPerMerchant: perMerchantKB,
                               idleThreadsPerMerchant: perMerchantThreads, targets: targets)
         if json {
@@ -148,7 +167,8 @@ struct MerchantsBench: ParsableCommand {
             print(String(decoding: try encoder.encode(figures), as: UTF8.self))
             return
         }
-        print("merchants on one server, \(perMerchantRate) webhook/s per active merchant, \(Int(seconds(phase))) s phase\(webhookInbox ? ", webhook inbox" : "")")
+        print("merchants on one server, \(perMerchantRate) webhook/s per active merchant, \(Int(seconds(phase))) s phase\(webhookInbox ? ", webhook inbox" : "")"
+              + (square ? ", simulated Square (syncs on every webhook; edits: \(editRate)/s, one merchant alone \(min(editRate, Self.oneSellerEditRate))/s)" : ""))
         for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
             print(String(format: "  %-18@ start %.2f s; idle: %d threads, %.1f MB, %d files; %d active: p50 %.2f ms, p99 %.2f ms, %d/%d accepted; under load: %d threads, %.1f MB, %d files, %.2f ms CPU per delivery; first open %.1f ms (warm-up %.1f s)",
                          label as NSString, run.startupSeconds, run.idle.threads, Double(run.idle.residentKilobytes) / 1024, run.idle.openFiles,
@@ -162,24 +182,32 @@ struct MerchantsBench: ParsableCommand {
                              label as NSString, lag, catchUp))
             }
         }
+        for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
+            guard let square = run.square else { continue }
+            print(String(format: "  %-18@ edits: %d sent, %d accepted, %d refused by the version check (409), %d failed; p50 %.1f ms, p99 %.1f ms; syncs: %d completed, %d failed, mean %.1f ms, %d events brought; %d dashboard changes",
+                         label as NSString, square.editsSent, square.editsAccepted, square.editsRefusedStale, square.editsFailed,
+                         square.editP50Milliseconds, square.editP99Milliseconds, square.syncsCompleted, square.syncsFailed,
+                         square.syncMeanMilliseconds, square.eventsAppendedBySync, square.dashboardChanges))
+        }
         print(String(format: "  per idle merchant: %.1f KB resident, %.3f threads", perMerchantKB, perMerchantThreads))
         for (name, met) in targets.sorted(by: { $0.key < $1.key }) { print("  \(name): \(met ? "met" : "NOT met")") }
     }
 
     /// A data root with `registered` merchants in its registry, served; `active` of them receive `rate`
     /// deliveries per second in all, round robin, for `phase`.
-    func serveAndLoad(registered: Int, active: Int, rate: Int, phase: Duration, logger: Logger) async throws -> Run {
+    func serveAndLoad(registered: Int, active: Int, rate: Int, editRate: Int = 0, phase: Duration, logger: Logger) async throws -> Run {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("ledger-bench-merchants-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let ids = (0..<registered).map { String(format: "MLBENCH%06d", $0) }
         let registry = try MerchantRegistry.open(dataRoot: root.path, create: true)!
         try registry.addMany(ids, now: Int64(Date().timeIntervalSince1970 * 1e9))
+        let sellers = square ? try await SquareSellers.make(merchants: ids.prefix(active), registry: registry, root: root) : nil
 
         let started = ContinuousClock.now
         let service = try await LedgerService.open(configuration: LedgerServerConfiguration(
             port: 0, dataRoot: root.path, merchantIDs: [], signatureKeys: [Self.signatureKey],
-            notificationURL: Self.notificationURL, syncSchedule: .off, ioThreads: ioThreads == 0 ? nil : ioThreads,
-            webhookInbox: webhookInbox), logger: logger)
+            notificationURL: Self.notificationURL, square: sellers?.configuration, squareTransport: sellers?.square,
+            syncSchedule: .off, ioThreads: ioThreads == 0 ? nil : ioThreads, webhookInbox: webhookInbox), logger: logger)
         let server = try await LedgerServer.start(service: service, logger: logger)
         let startup = seconds(ContinuousClock.now - started)
         try await Task.sleep(for: .milliseconds(500))
@@ -189,6 +217,12 @@ struct MerchantsBench: ParsableCommand {
             connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections))))
         defer { _ = client.shutdown() }
         let transport = HTTPClientTransport(baseURL: server.baseURL, httpClient: client)
+        // The app's edits come over connections of their own (an edit waits for Square; Square's
+        // deliveries never queue behind it).
+        let editClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(
+            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections))))
+        defer { _ = editClient.shutdown() }
+        let editTransport = HTTPClientTransport(baseURL: server.baseURL, httpClient: editClient)
         /// With the inbox: until every accepted delivery is in its ledger (at once without one).
         @Sendable func inboxDrained() async throws {
             while try await service.inboxPending() ?? 0 > 0 { try await Task.sleep(for: .milliseconds(20)) }
@@ -208,13 +242,40 @@ struct MerchantsBench: ParsableCommand {
         }
         // With the inbox the answers came before the ledgers opened: the warm-up ends when they are in.
         try await inboxDrained()
+        // With Square, each merchant's first webhook set off its first (full) sync.
+        if sellers != nil {
+            let deadline = ContinuousClock.now + .seconds(600)
+            while MetricsText(service.renderMetrics()).sum("catledger_sync_runs_total") < Double(active) {
+                guard ContinuousClock.now < deadline else { throw CleanExit.message("the first syncs did not end within 10 minutes") }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+        }
         let warmUp = seconds(ContinuousClock.now - warmStart)
 
         let total = Int(seconds(phase) * Double(rate))
         let interval = Duration.nanoseconds(1_000_000_000 / Int64(max(rate, 1)))
         let loadStart = ContinuousClock.now
         let cpuAtStart = ProcessFigures.cpuMilliseconds()
+        let metricsAtStart = MetricsText(service.renderMetrics())
         var underLoad = idle
+        // Edits through the edit route, paced on their own beside the webhooks.
+        let edits = Task { () -> [(status: Int, milliseconds: Double)] in
+            guard let sellers, editRate > 0 else { return [] }
+            let count = Int(seconds(phase) * Double(editRate))
+            let editInterval = Duration.nanoseconds(1_000_000_000 / Int64(editRate))
+            return try await withThrowingTaskGroup(of: (status: Int, milliseconds: Double).self) { group in
+                for index in 0..<count {
+                    let scheduled = loadStart + editInterval * index
+                    if scheduled > ContinuousClock.now { try await Task.sleep(until: scheduled) }
+                    let merchant = ids[(index * 7) % active]
+                    group.addTask {
+                        let status = (try? await sellers.edit(editTransport, merchant: merchant, number: index, stale: index % 10 == 9)) ?? 0
+                        return (status, seconds(ContinuousClock.now - scheduled) * 1000)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+        }
         let latencies = try await withThrowingTaskGroup(of: Double?.self) { group in
             for index in 0..<total {
                 let scheduled = loadStart + interval * index
@@ -222,6 +283,8 @@ struct MerchantsBench: ParsableCommand {
                 if index == total * 9 / 10 { underLoad = ProcessFigures.now() }
                 let merchant = ids[index % active]
                 group.addTask {
+                    // A catalog change on the seller's dashboard before one delivery in ten: the sync brings it in.
+                    if let sellers, index % 10 == 0 { await sellers.dashboardChange(merchant, number: index) }
                     // A delivery that fails or times out counts as not accepted (the figures say how many).
                     let status = try? await deliver(merchant)
                     return status == 200 ? seconds(ContinuousClock.now - scheduled) * 1000 : nil
@@ -231,6 +294,7 @@ struct MerchantsBench: ParsableCommand {
             for try await latency in group { if let latency { latencies.append(latency) } }
             return latencies
         }
+        let editResults = try await edits.value
         var inboxCatchUp: Double?
         if webhookInbox {
             let loadEnd = ContinuousClock.now
@@ -239,10 +303,26 @@ struct MerchantsBench: ParsableCommand {
         }
         let cpuPerDelivery = (ProcessFigures.cpuMilliseconds() - cpuAtStart) / Double(max(total, 1))
         let openAfterLoad = service.directory.openMerchants.count
-        let metrics = String(decoding: service.renderMetrics(), as: UTF8.self).split(separator: "\n")
-        func metric(_ name: String) -> Double {
-            metrics.first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? .nan
+        var squareFigures: SquareFigures?
+        if sellers != nil {
+            // The syncs the last deliveries set off end (debounced) before the figures are read.
+            try await Task.sleep(for: .seconds(2))
+            let end = MetricsText(service.renderMetrics())
+            func delta(_ name: String, _ label: String? = nil) -> Double { end.sum(name, labelled: label) - metricsAtStart.sum(name, labelled: label) }
+            let editTimes = editResults.map(\.milliseconds)
+            squareFigures = SquareFigures(
+                editsSent: editResults.count, editsAccepted: editResults.filter { $0.status == 200 }.count,
+                editsRefusedStale: editResults.filter { $0.status == 409 }.count,
+                editsFailed: editResults.filter { $0.status != 200 && $0.status != 409 }.count,
+                editP50Milliseconds: percentile(editTimes, 0.5), editP99Milliseconds: percentile(editTimes, 0.99),
+                dashboardChanges: (total + 9) / 10,
+                syncsCompleted: Int(delta("catledger_sync_runs_total", "\"completed\"")),
+                syncsFailed: Int(delta("catledger_sync_runs_total", "\"failed\"")),
+                syncMeanMilliseconds: delta("catledger_sync_duration_seconds_sum") / max(delta("catledger_sync_duration_seconds_count"), 1) * 1000,
+                eventsAppendedBySync: Int(delta("catledger_appended_events_total", "\"sync\"")))
         }
+        let metrics = MetricsText(service.renderMetrics())
+        func metric(_ name: String) -> Double { metrics.sum(name) }
         let openMean = metric("catledger_merchant_open_duration_seconds_sum") / metric("catledger_merchant_open_duration_seconds_count") * 1000
         try await server.stop()
         return Run(registered: registered, active: active, startupSeconds: startup, idle: idle, underLoad: underLoad,
@@ -251,6 +331,6 @@ struct MerchantsBench: ParsableCommand {
                    openMeanMilliseconds: openMean, inboxCatchUpSeconds: inboxCatchUp,
                    inboxLagMeanMilliseconds: webhookInbox
                        ? metric("catledger_inbox_lag_seconds_sum") / metric("catledger_inbox_lag_seconds_count") * 1000 : nil,
-                   cpuMillisecondsPerDelivery: cpuPerDelivery)
+                   cpuMillisecondsPerDelivery: cpuPerDelivery, square: squareFigures)
     }
 }

@@ -15,22 +15,41 @@ final class DiagnosisFeed: @unchecked Sendable {
     /// The `version_conflicts` row of `batch.last`, an `upsertRejected` event; `batch` is the
     /// batch being applied, from its first event through the rejection.
     func row(forLastOf batch: ArraySlice<LedgerEvent>, reader: LedgerReader) throws -> VersionConflictRow {
-        guard let rejection = batch.last, let batchStart = batch.first?.sequence else {
+        guard let rejection = batch.last else {
             preconditionFailure("DiagnosisFeed.row called with an empty batch")
         }
         return try lock.withLock {
-            // An index that went past this rejection (a batch applied again after a failure) starts over.
-            if let highest = index.highestSequence, highest >= rejection.sequence { index = DiagnosisIndex() }
-            let next = index.highestSequence.map { $0 + 1 } ?? 0
-            if next < batchStart {
-                var cursor = try CatalogProjector.ledgerRead("events from \(next)") { try reader.events(from: next) }
-                while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }), event.sequence < batchStart {
-                    index.add(event)
-                }
-            }
-            let indexed = index.highestSequence
-            for event in batch where indexed.map({ event.sequence > $0 }) ?? true { index.add(event) }
+            try extend(through: batch, reader: reader)
             return try ConflictDiagnosis.row(for: rejection, index: index)
         }
+    }
+
+    /// The `version_conflicts` rows of the earlier rejections `sequences`, diagnosed again with
+    /// every event through `batch.last` (a fact that may change them, `ConflictRefresh`).
+    func rows(of sequences: [UInt64], throughLastOf batch: ArraySlice<LedgerEvent>, reader: LedgerReader) throws
+        -> [VersionConflictRow]
+    {
+        try lock.withLock {
+            try extend(through: batch, reader: reader)
+            let wanted = Set(sequences)
+            return try index.rejections.filter { wanted.contains($0.sequence) }.map { try ConflictDiagnosis.row(for: $0, index: index) }
+        }
+    }
+
+    /// Fills the index through `batch.last`: the log's events before the batch it does not hold yet,
+    /// then the batch's. Caller holds `lock`.
+    private func extend(through batch: ArraySlice<LedgerEvent>, reader: LedgerReader) throws {
+        guard let last = batch.last, let batchStart = batch.first?.sequence else { return }
+        // An index that went past this event (a batch applied again after a failure) starts over.
+        if let highest = index.highestSequence, highest >= last.sequence { index = DiagnosisIndex() }
+        let next = index.highestSequence.map { $0 + 1 } ?? 0
+        if next < batchStart {
+            var cursor = try CatalogProjector.ledgerRead("events from \(next)") { try reader.events(from: next) }
+            while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }), event.sequence < batchStart {
+                index.add(event)
+            }
+        }
+        let indexed = index.highestSequence
+        for event in batch where indexed.map({ event.sequence > $0 }) ?? true { index.add(event) }
     }
 }

@@ -35,6 +35,9 @@ struct ProjectionBatch {
             counts.add(event)
             switch event.body {
             case .objectObserved, .objectDeleted:
+                try writer.refreshConflicts(after: event, in: db) { sequences in
+                    try diagnoses.rows(of: sequences, throughLastOf: events[...position], reader: reader)
+                }
                 let id = event.header!.objectID
                 let current: ObjectFact?
                 if let cached = winners[id] {

@@ -35,6 +35,10 @@ public enum ProjectionSchema {
             try FactIntervalWriter.createTables(db)
             try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
         }
+        migrator.registerMigration(ConflictRefresh.migrationName) { db in
+            try ConflictRefresh.createTables(db)
+            try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
+        }
         return migrator
     }
 

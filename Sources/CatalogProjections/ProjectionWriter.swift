@@ -244,16 +244,31 @@ struct ProjectionWriter: Sendable {
         return rows.count
     }
 
+    /// Stores an incident, or its new diagnosis (`ConflictRefresh`), with its objects.
     func insert(_ row: VersionConflictRow, in db: Database) throws {
         try db.cachedStatement(sql: """
             INSERT INTO version_conflicts (sequence, recorded_at, idempotency_key, http_status, classification,
                                            classifications, object_ids, edit_sequence, actor, device, diagnosis_json)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT (sequence) DO UPDATE SET classification = excluded.classification,
+                classifications = excluded.classifications, object_ids = excluded.object_ids,
+                edit_sequence = excluded.edit_sequence, actor = excluded.actor, device = excluded.device,
+                diagnosis_json = excluded.diagnosis_json
             """).execute(arguments: [
                 Int64(row.sequence), row.recordedAt, row.idempotencyKey, Int64(row.httpStatus), row.classification,
                 JSONText.array(row.classifications), JSONText.array(row.objectIDs), row.editSequence.map(Int64.init),
                 row.actor, row.device, row.diagnosisJSON,
             ])
+        try ConflictRefresh.record(row, diagnosis: row.diagnosis, in: db)
+    }
+
+    /// After a fact event: the incidents before it whose diagnosis it may change, diagnosed again
+    /// by `diagnose` (with every event through it) and stored.
+    func refreshConflicts(after event: LedgerEvent, in db: Database,
+                          diagnose: ([UInt64]) throws -> [VersionConflictRow]) throws {
+        let touched = try ConflictRefresh.incidents(touchedBy: event, in: db)
+        guard !touched.isEmpty else { return }
+        for row in try diagnose(touched) { try insert(row, in: db) }
     }
 
     /// Stores the checkpoint with its anchor (which event it was taken at, see `LogCheckpoint`).

@@ -16,11 +16,15 @@ package struct VersionConflictRow: Sendable, Hashable, Codable {
     public var device: String?
     /// `VersionMismatchDiagnosis` as JSON with sorted keys.
     public var diagnosisJSON: String
+    /// The same diagnosis (for `conflict_objects`).
+    public var diagnosis: VersionMismatchDiagnosis
 }
 
-/// Diagnoses a rejection with what the ledger knew when it was recorded: every event up to and
-/// including it. The answer therefore depends only on the rejection's sequence, so a live
-/// projection, a rebuild and a replay store the same row.
+/// Diagnoses a rejection with every event the index holds: when the rejection is met, those up to
+/// and including it; when a later fact of an object it names may change the answer
+/// (`ConflictRefresh`), those through that fact. A live projection, a rebuild and a replay through
+/// the same point therefore store the same row, the one `catledger diagnose` gives from the log
+/// through that point.
 ///
 /// The diagnoser is given only the events it reads (the edit with the same idempotency key, our
 /// accepted upserts of the objects the request named, and the facts of those objects), taken from
@@ -33,8 +37,8 @@ enum ConflictDiagnosis {
         guard case .upsertRejected(let rejected) = rejection.body else {
             preconditionFailure("ConflictDiagnosis.row called with a \(rejection.kind) event")
         }
-        precondition(index.highestSequence == rejection.sequence,
-                     "the diagnosis index must end at the rejection at \(rejection.sequence)")
+        precondition((index.highestSequence ?? 0) >= rejection.sequence,
+                     "the diagnosis index must hold the rejection at \(rejection.sequence)")
         let diagnosis = try index.diagnose(rejection)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
@@ -44,6 +48,6 @@ enum ConflictDiagnosis {
             httpStatus: rejected.httpStatus, classification: diagnosis.primaryClassification.rawValue,
             classifications: diagnosis.classifications.map(\.rawValue),
             objectIDs: diagnosis.findings.map(\.objectID.rawValue), editSequence: diagnosis.editSequence,
-            actor: diagnosis.actor, device: diagnosis.device, diagnosisJSON: json)
+            actor: diagnosis.actor, device: diagnosis.device, diagnosisJSON: json, diagnosis: diagnosis)
     }
 }

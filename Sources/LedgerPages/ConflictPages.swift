@@ -5,8 +5,8 @@ import LedgerQueries
 /// Rejected writes: the incidents list (filtered by date, class, device, actor, a page at a time) and
 /// one incident with its diagnosis, each object's sent / believed / Square's version, the events that
 /// moved it, the fix. Both read the projection's incidents (`version_conflicts`: each diagnosed by the
-/// one diagnoser with what the ledger knew when the write was refused, `ProjectionQueries.conflictAnswers`),
-/// so a page costs its rows, not the log.
+/// one diagnoser with everything the ledger learned, what `catledger diagnose` and the API answer,
+/// `ProjectionQueries.conflictAnswers`), so a page costs its rows, not the log.
 extension Pages {
     static let incidentsPerPage = 50
 
@@ -76,7 +76,7 @@ extension Pages {
                 """
             }
             body += """
-            <p>\(total) incident(s), newest first, each diagnosed with what the ledger knew when the write was refused.</p>
+            <p>\(total) incident(s), newest first, each diagnosed with everything the ledger has learned.</p>
             <table class="conflicts"><thead><tr><th scope="col" class="num">Incident</th><th scope="col">Rejected at (ledger time)</th>\
             <th scope="col">Idempotency key</th><th scope="col">Actor</th><th scope="col">Device</th><th scope="col">Error</th>\
             <th scope="col">Class</th><th scope="col">Objects</th></tr></thead><tbody>\(rows)</tbody></table>
@@ -101,7 +101,7 @@ extension Pages {
         let text = DiagnosisText(names: context.names, time: .utc)
         var body: HTML = """
         <p><a href="\(context.link("/conflicts").description)">← All incidents</a> · <button type="button" data-copy-link>Copy link</button></p>
-        <p>Diagnosed when the write was refused, with what the ledger knew then.</p>
+        <p>Diagnosed with everything the ledger has learned, including what it read after the write was refused; names as they were then.</p>
         <dl class="facts"><dt>Classification</dt><dd>\(diagnosis.classifications.map { "<span class=\"tag bad\">\($0.rawValue)</span>" as HTML }.joined())</dd>\
         <dt>Idempotency key</dt><dd><code>\(diagnosis.idempotencyKey)</code></dd>\
         <dt>Rejected</dt><dd>\(context.clock.ledger(diagnosis.rejectedAt)), event \(diagnosis.rejectionSequence), HTTP \(diagnosis.httpStatus) \(diagnosis.errorCodes.joined(separator: ", "))</dd>

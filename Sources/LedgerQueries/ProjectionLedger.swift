@@ -115,7 +115,8 @@ public struct ProjectionLedger: Sendable {
     }
 
     /// `LedgerQueries.diagnosis(named:)` from the file's incidents (`version_conflicts`: each
-    /// diagnosed when the projection met it), names as of the rejection from its change log.
+    /// diagnosed with everything the file holds through its checkpoint or point), names as of the
+    /// rejection from its change log.
     public func diagnosis(named incident: String) throws -> DiagnosisAnswer? {
         guard let answer = try projection.conflictAnswers().first(where: { $0.isNamed(incident) }) else { return nil }
         let ids = DiagnosisAnswer.namedIDs(answer.diagnosis)

@@ -29,11 +29,12 @@ struct ProjectionBehaviourTests {
         try migrator.migrate(queue)
         let applied = try queue.read { db in try migrator.appliedIdentifiers(db) }
         #expect(applied == [ProjectionSchema.catalogMigrationName, "catalogSearch.v1", ProjectionSchema.logCheckpointMigrationName,
-                            ProjectionSchema.locationsMigrationName, "change-log", "ledger-counts", "fact-intervals"])
+                            ProjectionSchema.locationsMigrationName, "change-log", "ledger-counts", "fact-intervals",
+                            "conflict-objects"])
         let tables = try queue.read { db in try String.fetchSet(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") }
         for table in ["categories", "catalog_items", "item_variations", "taxes", "discounts", "modifier_lists", "modifiers",
                       "images", "price_history", "version_conflicts", "projection_checkpoint", "search_document", "locations",
-                      "change_log", "change_log_objects", "change_log_authors", "event_counts", "event_span", "compaction_runs",
+                      "change_log", "change_log_objects", "change_log_authors", "event_counts", "event_span", "compaction_runs", "conflict_objects",
                       "fact_intervals", "fact_names"] {
             #expect(tables.contains(table), "missing table \(table)")
         }

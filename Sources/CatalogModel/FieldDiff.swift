@@ -71,6 +71,12 @@ public enum FieldDiff {
             }
         case (.array(let a)?, .array(let b)?):
             diffArrays(a, b, path: path, ignored: ignored, into: &result)
+        case (nil, .array(let b)?) where isPerLocation(b):
+            // Location overrides appearing (or going, below) are per location and field, like any
+            // other change of them: `location_overrides[location_id=L].price_money: (absent) -> $5.00`.
+            diffArrays([], b, path: path, ignored: ignored, into: &result)
+        case (.array(let a)?, nil) where isPerLocation(a):
+            diffArrays(a, [], path: path, ignored: ignored, into: &result)
         default:
             result.append(FieldChange(path: path, before: old?.jsonText, after: new?.jsonText))
         }
@@ -90,6 +96,14 @@ public enum FieldDiff {
         if let location = value["location_id"]?.stringValue { return "location_id=\(location)" }
         if let s = value.stringValue { return s }
         return nil
+    }
+
+    /// Elements that are each one location's (location overrides): objects keyed by `location_id`.
+    private static func isPerLocation(_ elements: [JSONValue]) -> Bool {
+        !elements.isEmpty && elements.allSatisfy { element in
+            if case .object = element, element["id"] == nil, element["location_id"]?.stringValue != nil { return true }
+            return false
+        }
     }
 
     private static func diffArrays(_ a: [JSONValue], _ b: [JSONValue], path: String, ignored: Set<String>,
@@ -120,6 +134,13 @@ public enum FieldDiff {
                 // Arrays of ids: report membership, not positions.
                 if old == nil { result.append(FieldChange(path: "\(path)[+]", before: nil, after: new!.jsonText)) }
                 if new == nil { result.append(FieldChange(path: "\(path)[-]", before: old!.jsonText, after: nil)) }
+                continue
+            }
+            if k.hasPrefix("location_id="), case .object? = old ?? new, old == nil || new == nil {
+                // One location's override added or removed: its fields, each from or to absent.
+                var keyIgnored = ignored
+                keyIgnored.insert("location_id")
+                diff(old ?? .object([]), new ?? .object([]), path: "\(path)[\(k)]", ignored: keyIgnored, into: &result)
                 continue
             }
             diff(old, new, path: "\(path)[\(k)]", ignored: ignored, into: &result)

@@ -73,7 +73,8 @@ struct HistoryTests {
         #expect(versions[1].changes.map(\.description) == ["item_variation_data.price_money: $4.50 -> $4.75"])
         #expect(versions[2].changes.map(\.description) == [
             "item_variation_data.location_overrides[location_id=L1].price_money: $5.00 -> $5.25",
-            "item_variation_data.location_overrides[location_id=L2]: (absent) -> {\"location_id\":\"L2\",\"price_money\":{\"amount\":600,\"currency\":\"USD\"}}",
+            // An override added: its fields, money as money (not the override's JSON).
+            "item_variation_data.location_overrides[location_id=L2].price_money: (absent) -> $6.00",
         ])
         // The re-observation of v2 in the last sync does not make a new version or move its first learning.
         #expect(versions[1].firstSequence < versions[2].firstSequence)

@@ -62,6 +62,8 @@ extension PostgresClusterTests {
             #expect(grown.name == active.name && grown.byteCount > active.byteCount)
             #expect(sent == grown.byteCount - active.byteCount, "sent \(sent) bytes for \(grown.byteCount - active.byteCount) appended")
             #expect(sent < 2048)
+            print("ranges: an active segment of \(grown.byteCount) bytes shipped again after one append sent \(sent) bytes "
+                  + "(the shipment before it, \(afterBig) bytes)")
 
             // The archive restores every segment as the node holds it (ranges concatenated).
             let restored = try #require(try await SegmentArchive(database: cluster.database).restore(merchant: merchant))

@@ -158,10 +158,26 @@ extension PostgresClusterTests {
             let takenOver = try await database.leases().filter { victimMerchants.contains($0.merchantID) }
             #expect(takenOver.allSatisfy { $0.epoch >= 2 }, "a takeover is a new epoch")
             let recoveryTime = ContinuousClock.now - start - .seconds(1)
+            // Each takeover reported its recovery point in its node's /metrics: the restored shipment's
+            // age, and the deliveries it drained from the inbox (those the dead node had not shipped).
+            let survivors = nodes.filter { $0.id != victimID }
+            var recoveryPoints: [Double] = [], drained = 0.0
+            for node in survivors {
+                let connection = try LoopbackConnection(port: node.port)
+                try connection.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                let metrics = try #require(try await onThread { try connection.readResponse(timeout: .seconds(10)) }).text
+                for line in metrics.split(separator: "\n") {
+                    guard victimMerchants.contains(where: { line.contains("{merchant=\"\($0)\"} ") }),
+                          let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+                    if line.hasPrefix("catledger_takeover_recovery_point_age_seconds{") { recoveryPoints.append(value) }
+                    if line.hasPrefix("catledger_takeover_drained_deliveries{") { drained += value }
+                }
+            }
+            #expect(recoveryPoints.count >= victimMerchants.count, "every taken-over merchant's recovery point reported: \(recoveryPoints)")
+            #expect(recoveryPoints.allSatisfy { $0 > 0 && $0 < 30 }, "\(recoveryPoints)")
 
             // A report (an edit needs Square; these nodes are offline) and a read for a merchant that
             // another node writes succeed through that node (forwarded), as they do on the owner.
-            let survivors = nodes.filter { $0.id != victimID }
             let lease = try #require(try await database.leases().first { $0.nodeID == survivors[0].id })
             for (index, node) in survivors.enumerated() {
                 let report = #"{"actor":"pos","device":"backoffice","endpoint":"upsert","idempotency_key":"forwarded-\#(index)","request_body":"{\"idempotency_key\":\"forwarded-\#(index)\",\"object\":{\"id\":\"OBJ1\",\"type\":\"ITEM_VARIATION\",\"version\":1}}","status":200,"response_body":"{}"}"#
@@ -210,7 +226,8 @@ extension PostgresClusterTests {
                 }
             }
             print("failover: \(acknowledged.count) deliveries acknowledged, \(victimMerchants.count) merchants taken over from \(victimID), "
-                  + "all drained and shipped \(recoveryTime) after the kill")
+                  + "all drained and shipped \(recoveryTime) after the kill; restored shipments \(String(format: "%.2f", recoveryPoints.min() ?? 0))-"
+                  + "\(String(format: "%.2f", recoveryPoints.max() ?? 0)) s old at their takeover, \(Int(drained)) deliveries drained at the takeovers")
         }
     }
 }

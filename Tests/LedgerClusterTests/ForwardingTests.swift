@@ -224,6 +224,23 @@ extension PostgresClusterTests {
             let page = try await Self.send(other.port, "GET", "/ui/\(Self.merchant)/objects/\(latte)", token: token)
             #expect(page.status == 200 && page.headers["content-type"]?.hasPrefix("text/html") == true, "\(page.status) \(page.text.prefix(300))")
             #expect(Self.metrics(other.service).contains(#"catledger_forwarded_requests_total{outcome="relayed"} 4"#), "\(Self.metrics(other.service))")
+            // What a hop costs: the same read 50 times from the owner and through the other node (one
+            // connection each, as a client with keep-alive would).
+            var medians: [Duration] = []
+            for port in [owner.port, other.port] {
+                let path = "/merchants/\(Self.merchant)/objects/\(latte)"
+                let times = try await onThread {
+                    let connection = try LoopbackConnection(port: port)
+                    return try (0..<50).map { _ in
+                        let started = ContinuousClock.now
+                        try connection.send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(token)\r\n\r\n")
+                        guard try connection.readResponse(timeout: .seconds(10))?.status == 200 else { throw LoopbackError(description: "read failed") }
+                        return ContinuousClock.now - started
+                    }
+                }
+                medians.append(times.sorted()[times.count / 2])
+            }
+            print("forwarding: a read answered in \(medians[0]) (median of 50) by the owner, \(medians[1]) through the other node")
             #expect(!Self.metrics(owner.service).contains("catledger_forwarded_requests_total"))
 
             try await serverA.stop()

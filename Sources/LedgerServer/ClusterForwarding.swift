@@ -113,14 +113,15 @@ final class RequestForwarder: Sendable {
             // The detail (which may name addresses, sockets or types) goes to the log only.
             var metadata = logMetadata
             metadata["error"] = "\(error)"
+            let page = LedgerServer.isPage(context.endpointPath)
             if Self.isTimeout(error) {
                 metrics.forwarded(.timeout)
                 context.logger.warning("a forwarded request timed out", metadata: metadata)
-                return Self.unavailable("owner_timeout", "the node that writes this merchant did not answer in time")
+                return Self.unavailable("owner_timeout", "the node that writes this merchant did not answer in time", page: page)
             }
             metrics.forwarded(.unreachable)
             context.logger.warning("a forwarded request could not reach the merchant's node", metadata: metadata)
-            return Self.unavailable("owner_unreachable", "the node that writes this merchant cannot be reached")
+            return Self.unavailable("owner_unreachable", "the node that writes this merchant cannot be reached", page: page)
         }
     }
 
@@ -129,11 +130,15 @@ final class RequestForwarder: Sendable {
         return error == .deadlineExceeded || error == .readTimeout
     }
 
-    /// 503 with `Retry-After`: the merchant's node is unavailable now (a new owner takes its merchants
-    /// within the lease).
-    static func unavailable(_ code: String, _ message: String) -> Response {
-        LedgerServer.errorResponse(503, code, message, hint: "retry in a few seconds: if that node is down, another takes its merchants over",
-                                   headers: [.retryAfter: "\(retryAfterSeconds)"])
+    /// 503 with `Retry-After` (a page for a page route): the merchant's node is unavailable now (a
+    /// new owner takes its merchants within the lease).
+    static func unavailable(_ code: String, _ message: String, page: Bool) -> Response {
+        var response = page
+            ? LedgerServer.response(Pages.error(status: 503, title: "Served by another node",
+                                                message: "The node that writes this merchant cannot answer now. Try again in a few seconds."))
+            : LedgerServer.errorResponse(503, code, message, hint: "retry in a few seconds: if that node is down, another takes its merchants over")
+        response.headers[.retryAfter] = "\(retryAfterSeconds)"
+        return response
     }
 
     /// What a refused (503) request's `Retry-After` says: a round of the cluster is a quarter of the

@@ -155,6 +155,11 @@ extension PostgresClusterTests {
             for leak in ["127.0.0.1", "\(downPort)", "refused", "NIO", "Error", "node-down"] {
                 #expect(!down.text.contains(leak), "the answer names \(leak): \(down.text)")
             }
+            // A page is answered with a page.
+            let page = try await Self.send(portA, "GET", "/ui/\(Self.merchant)/catalog", token: token)
+            #expect(page.status == 503 && page.headers["content-type"]?.hasPrefix("text/html") == true && page.headers["retry-after"] == "2",
+                    "\(page.status) \(page.headers)")
+            #expect(!page.text.contains("127.0.0.1") && !page.text.contains("refused"))
 
             // The owner's socket accepts connections and never answers.
             let silent = try SilentListener()
@@ -167,7 +172,7 @@ extension PostgresClusterTests {
             #expect(waited >= .milliseconds(900) && waited < .seconds(10), "answered after \(waited) with a 1 s forward timeout")
             #expect(!slow.text.contains("\(silent.port)"))
             let counted = Self.metrics(a)
-            #expect(counted.contains(#"catledger_forwarded_requests_total{outcome="unreachable"} 1"#), "\(counted)")
+            #expect(counted.contains(#"catledger_forwarded_requests_total{outcome="unreachable"} 2"#), "\(counted)")
             #expect(counted.contains(#"catledger_forwarded_requests_total{outcome="timeout"} 1"#), "\(counted)")
 
             await listener.stop()

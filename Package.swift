@@ -233,6 +233,8 @@ let package = Package(
                 "CatalogProjections",
                 "SquareAPI",
                 "SquareWire",
+                // Cluster mode forwards a request for a merchant another node writes to that node.
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -320,9 +322,11 @@ let package = Package(
         .testTarget(
             name: "LedgerClusterTests",
             dependencies: [
-                "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "LedgerServer", "LedgerStorage", "SquareAPI", "SquareWire",
+                "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "LedgerServer", "LedgerStorage", "SquareAPI",
+                "SquareSimulator", "SquareWire",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .testTarget(name: "SquareWireTests", dependencies: ["SquareWire", "BoundedJSON"]),

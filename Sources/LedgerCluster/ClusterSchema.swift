@@ -83,6 +83,26 @@ public enum ClusterSchema {
             )
             """,
         ]),
+        // The active segment shipped as ranges (docs/SCALING.md, "Ranges"): a file is one blob
+        // (`ranged` false, as every file shipped before) or its ranges concatenated; its `sha256` is
+        // the whole file's either way, so it no longer names a blob.
+        Migration(version: 3, name: "archive ranges", statements: [
+            "ALTER TABLE archive_files DROP CONSTRAINT IF EXISTS archive_files_sha256_fkey",
+            "ALTER TABLE archive_files ADD COLUMN ranged boolean NOT NULL DEFAULT false",
+            "CREATE INDEX archive_files_sha256 ON archive_files (sha256)",
+            """
+            CREATE TABLE archive_ranges (
+                merchant_id text NOT NULL,
+                name text NOT NULL,
+                start_byte bigint NOT NULL CHECK (start_byte >= 0),
+                sha256 bytea NOT NULL REFERENCES archive_blobs (sha256),
+                byte_count bigint NOT NULL CHECK (byte_count > 0),
+                PRIMARY KEY (merchant_id, name, start_byte),
+                FOREIGN KEY (merchant_id, name) REFERENCES archive_files (merchant_id, name) ON DELETE CASCADE
+            )
+            """,
+            "CREATE INDEX archive_ranges_sha256 ON archive_ranges (sha256)",
+        ]),
     ]
 
     /// The newest version this build knows.

@@ -6,6 +6,7 @@
 
 import CatalogLedger
 import CatalogModel
+import Crypto
 import Foundation
 import LedgerCluster
 import LedgerStorage
@@ -24,6 +25,7 @@ final class ClusterNodeService: Service, @unchecked Sendable {
     let ownership: ClusterOwnership
     let directory: MerchantDirectory
     let dataRoot: String
+    let metrics: ServerMetrics
     let logger: Logger
     /// Set once by `LedgerService.open`, before the loops run.
     var drain: InboxDrain?
@@ -33,7 +35,7 @@ final class ClusterNodeService: Service, @unchecked Sendable {
     private var busy: Set<String> = []
 
     init(settings: ClusterServing, database: ClusterDatabase, directory: MerchantDirectory, ownership: ClusterOwnership,
-         dataRoot: String, logger: Logger) throws {
+         dataRoot: String, metrics: ServerMetrics, logger: Logger) throws {
         self.settings = settings
         self.database = database
         self.node = try ClusterNode(nodeID: settings.nodeID, address: settings.nodeAddress, leaseDuration: settings.leaseDuration,
@@ -43,6 +45,7 @@ final class ClusterNodeService: Service, @unchecked Sendable {
         self.inbox = ClusterDeliveryInbox(inbox: ClusterInbox(database: database), ownership: ownership)
         self.directory = directory
         self.dataRoot = dataRoot
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -155,19 +158,46 @@ final class ClusterNodeService: Service, @unchecked Sendable {
     /// Makes the merchant's ledger current under a new epoch: restored from the archive's last
     /// shipment unless the local directory is that shipment's lineage (this node shipped it, under
     /// the epoch the directory records), the epoch recorded in the directory, shipped once (the
-    /// archive records the new epoch), then its pending deliveries drained.
+    /// archive records the new epoch); then its pending deliveries drained and, when the merchant
+    /// has Square, an incremental sync from the ledger's watermark run at once (the catch-up).
+    /// Logged, and in /metrics, with the recovery point.
     func takeOver(_ merchantID: String, epoch: Int64) async throws {
+        let started = ContinuousClock.now
+        let (restored, shippedAt) = try await restore(merchantID, epoch: epoch)
+        let catchUp = await catchUp(merchantID, epoch: epoch)
+        let took = ContinuousClock.now - started
+        var metadata: Logger.Metadata = ["merchant": "\(merchantID)", "epoch": "\(epoch)", "took": "\(took)",
+                                         "deliveries_drained": "\(catchUp.drained)", "sync": "\(catchUp.sync)"]
+        var recoveryPointAge: Double?
+        if let restored, let shippedAt {
+            // The recovery point: what the previous owner appended after this shipment is not in the
+            // ledger, except webhook deliveries, which stay pending in the inbox until shipped (drained
+            // above), and what Square holds, which the catch-up sync fetched.
+            recoveryPointAge = max(0, Date().timeIntervalSince(shippedAt))
+            metadata["restored_from_epoch"] = "\(restored.epoch)"
+            metadata["restored_events"] = "\(restored.eventCount)"
+            metadata["recovery_point"] = "\(restored.shippedAt)"
+        }
+        metrics.takeover(merchant: merchantID, duration: took, recoveryPointAge: recoveryPointAge,
+                         restoredEvents: restored?.eventCount, drained: catchUp.drained)
+        logger.notice("merchant taken over", metadata: metadata)
+    }
+
+    /// The part of a takeover no shipment of the merchant may overlap: the restore (when the local
+    /// directory is not the archive's lineage), the epoch recorded, the first shipment under it.
+    /// Returns what was restored and when that shipment was made (nil: the local directory was kept).
+    private func restore(_ merchantID: String, epoch: Int64) async throws -> (LedgerOwnerEpoch.Restored?, Date?) {
         // A takeover of an earlier epoch still running (the lease was lost and taken again meanwhile):
         // this one is retried at the next round.
         guard claim(merchantID) else { throw LedgerServerError.cluster("an earlier takeover of \(merchantID) is still running") }
         defer { unclaim(merchantID) }
-        let started = ContinuousClock.now
         let id = MerchantID(merchantID)
         await directory.close(id)
         let layout = LedgerLayout(root: URL(fileURLWithPath: dataRoot).appendingPathComponent(merchantID).path)
         let local = LedgerOwnerEpoch.load(layout: layout)
         var restored: LedgerOwnerEpoch.Restored?
-        var archivedSealed: [String: (byteCount: Int, sha256: [UInt8])] = [:]
+        var shippedAt: Date?
+        var archived: [String: ClusterOwnership.ArchivedFile] = [:]
         if let latest = try await archive.latest(merchant: merchantID),
            !(local?.epoch == latest.epoch && local?.nodeID == settings.nodeID) {
             guard let shipment = try await archive.restore(merchant: merchantID) else {
@@ -177,22 +207,58 @@ final class ClusterNodeService: Service, @unchecked Sendable {
             restored = LedgerOwnerEpoch.Restored(
                 epoch: shipment.epoch, eventCount: shipment.eventCount,
                 shippedAt: RFC3339.format(nanoseconds: Int64(shipment.shippedAt.timeIntervalSince1970 * 1e9)))
-            for file in shipment.files where file.sealed { archivedSealed[file.name] = (Int(file.byteCount), file.sha256) }
+            shippedAt = shipment.shippedAt
+            for file in shipment.files {
+                // The hash state of a file that may grow (the active segment), so its next shipment is a range.
+                var hasher: SHA256?
+                if !file.sealed, let bytes = file.bytes {
+                    hasher = SHA256()
+                    hasher?.update(data: bytes)
+                }
+                archived[file.name] = .init(byteCount: Int(file.byteCount), sha256: file.sha256, hasher: hasher, rangeCount: file.rangeCount)
+            }
         }
         try LedgerOwnerEpoch(merchantID: merchantID, epoch: epoch, nodeID: settings.nodeID, restored: restored).save(layout: layout)
-        ownership.markReady(merchantID, epoch: epoch, archivedSealed: archivedSealed)
+        ownership.markReady(merchantID, epoch: epoch, archived: archived)
         try await ship(merchantID, force: true)
-        drain?.rescan([merchantID])
-        var metadata: Logger.Metadata = ["merchant": "\(merchantID)", "epoch": "\(epoch)",
-                                         "took": "\(ContinuousClock.now - started)"]
-        if let restored {
-            // The recovery point: what the previous owner appended after this shipment is not in the
-            // ledger, except webhook deliveries, which stay pending in the inbox until shipped.
-            metadata["restored_from_epoch"] = "\(restored.epoch)"
-            metadata["restored_events"] = "\(restored.eventCount)"
-            metadata["recovery_point"] = "\(restored.shippedAt)"
+        return (restored, shippedAt)
+    }
+
+    /// After a restore: drains the deliveries pending in the inbox (waiting at most a lease for the
+    /// drain to pass the newest one pending now), then, when the merchant has Square, runs an
+    /// incremental sync from the ledger's stored watermark through its sync runner (the one a webhook
+    /// or the reconciling sync triggers) and waits for it. Returns the deliveries appended under the
+    /// epoch meanwhile and what became of the sync.
+    private func catchUp(_ merchantID: String, epoch: Int64) async -> (drained: Int64, sync: String) {
+        let newest: Int64
+        do {
+            newest = try await inbox.inbox.pendingNewest(among: [merchantID])[merchantID] ?? 0
+        } catch {
+            logger.warning("the inbox could not be read at a takeover; the poll drains it", metadata: ["merchant": "\(merchantID)", "error": "\(error)"])
+            newest = 0
         }
-        logger.notice("merchant taken over", metadata: metadata)
+        drain?.rescan([merchantID])
+        let deadline = ContinuousClock.now + settings.leaseDuration
+        // Until the drain has passed the newest delivery pending, and while the lease's validity by
+        // this node's clock has lapsed (a slow round renews it late): at most a lease.
+        while ownership.epoch(of: merchantID) == epoch, ownership.appendedThrough(merchantID) < newest || ownership.permit(merchantID) == nil,
+              ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let drained = ownership.appendedCount(merchantID)
+        guard ownership.permit(merchantID)?.epoch == epoch else { return (drained, "skipped: the lease was lost") }
+        do {
+            let outcome = try await directory.use(MerchantID(merchantID), background: true) { merchant -> String in
+                guard let runner = merchant.syncRunner else { return "none: no Square connection" }
+                let before = merchant.health.lastSuccess
+                await runner.trigger()
+                await runner.waitUntilIdle()
+                return merchant.health.lastSuccess != before ? "completed" : "failed: retried by webhooks and the reconciling sync"
+            }
+            return (drained, outcome ?? "none: the merchant is not served")
+        } catch {
+            return (drained, "skipped: \(error)")
+        }
     }
 
     /// Replaces the merchant's ledger directory with the shipment's segments (the indexes, snapshots
@@ -244,15 +310,33 @@ final class ClusterNodeService: Service, @unchecked Sendable {
         guard force || events != state.shippedEvents || appendedThrough > state.shippedThrough else { return }
         let logDirectory = LedgerLayout(root: URL(fileURLWithPath: dataRoot).appendingPathComponent(merchantID).path).logDirectory
         var files: [ArchiveFile] = []
-        var sealed: [String: (byteCount: Int, sha256: [UInt8])] = [:]
+        var archived: [String: ClusterOwnership.ArchivedFile] = [:]
         for segment in try LogShipping.segments(logDirectory: logDirectory) {
-            if segment.sealed, let known = state.archivedSealed[segment.name], known.byteCount == segment.byteCount {
-                files.append(ArchiveFile(name: segment.name, archivedSHA256: known.sha256, byteCount: Int64(known.byteCount), sealed: true))
+            let known = state.archived[segment.name]
+            if let known, known.byteCount == segment.byteCount {
+                // As the archive holds it: nothing read, nothing sent.
+                files.append(.unchanged(name: segment.name, sha256: known.sha256, byteCount: Int64(known.byteCount), sealed: segment.sealed))
+                archived[segment.name] = known
+            } else if let known, var hasher = known.hasher, !segment.sealed, segment.byteCount > known.byteCount,
+                      known.rangeCount < ClusterOwnership.ArchivedFile.rangesMax {
+                // The active segment, longer than the archive's copy (also active: it has a hash state):
+                // only what follows it, as a range. (Sealing may rewrite the header, and compaction
+                // replaces files: a sealed file is shipped whole, once.)
+                let tail = try LogShipping.read(segment, from: known.byteCount, logDirectory: logDirectory)
+                hasher.update(data: tail)
+                let whole = Array(hasher.finalize())
+                files.append(.appended(name: segment.name, prefixSHA256: known.sha256, start: Int64(known.byteCount), bytes: tail,
+                                       sha256: whole, sealed: segment.sealed))
+                archived[segment.name] = .init(byteCount: segment.byteCount, sha256: whole, hasher: hasher,
+                                               rangeCount: max(known.rangeCount, 1) + 1)
             } else {
-                files.append(ArchiveFile(name: segment.name, bytes: try LogShipping.read(segment, logDirectory: logDirectory),
-                                         sealed: segment.sealed))
+                let bytes = try LogShipping.read(segment, logDirectory: logDirectory)
+                var hasher = SHA256()
+                hasher.update(data: bytes)
+                let whole = Array(hasher.finalize())
+                files.append(ArchiveFile(name: segment.name, bytes: bytes, sha256: whole, sealed: segment.sealed))
+                archived[segment.name] = .init(byteCount: bytes.count, sha256: whole, hasher: segment.sealed ? nil : hasher, rangeCount: 0)
             }
-            if segment.sealed, let file = files.last { sealed[segment.name] = (segment.byteCount, file.sha256) }
         }
         do {
             try await archive.ship(merchant: merchantID, epoch: state.epoch, nodeID: settings.nodeID, files: files,
@@ -261,7 +345,8 @@ final class ClusterNodeService: Service, @unchecked Sendable {
             await lose(merchantID, reason: "\(error)")
             throw error
         }
-        ownership.shipped(merchantID, epoch: state.epoch, through: appendedThrough, events: events, archivedSealed: sealed)
+        metrics.shipped(bytes: files.reduce(0) { $0 + $1.sentByteCount })
+        ownership.shipped(merchantID, epoch: state.epoch, through: appendedThrough, events: events, archived: archived)
     }
 
     /// A takeover or shipment of the merchant is running.

@@ -3,10 +3,12 @@
 // inbox drain asks it before every append, the directory before every use, the shipper before every
 // shipment.
 
+import Crypto
 import Foundation
 
-/// A merchant's use refused because another node owns it (or nobody does right now): answered 421
-/// naming the owner's address, or 503 while the merchant is between owners.
+/// A merchant's use refused because another node owns it (or nobody does right now): the request is
+/// forwarded to the owner's address (`ForwardingMiddleware`), or answered 503 while the merchant is
+/// between owners.
 struct MerchantElsewhere: Error, CustomStringConvertible {
     var merchantID: String
     /// The node the merchant belongs to by the last round (nil: not known yet).
@@ -31,11 +33,28 @@ final class ClusterOwnership: @unchecked Sendable {
         var ready = false
         /// The newest inbox delivery appended to the ledger under this epoch (its shipment marks it done).
         var appendedThrough: Int64 = 0
+        /// How many deliveries the drain appended under this epoch (a takeover reports them).
+        var appendedCount: Int64 = 0
         /// The newest delivery the last shipment marked done, and the events that shipment held.
         var shippedThrough: Int64 = 0
         var shippedEvents: Int64 = -1
-        /// SHA-256 of the sealed segments already in the archive, by file name (not read or sent again).
-        var archivedSealed: [String: (byteCount: Int, sha256: [UInt8])] = [:]
+        /// What the archive holds of each segment file, by name, as this node shipped or restored it.
+        var archived: [String: ArchivedFile] = [:]
+    }
+
+    /// A segment file as the archive holds it: unchanged, it is not read or sent again; the active
+    /// segment grown, only the bytes after `byteCount` are (a range), while `rangeCount` is under `rangesMax`.
+    struct ArchivedFile {
+        var byteCount: Int
+        var sha256: [UInt8]
+        /// SHA-256 over the file's first `byteCount` bytes, not finalized, kept while it is the active
+        /// segment (nil: sealed, shipped whole when it changes).
+        var hasher: SHA256?
+        /// The ranges the archive holds the file as (0: one whole blob).
+        var rangeCount: Int
+
+        /// The most ranges a file is archived as before it is shipped whole again.
+        static let rangesMax = 64
     }
 
     /// What an append under the lease needs.
@@ -93,12 +112,13 @@ final class ClusterOwnership: @unchecked Sendable {
         }
     }
 
-    /// The ledger directory records the epoch now; `archivedSealed`: the sealed segments the archive holds.
-    func markReady(_ merchantID: String, epoch: Int64, archivedSealed: [String: (byteCount: Int, sha256: [UInt8])]) {
+    /// The ledger directory records the epoch now; `archived`: the segment files the archive holds
+    /// as the directory does (restored from it).
+    func markReady(_ merchantID: String, epoch: Int64, archived: [String: ArchivedFile]) {
         lock.withLock {
             guard held[merchantID]?.epoch == epoch else { return }
             held[merchantID]?.ready = true
-            held[merchantID]?.archivedSealed = archivedSealed
+            held[merchantID]?.archived = archived
         }
     }
 
@@ -109,45 +129,37 @@ final class ClusterOwnership: @unchecked Sendable {
 
     // MARK: The drain's and the shipper's records
 
-    /// Deliveries up to `id` are in the ledger, appended under `epoch`.
-    func appended(_ merchantID: String, epoch: Int64, through id: Int64) {
+    /// Deliveries up to `id` are in the ledger, appended under `epoch` (`count` of them in this batch).
+    func appended(_ merchantID: String, epoch: Int64, through id: Int64, count: Int = 0) {
         lock.withLock {
             guard held[merchantID]?.epoch == epoch else { return }
             held[merchantID]!.appendedThrough = max(held[merchantID]!.appendedThrough, id)
+            held[merchantID]!.appendedCount += Int64(count)
         }
     }
+
+    /// The deliveries appended under the merchant's current epoch.
+    func appendedCount(_ merchantID: String) -> Int64 { lock.withLock { held[merchantID]?.appendedCount ?? 0 } }
 
     /// The newest delivery appended under the merchant's current epoch (0: none yet).
     func appendedThrough(_ merchantID: String) -> Int64 { lock.withLock { held[merchantID]?.appendedThrough ?? 0 } }
 
     /// What a shipment needs to know: the epoch, the deliveries appended (captured before the files
-    /// are read, so the files hold them), what the last shipment held, the sealed segments archived.
+    /// are read, so the files hold them), what the last shipment held, the segment files archived.
     func shippingState(_ merchantID: String) -> (epoch: Int64, appendedThrough: Int64, shippedThrough: Int64, shippedEvents: Int64,
-                                                 archivedSealed: [String: (byteCount: Int, sha256: [UInt8])])? {
+                                                 archived: [String: ArchivedFile])? {
         lock.withLock {
             guard let entry = held[merchantID], entry.ready else { return nil }
-            return (entry.epoch, entry.appendedThrough, entry.shippedThrough, entry.shippedEvents, entry.archivedSealed)
+            return (entry.epoch, entry.appendedThrough, entry.shippedThrough, entry.shippedEvents, entry.archived)
         }
     }
 
-    func shipped(_ merchantID: String, epoch: Int64, through id: Int64, events: Int64,
-                 archivedSealed: [String: (byteCount: Int, sha256: [UInt8])]) {
+    func shipped(_ merchantID: String, epoch: Int64, through id: Int64, events: Int64, archived: [String: ArchivedFile]) {
         lock.withLock {
             guard held[merchantID]?.epoch == epoch else { return }
             held[merchantID]!.shippedThrough = max(held[merchantID]!.shippedThrough, id)
             held[merchantID]!.shippedEvents = events
-            held[merchantID]!.archivedSealed = archivedSealed
+            held[merchantID]!.archived = archived
         }
-    }
-}
-
-extension JSONAnswer {
-    /// Cluster mode: the refusal of a request for a merchant this node does not write for. 421 names
-    /// the node that does (send the request there); 503 while the merchant is between owners.
-    static func misdirected(_ elsewhere: MerchantElsewhere) -> JSONAnswer {
-        if let node = elsewhere.ownerNodeID, let address = elsewhere.ownerAddress {
-            return .error(421, "merchant_elsewhere", "\(elsewhere)", hint: "send the request to http://\(address) (node \(node))")
-        }
-        return .error(503, "merchant_moving", "\(elsewhere)", hint: "retry in a few seconds: the merchant is being taken over")
     }
 }

@@ -5,8 +5,8 @@ public struct ClusterServing: Sendable, Equatable {
     public var databaseURL: String
     /// This node's name in `cluster_nodes` and the leases; unique in the cluster, the same across restarts.
     public var nodeID: String
-    /// Where the other nodes and clients reach this node (HOST:PORT); named to a request for a
-    /// merchant another node owns.
+    /// Where the other nodes reach this node (HOST:PORT): a request for a merchant this node writes
+    /// is forwarded here.
     public var nodeAddress: String
     /// How long a lease and a heartbeat last without renewal; the same on every node. A round
     /// (heartbeat, rebalance, renewals) runs every quarter of it.
@@ -16,15 +16,20 @@ public struct ClusterServing: Sendable, Equatable {
     public var shipInterval: Duration
     /// How often the node looks for deliveries other nodes accepted for its merchants.
     public var inboxPollInterval: Duration
+    /// How long a request forwarded to the merchant's node may take before it is answered 503
+    /// `owner_timeout` (longer than the change feed's longest wait, 60 s).
+    public var forwardTimeout: Duration
 
     public init(databaseURL: String, nodeID: String, nodeAddress: String, leaseDuration: Duration = .seconds(10),
-                shipInterval: Duration = .seconds(1), inboxPollInterval: Duration = .milliseconds(100)) {
+                shipInterval: Duration = .seconds(1), inboxPollInterval: Duration = .milliseconds(100),
+                forwardTimeout: Duration = .seconds(75)) {
         self.databaseURL = databaseURL
         self.nodeID = nodeID
         self.nodeAddress = nodeAddress
         self.leaseDuration = leaseDuration
         self.shipInterval = shipInterval
         self.inboxPollInterval = inboxPollInterval
+        self.forwardTimeout = forwardTimeout
     }
 
     /// The local margin of a lease: a node stops appending this long before its lease would expire by

@@ -15,6 +15,7 @@ extension LedgerServer {
         let routeMethods = RouteMethods()
         router.add(middleware: RequestIDMiddleware(routes: routeMethods))
         router.add(middleware: AuthMiddleware(service: service))
+        router.add(middleware: ForwardingMiddleware(service: service))
         let webhooks = WebhookReceiver(service: service, logger: logger)
         let configuration = service.configuration
 
@@ -200,7 +201,8 @@ extension LedgerServer {
             }
             return response
         } catch let elsewhere as MerchantElsewhere {
-            return answer(.misdirected(elsewhere))
+            // Cluster mode: the lease moved after `ForwardingMiddleware` let the request through.
+            return merchantMoving(elsewhere, page: false)
         } catch {
             // The detail (which may name files or types) goes to the log only, under the request id.
             context.logger.error("request failed", metadata: ["merchant": "\(id)", "error": "\(error)"])

@@ -32,6 +32,8 @@ public final class LedgerService: Sendable {
     let verificationStatus: VerificationStatus
     /// Cluster mode: the node's leases, takeovers, archive shipments and inbox poll.
     let cluster: ClusterNodeService?
+    /// Cluster mode: sends a request for a merchant another node writes to that node.
+    let forwarder: RequestForwarder?
     let logger: Logger
 
     /// Reads the merchants to serve (those configured, then the registry's active ones) and opens
@@ -56,7 +58,7 @@ public final class LedgerService: Sendable {
             let database = try await ClusterNodeService.connect(settings, logger: clusterLogger)
             do {
                 cluster = try ClusterNodeService(settings: settings, database: database, directory: directory, ownership: ownership,
-                                                 dataRoot: configuration.dataRoot, logger: clusterLogger)
+                                                 dataRoot: configuration.dataRoot, metrics: metrics, logger: clusterLogger)
             } catch {
                 await database.close()
                 throw LedgerServerError.cluster("\(error)")
@@ -99,7 +101,8 @@ public final class LedgerService: Sendable {
                 let recorded = try await service.withMerchant(merchantID) { merchant -> Bool? in
                     guard ownership.permit(merchantID) == permit else { return nil }
                     try await WebhookReceiver(service: service, logger: service.logger).recordDrained(deliveries, in: merchant)
-                    ownership.appended(merchantID, epoch: permit.epoch, through: deliveries.map(\.id).max() ?? 0)
+                    ownership.appended(merchantID, epoch: permit.epoch, through: deliveries.map(\.id).max() ?? 0,
+                                       count: deliveries.count)
                     return true
                 }
                 return recorded ?? nil
@@ -147,6 +150,7 @@ public final class LedgerService: Sendable {
                  directory: MerchantDirectory, compaction: NightlyCompaction, verificationStatus: VerificationStatus,
                  inboxDrain: InboxDrain?, cluster: ClusterNodeService?, logger: Logger) {
         self.cluster = cluster
+        forwarder = cluster.map { RequestForwarder(nodeID: $0.settings.nodeID, timeout: $0.settings.forwardTimeout, metrics: metrics) }
         self.configuration = configuration
         self.verificationStatus = verificationStatus
         self.metrics = metrics
@@ -238,6 +242,7 @@ public final class LedgerService: Sendable {
         await directory.closeAll()
         (inboxDrain?.inbox as? LocalDeliveryInbox)?.close()
         await cluster?.database.close()
+        await forwarder?.shutdown()
     }
 
     /// With the webhook inbox: waits until the deliveries accepted so far are in their ledgers (a

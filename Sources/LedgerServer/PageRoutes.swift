@@ -159,10 +159,8 @@ extension LedgerServer {
             }
             return made
         } catch let elsewhere as MerchantElsewhere {
-            // Cluster mode: another node writes this merchant.
-            let status = elsewhere.ownerAddress == nil ? 503 : 421
-            let next = elsewhere.ownerAddress.map { " Open http://\($0)\(request.uri.path) instead." } ?? " Try again in a few seconds."
-            return response(Pages.error(status: status, title: "Served by another node", message: "\(elsewhere)." + next))
+            // Cluster mode: the lease moved after `ForwardingMiddleware` let the request through.
+            return merchantMoving(elsewhere, page: true)
         } catch {
             context.logger.error("merchant could not be opened for a page", metadata: ["merchant": "\(id)", "error": "\(error)"])
             return response(Pages.error(status: 500, title: "Something went wrong",

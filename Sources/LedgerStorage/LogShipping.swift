@@ -38,16 +38,21 @@ public enum LogShipping {
         return result
     }
 
-    /// The first `segment.byteCount` bytes of a segment `segments(logDirectory:)` listed.
-    public static func read(_ segment: ShippedSegment, logDirectory: FilePath, fileSystem: any FileSystem = PosixFileSystem()) throws -> [UInt8] {
+    /// The first `segment.byteCount` bytes of a segment `segments(logDirectory:)` listed, from byte
+    /// `start` on (a range after the prefix already shipped; 0: the whole listed length).
+    public static func read(_ segment: ShippedSegment, from start: Int = 0, logDirectory: FilePath,
+                            fileSystem: any FileSystem = PosixFileSystem()) throws -> [UInt8] {
         let directory = LogDirectory(root: logDirectory, fileSystem: fileSystem)
         guard let base = SegmentFileName.parseSegment(segment.name) else {
             throw LedgerStorageError(.invalidArgument, "\(segment.name) is not a segment file name")
         }
+        guard (0...segment.byteCount).contains(start) else {
+            throw LedgerStorageError(.invalidArgument, "\(segment.name) is read from byte \(start), past its listed length \(segment.byteCount)")
+        }
         let file = try fileSystem.open(directory.segmentPath(base: base), mode: .readOnly)
         defer { try? file.close() }
-        let bytes = try file.read(at: 0, count: segment.byteCount)
-        guard bytes.count == segment.byteCount else {
+        let bytes = try file.read(at: UInt64(start), count: segment.byteCount - start)
+        guard bytes.count == segment.byteCount - start else {
             throw LedgerStorageError(.invalidArgument, "\(segment.name) is shorter than listed (it was replaced meanwhile)")
         }
         return bytes

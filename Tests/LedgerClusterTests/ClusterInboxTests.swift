@@ -62,7 +62,9 @@ extension PostgresClusterTests {
         /// an `after:` cursor and marks what it drained done. Every event is accepted exactly once,
         /// the drain sees each of M1's exactly once in id order, and nothing is left pending.
         @Test func concurrentAcceptsFromSeveralConnectionsAreDrainedExactlyOnce() async throws {
-            try await withDatabases("inbox-concurrent", count: 5, maximumConnections: 4) { databases in
+            // 800 accepts queued at once on four pools of four connections: the last waits for the
+            // others, longer than the default 10 s on a busy machine; the test is about order, not latency.
+            try await withDatabases("inbox-concurrent", count: 5, maximumConnections: 4, operationTimeout: .seconds(60)) { databases in
                 let senders = Array(databases.prefix(4))
                 let owner = try ClusterNode(nodeID: "owner", address: "o", leaseDuration: .seconds(60), database: databases[4])
                 let lease = try #require(try await owner.acquire("M1"))

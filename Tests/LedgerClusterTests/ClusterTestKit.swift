@@ -14,12 +14,14 @@ import TestSupport
 struct PostgresClusterTests {}
 
 /// A new database for one test and `count` separate connection pools to it, closed after `body`
-/// whether it passed or threw.
-func withDatabases(_ label: String, count: Int, maximumConnections: Int = 4,
+/// whether it passed or threw. `operationTimeout`: instead of the pools' default (a burst of
+/// hundreds of operations queued on a few connections waits its turn within it).
+func withDatabases(_ label: String, count: Int, maximumConnections: Int = 4, operationTimeout: Duration? = nil,
                    _ body: ([ClusterDatabase]) async throws -> Void) async throws {
     let url = try await PostgresServer.freshDatabase(label)
     var options = ClusterDatabase.Options()
     options.maximumConnections = maximumConnections
+    if let operationTimeout { options.operationTimeout = operationTimeout }
     var databases: [ClusterDatabase] = []
     do {
         for _ in 0..<count { databases.append(try await ClusterDatabase.connect(url: url, options: options, logger: quietLogger)) }

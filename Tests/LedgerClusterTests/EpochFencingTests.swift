@@ -16,13 +16,14 @@ import Testing
 
 extension PostgresClusterTests {
     @Suite struct EpochFencingTests {
-        static func service(_ node: String, root: String, url: String, merchant: String) async throws -> LedgerService {
+        static func service(_ node: String, root: String, url: String, merchant: String,
+                            lease: Duration = .seconds(3)) async throws -> LedgerService {
             var configuration = LedgerServerConfiguration(
                 dataRoot: root, merchantIDs: [merchant], signatureKeys: ["k"], notificationURL: "http://127.0.0.1/webhooks/square",
                 projections: false, syncSchedule: .off)
             configuration.webhookInbox = true
             configuration.cluster = ClusterServing(databaseURL: url, nodeID: node, nodeAddress: "127.0.0.1:1",
-                                                   leaseDuration: .seconds(3), shipInterval: .milliseconds(100))
+                                                   leaseDuration: lease, shipInterval: .milliseconds(100))
             return try await LedgerService.open(configuration: configuration, logger: quietLogger)
         }
 
@@ -36,6 +37,13 @@ extension PostgresClusterTests {
                 if case .webhookReceived(let receipt) = event.body { return receipt.eventID }
                 return nil
             }
+        }
+
+        /// A gauge of the service's /metrics for the merchant (nil: not there).
+        static func gauge(_ service: LedgerService, _ name: String, merchant: String) -> Double? {
+            let prefix = "\(name){merchant=\"\(merchant)\"} "
+            let text = String(decoding: service.renderMetrics(), as: UTF8.self)
+            return text.split(separator: "\n").first { $0.hasPrefix(prefix) }.flatMap { Double($0.dropFirst(prefix.count)) }
         }
 
         @Test("a node paused past its lease: the new owner has epoch + 1; the late append, shipment and mark-done are refused; its stale ledger is never taken in")
@@ -86,6 +94,13 @@ extension PostgresClusterTests {
                 await clusterB.shipAll()
                 return try await inbox.pending(merchant: merchant).isEmpty
             }
+            // B's takeover reports its recovery point: the shipment it restored (A's, holding e1) and
+            // the delivery it drained from the inbox (e2, appended by A but never shipped).
+            try await waitUntil("B's takeover reported its recovery point", timeout: .seconds(20)) {
+                Self.gauge(b, "catledger_takeover_drained_deliveries", merchant: merchant) == 1
+            }
+            #expect(Self.gauge(b, "catledger_takeover_restored_events", merchant: merchant) ?? 0 >= 1)
+            #expect(Self.gauge(b, "catledger_takeover_recovery_point_age_seconds", merchant: merchant) ?? 0 > 0)
             let epochB = try #require(LedgerOwnerEpoch.load(layout: LedgerLayout(root: ledgerB)))
             #expect(epochB.epoch == epochA + 1 && epochB.nodeID == "node-b")
             #expect(epochB.restored?.epoch == epochA, "B restored A's shipment")

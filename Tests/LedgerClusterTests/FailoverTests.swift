@@ -158,19 +158,40 @@ extension PostgresClusterTests {
             let takenOver = try await database.leases().filter { victimMerchants.contains($0.merchantID) }
             #expect(takenOver.allSatisfy { $0.epoch >= 2 }, "a takeover is a new epoch")
             let recoveryTime = ContinuousClock.now - start - .seconds(1)
-
-            // A read for a merchant owned by another node is refused 421, naming the owner's address.
+            // Each takeover reported its recovery point in its node's /metrics: the restored shipment's
+            // age, and the deliveries it drained from the inbox (those the dead node had not shipped).
             let survivors = nodes.filter { $0.id != victimID }
-            let lease = try #require(try await database.leases().first { $0.nodeID == survivors[0].id })
+            // (A survivor keeps the gauges of its last takeover of each merchant: one from the start,
+            // before the merchant moved to the victim, restored nothing and says 0.)
+            var ages: [String: Double] = [:], drained = 0.0
             for node in survivors {
                 let connection = try LoopbackConnection(port: node.port)
-                try connection.send("GET /merchants/\(lease.merchantID)/conflicts HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-                let response = try #require(try await onThread { try connection.readResponse(timeout: .seconds(10)) })
-                if node.id == lease.nodeID {
-                    #expect(response.status == 200, "\(response.text)")
-                } else {
-                    #expect(response.status == 421 && response.text.contains("127.0.0.1:\(survivors[0].port)"), "\(response.text)")
+                try connection.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                let metrics = try #require(try await onThread { try connection.readResponse(timeout: .seconds(10)) }).text
+                for line in metrics.split(separator: "\n") {
+                    guard let merchant = victimMerchants.first(where: { line.contains("{merchant=\"\($0)\"} ") }),
+                          let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+                    if line.hasPrefix("catledger_takeover_recovery_point_age_seconds{") { ages[merchant] = max(ages[merchant] ?? 0, value) }
+                    if line.hasPrefix("catledger_takeover_drained_deliveries{") { drained += value }
                 }
+            }
+            let recoveryPoints = Array(ages.values)
+            #expect(ages.count == victimMerchants.count && recoveryPoints.allSatisfy { $0 > 0 && $0 < 30 },
+                    "every taken-over merchant's restored shipment and its age: \(ages)")
+
+            // A report (an edit needs Square; these nodes are offline) and a read for a merchant that
+            // another node writes succeed through that node (forwarded), as they do on the owner.
+            let lease = try #require(try await database.leases().first { $0.nodeID == survivors[0].id })
+            for (index, node) in survivors.enumerated() {
+                let report = #"{"actor":"pos","device":"backoffice","endpoint":"upsert","idempotency_key":"forwarded-\#(index)","request_body":"{\"idempotency_key\":\"forwarded-\#(index)\",\"object\":{\"id\":\"OBJ1\",\"type\":\"ITEM_VARIATION\",\"version\":1}}","status":200,"response_body":"{}"}"#
+                let connection = try LoopbackConnection(port: node.port)
+                try connection.send("POST /merchants/\(lease.merchantID)/reports HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                    + "Content-Type: application/json\r\nContent-Length: \(report.utf8.count)\r\n\r\n\(report)")
+                let reported = try #require(try await onThread { try connection.readResponse(timeout: .seconds(10)) })
+                #expect(reported.status == 200, "report on \(node.id) for a merchant of \(survivors[0].id): \(reported.text)")
+                try connection.send("GET /merchants/\(lease.merchantID)/conflicts HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+                let read = try #require(try await onThread { try connection.readResponse(timeout: .seconds(10)) })
+                #expect(read.status == 200 && read.text.contains("\"conflicts\""), "read on \(node.id) for a merchant of \(survivors[0].id): \(read.text)")
             }
 
             // The survivors stop gracefully (a last shipment, leases released).
@@ -208,7 +229,8 @@ extension PostgresClusterTests {
                 }
             }
             print("failover: \(acknowledged.count) deliveries acknowledged, \(victimMerchants.count) merchants taken over from \(victimID), "
-                  + "all drained and shipped \(recoveryTime) after the kill")
+                  + "all drained and shipped \(recoveryTime) after the kill; restored shipments \(String(format: "%.2f", recoveryPoints.min() ?? 0))-"
+                  + "\(String(format: "%.2f", recoveryPoints.max() ?? 0)) s old at their takeover, \(Int(drained)) deliveries drained at the takeovers")
         }
     }
 }

@@ -1,7 +1,9 @@
 // A private PostgreSQL server for the tests of the multi-node mode (docs/SCALING.md, "Running the
-// tests"): `initdb` into a scratch directory, a free port on 127.0.0.1 and a unix socket directory
-// inside the scratch directory, `pg_ctl start`, and `pg_ctl stop -m fast` when the suite ends. The
-// system's own cluster is never used.
+// tests"): `initdb` into a directory under the build folder (`.build/pg-test/<random>`), a free port
+// on 127.0.0.1 and a unix socket directory under the system temporary directory (a socket's path must
+// fit in 107 bytes, which a build folder deep in a checkout may not leave room for), `pg_ctl start`,
+// and `pg_ctl stop -m fast` when the suite ends; both directories are removed then. The system's own
+// cluster is never used.
 //
 // initdb and postgres refuse to run as root, and the tests run as root here and in CI; so as root the
 // binaries run as the `postgres` user (`runuser -u postgres --`, the scratch directory chowned to it),
@@ -22,10 +24,11 @@ package final class PostgresServer: @unchecked Sendable {
         package var description: String
     }
 
-    /// The scratch directory: `data/` (the cluster), `socket/` (the unix socket), `server.log`.
+    /// The server's directory: `data/` (the cluster), `server.log`.
     package let directory: String
     package let port: Int
-    /// The directory of the server's unix socket (`.s.PGSQL.<port>` inside it).
+    /// The directory of the server's unix socket (`.s.PGSQL.<port>` inside it), short, in the system
+    /// temporary directory.
     package let socketDirectory: String
     /// The superuser the tests connect as (trust authentication on loopback and the socket only).
     package let user = "postgres"
@@ -36,10 +39,10 @@ package final class PostgresServer: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
 
-    private init(directory: String, port: Int, binaries: String, runAsPostgres: Bool, watchdog: pid_t) {
+    private init(directory: String, socketDirectory: String, port: Int, binaries: String, runAsPostgres: Bool, watchdog: pid_t) {
         self.directory = directory
         self.port = port
-        socketDirectory = (directory as NSString).appendingPathComponent("socket")
+        self.socketDirectory = socketDirectory
         self.binaries = binaries
         self.runAsPostgres = runAsPostgres
         self.watchdog = watchdog
@@ -50,10 +53,31 @@ package final class PostgresServer: @unchecked Sendable {
     /// `postgres://postgres@127.0.0.1:<port>/<database>`, the URL form `LedgerCluster` reads.
     package func url(database: String) -> String { "postgres://\(user)@127.0.0.1:\(port)/\(database)" }
 
-    /// Starts a new server in a new directory under `parent` (the tests' scratch parent unless told).
-    /// Blocking (initdb and start take one to three seconds): call it off Swift's cooperative pool, as
-    /// `start()` (async) does.
-    package static func startBlocking(in parent: String = Scratch.parent,
+    /// Where the servers' directories go: `.build/pg-test` of the package the tests were built in
+    /// (the build folder, beside what `swift build` makes, removed with it). As root the server runs as
+    /// `postgres`, which must be able to reach it: when a directory above it is closed to others (a
+    /// checkout in root's home), the system temporary directory is used instead.
+    package static let buildParent: String = {
+        // This file is <package>/Tests/TestSupport/PostgresServer.swift.
+        let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let parent = package.appendingPathComponent(".build/pg-test").path
+        guard (try? FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)) != nil else { return Scratch.parent }
+        if getuid() == 0 {
+            // Every directory above must let others through (the x bit).
+            var path = URL(fileURLWithPath: parent)
+            while path.path != "/" {
+                guard let mode = (try? FileManager.default.attributesOfItem(atPath: path.path))?[.posixPermissions] as? Int,
+                      mode & 0o001 != 0 else { return Scratch.parent }
+                path.deleteLastPathComponent()
+            }
+        }
+        return parent
+    }()
+
+    /// Starts a new server in a new directory under `parent` (the build folder's `pg-test` unless
+    /// told), its unix socket in a new short directory under `socketParent`. Blocking (initdb and start
+    /// take one to three seconds): call it off Swift's cooperative pool, as `start()` (async) does.
+    package static func startBlocking(in parent: String = PostgresServer.buildParent, socketParent: String = Scratch.parent,
                                       environment: [String: String] = ProcessInfo.processInfo.environment) throws -> PostgresServer {
         let binaries = try binaryDirectory(environment: environment)
         let runAsPostgres = getuid() == 0
@@ -61,10 +85,17 @@ package final class PostgresServer: @unchecked Sendable {
             throw StartError(description: "PostgreSQL cannot start: running as root, and there is no `postgres` user to run "
                 + "initdb and the server as (Debian's `postgresql` package creates it: `make deps-test`)")
         }
+        let name = "catledger-pg-\(UUID().uuidString.prefix(8))"
+        let directory = (parent as NSString).appendingPathComponent(name)
         // A short path: the unix socket's path must fit in 107 bytes.
-        let directory = (parent as NSString).appendingPathComponent("catledger-pg-\(UUID().uuidString.prefix(8))")
-        let socketDirectory = (directory as NSString).appendingPathComponent("socket")
-        try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
+        let socketDirectory = (socketParent as NSString).appendingPathComponent(name)
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(atPath: socketDirectory, withIntermediateDirectories: true)
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
         let data = (directory as NSString).appendingPathComponent("data")
         let log = (directory as NSString).appendingPathComponent("server.log")
         let asPostgres = { (tool: String, arguments: [String]) -> (String, [String]) in
@@ -74,14 +105,17 @@ package final class PostgresServer: @unchecked Sendable {
         // The watchdog first: from here on, the directory and any server started in it go when this process dies.
         let watchdog: pid_t
         do {
-            watchdog = try startWatchdog(directory: directory, stop: asPostgres("pg_ctl", ["stop", "-D", data, "-m", "immediate"]))
+            watchdog = try startWatchdog(directories: [directory, socketDirectory],
+                                         stop: asPostgres("pg_ctl", ["stop", "-D", data, "-m", "immediate"]))
         } catch {
             try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: socketDirectory)
             throw error
         }
         do {
             if runAsPostgres {
-                try run("/bin/chown", ["-R", "postgres:postgres", directory], what: "chown of the scratch directory", in: directory)
+                try run("/bin/chown", ["-R", "postgres:postgres", directory, socketDirectory], what: "chown of the server's directories",
+                        in: directory)
             }
             let (initdb, initArguments) = asPostgres("initdb", [
                 "-D", data, "-U", "postgres", "--auth=trust", "--encoding=UTF8", "--no-locale", "--no-sync", "--no-instructions"])
@@ -105,22 +139,24 @@ package final class PostgresServer: @unchecked Sendable {
                     lastError = error
                     continue
                 }
-                return PostgresServer(directory: directory, port: port, binaries: binaries, runAsPostgres: runAsPostgres, watchdog: watchdog)
+                return PostgresServer(directory: directory, socketDirectory: socketDirectory, port: port, binaries: binaries,
+                                      runAsPostgres: runAsPostgres, watchdog: watchdog)
             }
             throw lastError ?? StartError(description: "PostgreSQL did not start")
         } catch {
             endWatchdog(watchdog)
             let tail = (try? String(contentsOfFile: log, encoding: .utf8)).map { String($0.suffix(1500)) } ?? "(no server log)"
             try? FileManager.default.removeItem(atPath: directory)
+            try? FileManager.default.removeItem(atPath: socketDirectory)
             throw StartError(description: "\(error)\nserver log (\(log)):\n\(tail)")
         }
     }
 
     /// `startBlocking` on a thread of its own, so a waiting start does not hold one of the few
     /// threads of Swift's cooperative pool.
-    package static func start(in parent: String = Scratch.parent,
+    package static func start(in parent: String = PostgresServer.buildParent, socketParent: String = Scratch.parent,
                               environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> PostgresServer {
-        try await offPool { try startBlocking(in: parent, environment: environment) }
+        try await offPool { try startBlocking(in: parent, socketParent: socketParent, environment: environment) }
     }
 
     /// Creates a database (an empty one, from template0) and returns its URL.
@@ -133,7 +169,7 @@ package final class PostgresServer: @unchecked Sendable {
         return url(database: name)
     }
 
-    /// Stops the server (`pg_ctl stop -m fast`) and removes its directory. Idempotent.
+    /// Stops the server (`pg_ctl stop -m fast`) and removes its directories. Idempotent.
     package func stop() {
         let first = lock.withLock { () -> Bool in
             defer { stopped = true }
@@ -149,6 +185,7 @@ package final class PostgresServer: @unchecked Sendable {
             _ = try? Self.run(pgctl, arguments, what: "pg_ctl stop", in: directory)
         }
         try? FileManager.default.removeItem(atPath: directory)
+        try? FileManager.default.removeItem(atPath: socketDirectory)
     }
 
     /// `stop()` on a thread of its own.
@@ -262,14 +299,15 @@ package final class PostgresServer: @unchecked Sendable {
     }
 
     /// A shell that waits for this process to end and then stops the server and removes its
-    /// directory; `stop()` ends it first. Returns its process id.
-    private static func startWatchdog(directory: String, stop: (String, [String])) throws -> pid_t {
+    /// directories; `stop()` ends it first. Returns its process id.
+    private static func startWatchdog(directories: [String], stop: (String, [String])) throws -> pid_t {
         let quote = { (text: String) in "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
         let stopCommand = ([stop.0] + stop.1).map(quote).joined(separator: " ")
+        let paths = directories.map(quote).joined(separator: " ")
         let script = "trap 'exit 0' TERM; while kill -0 \(getpid()) 2>/dev/null; do sleep 1 & wait $!; done; "
             // An initdb or pg_ctl of this process may still be writing there: try the removal again.
-            + "\(stopCommand) >/dev/null 2>&1; for try in 1 2 3 4 5; do rm -rf \(quote(directory)); "
-            + "[ -e \(quote(directory)) ] || break; sleep 1; \(stopCommand) >/dev/null 2>&1; done"
+            + "\(stopCommand) >/dev/null 2>&1; for try in 1 2 3 4 5; do rm -rf \(paths); "
+            + "[ -e \(quote(directories[0])) ] || break; sleep 1; \(stopCommand) >/dev/null 2>&1; done"
         do {
             return try spawn("/bin/sh", ["-c", script], outputPath: nil)
         } catch {

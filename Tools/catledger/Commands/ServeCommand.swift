@@ -101,13 +101,13 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("webhook-inbox"), help: "Answer each webhook once it is durable in the data root's inbox (one group commit for every merchant: many merchants' deliveries without one ledger commit each), and append it to its ledger right after; the answer says \"queued\" and has no sequence.")
     var webhookInbox = false
 
-    @Option(name: .customLong("cluster-database"), help: ArgumentHelp("Cluster mode: run as one node of several sharing this PostgreSQL database (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE). Each merchant is written by the node holding its lease; any node accepts its webhooks (into the database's inbox); each ledger is shipped to the database's segment archive. Needs --node-id and --node-address; see docs/SCALING.md.", valueName: "URL"))
+    @Option(name: .customLong("cluster-database"), help: ArgumentHelp("Cluster mode: run as one node of several sharing this PostgreSQL database (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE). Each merchant is written by the node holding its lease; any node accepts its webhooks (into the database's inbox) and forwards its other requests to that node; each ledger is shipped to the database's segment archive. Needs --node-id and --node-address; see docs/SCALING.md.", valueName: "URL"))
     var clusterDatabase: String?
 
     @Option(name: .customLong("node-id"), help: "Cluster mode: this node's name, unique in the cluster and the same across restarts.")
     var nodeID: String?
 
-    @Option(name: .customLong("node-address"), help: ArgumentHelp("Cluster mode: where clients and other nodes reach this node; named in the 421 answer to a request for a merchant another node writes.", valueName: "HOST:PORT"))
+    @Option(name: .customLong("node-address"), help: ArgumentHelp("Cluster mode: where the other nodes reach this node; a request for a merchant this node writes that arrives at another node is forwarded here.", valueName: "HOST:PORT"))
     var nodeAddress: String?
 
     @Option(name: .customLong("lease"), help: ArgumentHelp("Cluster mode: how long a merchant's lease lasts without renewal (the same on every node; a round runs every quarter of it). A node that dies gives its merchants up after this long.", valueName: "INTERVAL"))

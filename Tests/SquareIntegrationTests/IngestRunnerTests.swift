@@ -34,17 +34,18 @@ import Testing
         #expect(await runner.triggersReceived == 10)
     }
 
-    /// A task executor on a thread of its own, named (Linux keeps 15 bytes of a thread's name).
-    final class NamedThreadExecutor: TaskExecutor, @unchecked Sendable {
-        let name: String
+    /// A task executor on a thread of its own, which can tell whether code runs on that thread.
+    final class OwnThreadExecutor: TaskExecutor, @unchecked Sendable {
         private let condition = NSCondition()
         private var jobs: [UnownedJob] = []
+        private var thread: pthread_t?
 
-        init(name: String) {
-            self.name = name
+        init() {
             let thread = Thread { [unowned self] in
-                // Named from inside: on Linux, a name set before `start` does not reach the thread.
-                Thread.current.name = name
+                condition.withLock {
+                    self.thread = pthread_self()
+                    condition.broadcast()
+                }
                 while true {
                     condition.lock()
                     while jobs.isEmpty { condition.wait() }
@@ -54,7 +55,11 @@ import Testing
                 }
             }
             thread.start()
+            condition.withLock { while self.thread == nil { condition.wait() } }
         }
+
+        /// Whether the caller runs on this executor's thread.
+        func isCurrent() -> Bool { condition.withLock { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
 
         func enqueue(_ job: consuming ExecutorJob) {
             let job = UnownedJob(job)
@@ -68,25 +73,22 @@ import Testing
     /// A server runs the syncs on its low-priority background threads (`executor`), not on the
     /// cooperative pool its requests use.
     @Test func runsRunOnTheExecutorGiven() async {
-        let executor = NamedThreadExecutor(name: "runner-lane")
-        let threads = ThreadNames()
+        let executor = OwnThreadExecutor()
+        let seen = Flags()
         let runner = CoalescingRunner(debounce: .milliseconds(5), executor: executor) {
-            await threads.add(Self.currentThreadName())
+            await seen.add(executor.isCurrent())
             // After a suspension too.
             try? await Task.sleep(for: .milliseconds(2))
-            await threads.add(Self.currentThreadName())
+            await seen.add(executor.isCurrent())
         }
         await runner.trigger()
         await runner.waitUntilIdle()
-        let names = await threads.names
-        #expect(names == ["runner-lane", "runner-lane"], "\(names)")
+        #expect(await seen.values == [true, true])
     }
 
-    static func currentThreadName() -> String { Thread.current.name ?? "" }
-
-    actor ThreadNames {
-        private(set) var names: [String] = []
-        func add(_ name: String) { names.append(name) }
+    actor Flags {
+        private(set) var values: [Bool] = []
+        func add(_ value: Bool) { values.append(value) }
     }
 
     @Test func triggersDuringARunScheduleExactlyOneMore() async {

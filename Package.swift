@@ -233,6 +233,7 @@ let package = Package(
                 "CatalogProjections",
                 "SquareAPI",
                 "SquareWire",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -309,7 +310,7 @@ let package = Package(
         // ledger in a scratch directory with a manual clock, the projection crash injection.
         .target(
             name: "TestSupport",
-            dependencies: ["CatalogLedger", "CatalogProjections", "LedgerStorageTesting"],
+            dependencies: ["CatalogLedger", "CatalogModel", "CatalogProjections", "LedgerStorageTesting", "SquareWire"],
             path: "Tests/TestSupport"
         ),
         .testTarget(
@@ -320,7 +321,9 @@ let package = Package(
         .testTarget(
             name: "LedgerClusterTests",
             dependencies: [
-                "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "LedgerServer", "LedgerStorage", "SquareAPI", "SquareWire",
+                "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "CatalogProjections", "LedgerServer", "LedgerStorage",
+                "SquareAPI", "SquareWire",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]

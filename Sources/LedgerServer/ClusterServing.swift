@@ -16,15 +16,19 @@ public struct ClusterServing: Sendable, Equatable {
     public var shipInterval: Duration
     /// How often the node looks for deliveries other nodes accepted for its merchants.
     public var inboxPollInterval: Duration
+    /// Whether the owner writes each merchant's projection rows to the shared read model in the
+    /// cluster database (every `shipInterval`; docs/SCALING.md, "The shared read model").
+    public var readModel: Bool
 
     public init(databaseURL: String, nodeID: String, nodeAddress: String, leaseDuration: Duration = .seconds(10),
-                shipInterval: Duration = .seconds(1), inboxPollInterval: Duration = .milliseconds(100)) {
+                shipInterval: Duration = .seconds(1), inboxPollInterval: Duration = .milliseconds(100), readModel: Bool = true) {
         self.databaseURL = databaseURL
         self.nodeID = nodeID
         self.nodeAddress = nodeAddress
         self.leaseDuration = leaseDuration
         self.shipInterval = shipInterval
         self.inboxPollInterval = inboxPollInterval
+        self.readModel = readModel
     }
 
     /// The local margin of a lease: a node stops appending this long before its lease would expire by

@@ -117,9 +117,9 @@ extension PostgresClusterTests {
                 await database.close()
             }
             let again = try await ClusterDatabase.connect(url: url, logger: quietLogger)
-            #expect(try await again.schemaVersions() == [1, 2])
+            #expect(try await again.schemaVersions() == [1, 2, 3])
             await again.close()
-            #expect(ClusterSchema.latestVersion == 2)
+            #expect(ClusterSchema.latestVersion == 3)
         }
 
         @Test func aSchemaFromANewerBuildIsRefused() async throws {

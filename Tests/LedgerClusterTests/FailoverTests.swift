@@ -1,10 +1,12 @@
 // Three `catledger serve` nodes of one cluster (real child processes on loopback, the suite's private
 // PostgreSQL), signed webhooks for 30 merchants sent to random nodes, one node SIGKILLed mid-load:
 // its merchants are taken over from the segment archive, and afterwards every acknowledged webhook is
-// in exactly one ledger, its merchant's, and every ledger verifies.
+// in exactly one ledger, its merchant's, every ledger verifies, and the shared read model equals each
+// ledger's projection.
 
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import Foundation
 import LedgerCluster
 import LedgerStorage
@@ -105,6 +107,18 @@ extension PostgresClusterTests {
             let url = try await PostgresServer.freshDatabase("failover")
             let scratch = Scratch.path("failover")
             defer { Scratch.remove(scratch) }
+            // Every merchant's ledger starts with a catalog history (items, variations, price changes, deletes,
+            // conflicts), the same copy in each node's data root (a merchant's first owner ships its own), so
+            // the shared read model has rows to compare.
+            for (index, merchant) in Self.merchants.enumerated() {
+                var options = LedgerOptions()
+                options.storage.durability = .none
+                let ledger = try Ledger.open(layout: LedgerLayout(root: "\(scratch)/seed/\(merchant)"), options: options)
+                var history = GeneratedHistory(seed: UInt64(index + 1))
+                try await history.append(steps: 12, to: ledger)
+                try await ledger.close()
+            }
+            for index in 1...3 { try FileManager.default.copyItem(atPath: "\(scratch)/seed", toPath: "\(scratch)/node-\(index)") }
             var nodes: [ClusterNodes.Node] = []
             defer { for node in nodes { node.process.kill() } }
             for index in 1...3 {
@@ -198,6 +212,19 @@ extension PostgresClusterTests {
                     let verify = try ChildProcess.run("catledger", ["verify", "--data-dir", root])
                     #expect(verify.status == 0, "verify \(root): \(verify.standardOutput) \(verify.standardError)")
                 }
+            }
+            // The shared read model holds each merchant's whole ledger (the last owner wrote it as it stopped) and
+            // equals the ledger's projection, the dead node's merchants included.
+            let readModel = SharedReadModel(database: database)
+            for merchant in Self.merchants {
+                let shipment = try #require(try await archive.latest(merchant: merchant))
+                let owner = try #require(survivors.first { $0.id == shipment.nodeID })
+                let projector = try CatalogProjector(layout: LedgerLayout(root: "\(owner.root)/\(merchant)"))
+                try projector.catchUp()
+                let state = try #require(try await readModel.state(merchant: merchant), "\(merchant) has no read model")
+                #expect(UInt64(state.checkpoint.sequence) == (try projector.checkpoint()), "\(merchant): the read model's checkpoint")
+                ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(readModel, merchant: merchant),
+                                                try ReadModelComparison.projectionRows(projector.database), merchant)
             }
             // Every other ledger the survivors keep (copies they wrote before a rebalance moved the merchant) verifies too.
             for node in survivors {

@@ -1,0 +1,156 @@
+// Cluster mode: the owner's writer of the shared read model (docs/SCALING.md, "The shared read
+// model"). Every round, each merchant this node writes for has the rows its projection changed
+// since the read model's checkpoint written to PostgreSQL, with the new checkpoint, in one
+// transaction fenced by the lease epoch; a read model the ledger does not continue (another lineage,
+// a shorter log after a takeover) or has never seen is rebuilt from the whole projection and swapped.
+
+import CatalogLedger
+import CatalogModel
+import CatalogProjections
+import Foundation
+import GRDB
+import LedgerCluster
+import Logging
+
+/// Writes the shared read model of the merchants this node owns. Thread-safety: `lock` guards
+/// what it knows of each merchant's read model.
+final class ClusterReadModel: @unchecked Sendable {
+    /// What one write did.
+    enum Outcome: Equatable {
+        /// Nothing to write: the projection holds nothing past the read model (or nothing at all).
+        case current
+        case applied(through: Int64, rows: Int)
+        case rebuilt(through: Int64, rows: Int)
+    }
+
+    let model: SharedReadModel
+    let directory: MerchantDirectory
+    let ownership: ClusterOwnership
+    let nodeID: String
+    let logger: Logger
+    private let lock = NSLock()
+    /// The read model's checkpoint as this node last wrote it, under the epoch it holds.
+    private var known: [String: (epoch: Int64, checkpoint: ReadModelCheckpoint?)] = [:]
+    private var writing: Set<String> = []
+
+    init(model: SharedReadModel, directory: MerchantDirectory, ownership: ClusterOwnership, nodeID: String, logger: Logger) {
+        self.model = model
+        self.directory = directory
+        self.ownership = ownership
+        self.nodeID = nodeID
+        self.logger = logger
+    }
+
+    /// Writes every merchant this node may write for now whose ledger is open (a closed ledger
+    /// appends nothing; its read model is written when it opens again).
+    func writeAll() async {
+        for merchantID in ownership.readyMerchants {
+            do {
+                _ = try await write(merchantID)
+            } catch let error as ClusterError where error.fenceRefusal != nil {
+                forget(merchantID)  // the lease is gone: the shipper notices it too and stops writing for the merchant
+            } catch {
+                forget(merchantID)
+                logger.warning("the shared read model could not be written; retried", metadata: ["merchant": "\(merchantID)", "error": "\(error)"])
+            }
+        }
+    }
+
+    /// When the node stops (its drain stopped, its ledgers shipped): waits, up to `timeout` each, for
+    /// every open merchant's projection to hold its whole ledger, then writes them all, so the read
+    /// model the next owner finds is the ledger's.
+    func writeAllCaughtUp(timeout: Duration = .seconds(2)) async {
+        for merchantID in ownership.readyMerchants {
+            guard let open = directory.openMerchant(MerchantID(merchantID)), let follower = open.projection,
+                  open.ledger.nextSequence > 0 else { continue }
+            _ = await follower.waitUntilApplied(through: open.ledger.nextSequence - 1, timeout: timeout)
+        }
+        await writeAll()
+    }
+
+    /// Brings the merchant's read model up to its projection, if this node writes for it and its ledger is open.
+    func write(_ merchantID: String) async throws -> Outcome {
+        guard let permit = ownership.permit(merchantID), let projector = directory.openMerchant(MerchantID(merchantID))?.projector,
+              lock.withLock({ writing.insert(merchantID).inserted }) else { return .current }
+        defer { _ = lock.withLock { writing.remove(merchantID) } }
+        let cached = lock.withLock { known[merchantID].flatMap { $0.epoch == permit.epoch ? $0.checkpoint : nil } }
+        let (outcome, checkpoint) = try await Self.write(merchantID, epoch: permit.epoch, nodeID: nodeID, projector: projector,
+                                                         model: model, written: cached, logger: logger)
+        lock.withLock { known[merchantID] = (permit.epoch, checkpoint) }
+        return outcome
+    }
+
+    /// Writes the rows `projector` changed since the read model's checkpoint, with its checkpoint,
+    /// under `epoch`: a change when the checkpoint is one this ledger continues (`written`: the one
+    /// this writer wrote last under the epoch; nil: read from the database and checked against the
+    /// ledger's event at it), else a rebuild from every row. Returns the checkpoint written (or found).
+    static func write(_ merchantID: String, epoch: Int64, nodeID: String, projector: CatalogProjector, model: SharedReadModel,
+                      written: ReadModelCheckpoint?, logger: Logger) async throws -> (Outcome, ReadModelCheckpoint?) {
+        var after = written
+        if after == nil, let state = try await model.state(merchant: merchantID) {
+            // Written by another owner (or before this node restarted): continued only when this
+            // ledger holds the event it was taken at.
+            let checkpoint = LogCheckpoint(state.checkpoint)
+            let agreement = try await onLane(merchantID) { try LogCheckpoint.agreement(of: checkpoint, with: projector.reader) }
+            if agreement.requiresRebuild {
+                logger.notice("the shared read model does not continue this ledger; rebuilding it",
+                              metadata: ["merchant": "\(merchantID)", "agreement": "\(agreement)"])
+            } else {
+                after = state.checkpoint
+            }
+        }
+        let from = after
+        let export = try await onLane(merchantID) { try projector.export(after: from.map { UInt64($0.sequence) }) }
+        guard let export else { return (.current, from) }
+        let checkpoint = ReadModelCheckpoint(export.checkpoint)
+        let tables = export.tables.map(Self.rows)
+        let rows = tables.reduce(0) { $0 + $1.rows.count }
+        if export.isComplete {
+            try await model.rebuild(merchant: merchantID, epoch: epoch, nodeID: nodeID, checkpoint: checkpoint, tables: tables)
+            return (.rebuilt(through: checkpoint.sequence, rows: rows), checkpoint)
+        }
+        try await model.apply(merchant: merchantID, epoch: epoch, nodeID: nodeID, expected: from, checkpoint: checkpoint, changes: tables)
+        return (.applied(through: checkpoint.sequence, rows: rows), checkpoint)
+    }
+
+    /// Forgets what this node knew of the merchant's read model (the next write reads it again).
+    func forget(_ merchantID: String) { _ = lock.withLock { known.removeValue(forKey: merchantID) } }
+
+    /// Runs the projection's reads on the merchant's background lane (off the cooperative pool).
+    private static func onLane<T: Sendable>(_ merchantID: String, _ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withTaskExecutorPreference(MerchantDirectory.backgroundLane(of: merchantID)) { try body() }
+    }
+
+    /// The projection's table as the read model names it, its values in the read model's terms.
+    static func rows(_ table: ProjectionExport.Table) -> ReadModelRows {
+        ReadModelRows(table: table.name == "version_conflicts" ? "conflicts" : table.name, columns: table.columns,
+                      keyColumn: table.keyColumn, replacedKeys: table.replacedKeys,
+                      rows: table.rows.map { $0.map(value) })
+    }
+
+    static func value(_ value: DatabaseValue) -> ReadModelValue {
+        switch value.storage {
+        case .null: .null
+        case .int64(let number): .integer(number)
+        case .double(let number): .real(number)
+        case .string(let text): .text(text)
+        case .blob(let data): .bytes(Array(data))
+        }
+    }
+}
+
+extension ReadModelCheckpoint {
+    init(_ checkpoint: LogCheckpoint) {
+        self.init(sequence: Int64(checkpoint.sequence), anchorRecordedAt: checkpoint.anchor?.recordedAt,
+                  anchorKey: checkpoint.anchor?.keyDigest)
+    }
+}
+
+extension LogCheckpoint {
+    init(_ checkpoint: ReadModelCheckpoint) {
+        let anchor = checkpoint.anchorRecordedAt.flatMap { recordedAt in
+            checkpoint.anchorKey.map { Anchor(recordedAt: recordedAt, keyDigest: $0) }
+        }
+        self.init(sequence: UInt64(checkpoint.sequence), anchor: anchor)
+    }
+}

@@ -5,6 +5,7 @@
 // ledger wrote is rebuilt from this one.
 
 import CatalogLedger
+import CatalogModel
 import CatalogProjections
 import Foundation
 import GRDB
@@ -123,6 +124,48 @@ extension PostgresClusterTests {
                 }
                 // Each merchant's rows are its own.
                 #expect(try await model.states().map(\.merchantID) == ["MRM11", "MRM29", "MRM3"])
+            }
+        }
+
+        @Test("a variation observed, moved or deleted on its own rewrites the items it leaves and joins, placeholders included")
+        func aVariationsItemsFollowIt() async throws {
+            try await withDatabases("readmodel-children", count: 1) { databases in
+                let node = try ClusterNode(nodeID: "node-a", address: "127.0.0.1:1", leaseDuration: .seconds(60), database: databases[0])
+                let lease = try #require(try await node.acquire("MCHILD"))
+                let model = SharedReadModel(database: databases[0])
+                let merchant = try Merchant("readmodel-children", seed: 1)
+                let v1 = 1_790_000_000_000 as Int64
+                func variation(_ id: String, item: String, version: Int64, price: Int64) -> String {
+                    CatalogJSON.variation(CatalogJSON.Variation(id: id, item: item, version: version, price: price))
+                }
+                let steps: [(String, [PendingEvent])] = [
+                    ("an item with two variations, and another item", try CatalogJSON.observe([
+                        CatalogJSON.item("A", version: v1, name: "Tea", variations: [
+                            CatalogJSON.Variation(id: "A1", item: "A", version: v1, price: 300),
+                            CatalogJSON.Variation(id: "A2", item: "A", version: v1, price: 400),
+                        ]),
+                        CatalogJSON.item("B", version: v1, name: "Coffee", variations: []),
+                    ], run: "r0")),
+                    ("a variation's price changed on its own", try CatalogJSON.observe([variation("A1", item: "A", version: v1 + 1, price: 350)],
+                                                                                       run: "r1")),
+                    ("a variation naming an item never seen (a placeholder)",
+                     try CatalogJSON.observe([variation("X1", item: "P", version: v1 + 2, price: 100)], run: "r2")),
+                    ("that variation moved to a known item (the placeholder goes)",
+                     try CatalogJSON.observe([variation("X1", item: "B", version: v1 + 3, price: 100)], run: "r3")),
+                    ("a variation deleted on its own (a tombstone naming no item)",
+                     try CatalogJSON.delete("A2", type: .itemVariation, children: [], at: v1 + 4)),
+                ]
+                var written: ReadModelCheckpoint?
+                for (what, events) in steps {
+                    _ = try await merchant.writer.append(events)
+                    try merchant.projector.catchUp()
+                    (_, written) = try await Self.write(merchant, model, as: "MCHILD", epoch: lease.epoch, written: written)
+                    ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(model, merchant: "MCHILD"),
+                                                    try ReadModelComparison.projectionRows(merchant.projector.database), what)
+                }
+                let items = try await model.rows(merchant: "MCHILD", table: "catalog_items").map { $0[0] }
+                #expect(items == [.text("A"), .text("B")], "the placeholder item P is gone")
+                try await merchant.close()
             }
         }
 

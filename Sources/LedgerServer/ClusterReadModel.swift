@@ -41,8 +41,7 @@ final class ClusterReadModel: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// Writes every merchant this node may write for now whose ledger is open (a closed ledger
-    /// appends nothing; its read model is written when it opens again).
+    /// Writes every merchant this node may write for now (see `write(_:)`).
     func writeAll() async {
         for merchantID in ownership.readyMerchants {
             do {
@@ -68,14 +67,33 @@ final class ClusterReadModel: @unchecked Sendable {
         await writeAll()
     }
 
-    /// Brings the merchant's read model up to its projection, if this node writes for it and its ledger is open.
-    func write(_ merchantID: String) async throws -> Outcome {
-        guard let permit = ownership.permit(merchantID), let projector = directory.openMerchant(MerchantID(merchantID))?.projector,
-              lock.withLock({ writing.insert(merchantID).inserted }) else { return .current }
+    /// Brings the merchant's read model up to its projection, if this node writes for it. A merchant
+    /// whose ledger is closed is opened (in the background, closed again when idle) only when the
+    /// read model may be behind it: not written under this epoch yet (a takeover, a restart), or
+    /// behind what the last shipment held; its projection is let catch up first (up to `catchUp`).
+    func write(_ merchantID: String, catchUp: Duration = .seconds(5)) async throws -> Outcome {
+        guard let permit = ownership.permit(merchantID), lock.withLock({ writing.insert(merchantID).inserted }) else { return .current }
         defer { _ = lock.withLock { writing.remove(merchantID) } }
+        let id = MerchantID(merchantID)
         let cached = lock.withLock { known[merchantID].flatMap { $0.epoch == permit.epoch ? $0.checkpoint : nil } }
-        let (outcome, checkpoint) = try await Self.write(merchantID, epoch: permit.epoch, nodeID: nodeID, projector: projector,
-                                                         model: model, written: cached, logger: logger)
+        let result: (Outcome, ReadModelCheckpoint?)?
+        if let open = directory.openMerchant(id) {
+            guard let projector = open.projector else { return .current }
+            result = try await Self.write(merchantID, epoch: permit.epoch, nodeID: nodeID, projector: projector, model: model,
+                                          written: cached, logger: logger)
+        } else {
+            let events = ownership.shippingState(merchantID)?.shippedEvents ?? 0
+            if events <= 0 || (cached.map { $0.sequence + 1 >= events } ?? false) { return .current }
+            result = try await directory.use(id, background: true) { [self] merchant -> (Outcome, ReadModelCheckpoint?)? in
+                guard let follower = merchant.projection else { return nil }
+                if merchant.ledger.nextSequence > 0 {
+                    _ = await follower.waitUntilApplied(through: merchant.ledger.nextSequence - 1, timeout: catchUp)
+                }
+                return try await Self.write(merchantID, epoch: permit.epoch, nodeID: nodeID, projector: follower.projector, model: model,
+                                            written: cached, logger: logger)
+            } ?? nil
+        }
+        guard let (outcome, checkpoint) = result else { return .current }
         lock.withLock { known[merchantID] = (permit.epoch, checkpoint) }
         return outcome
     }

@@ -67,9 +67,9 @@ extension PostgresClusterTests {
             let projector: CatalogProjector
             var history: GeneratedHistory
 
-            init(_ label: String, seed: UInt64) throws {
+            init(_ label: String, seed: UInt64, clock: ManualClock = ManualClock(), segmentBytesMax: Int? = nil) throws {
                 ledger = TemporaryLedger(label)
-                writer = try ledger.open()
+                writer = try ledger.open(clock: clock, segmentBytesMax: segmentBytesMax)
                 projector = try CatalogProjector(databasePath: ledger.path("projections.sqlite"),
                                                  reader: LedgerReader(layout: ledger.layout))
                 history = GeneratedHistory(seed: seed)
@@ -165,6 +165,33 @@ extension PostgresClusterTests {
                 }
                 let items = try await model.rows(merchant: "MCHILD", table: "catalog_items").map { $0[0] }
                 #expect(items == [.text("A"), .text("B")], "the placeholder item P is gone")
+                try await merchant.close()
+            }
+        }
+
+        @Test("a retention (old facts dropped, their price history appended as retained records) is followed as a change: the rows still equal the projection's")
+        func retainedPriceHistoryIsReplaced() async throws {
+            try await withDatabases("readmodel-retention", count: 1) { databases in
+                let node = try ClusterNode(nodeID: "node-a", address: "127.0.0.1:1", leaseDuration: .seconds(60), database: databases[0])
+                let lease = try #require(try await node.acquire("MRETAIN"))
+                let model = SharedReadModel(database: databases[0])
+                // A ledger clock a minute per append, so Square's times fall behind it and old facts age out.
+                let merchant = try Merchant("readmodel-retention", seed: 19, clock: ManualClock(stepNanoseconds: 60_000_000_000),
+                                            segmentBytesMax: 16_384)
+                try await merchant.append(300)
+                let (_, written) = try await Self.write(merchant, model, as: "MRETAIN", epoch: lease.epoch)
+                let events = try merchant.writer.reader.allEvents()
+                let report = try await merchant.writer.compact(options: LedgerCompactionOptions(
+                    segmentsPerRun: 2, retainHorizon: events[events.count * 2 / 3].recordedAt))
+                #expect((report.retention?.priceRecordsAppended ?? 0) > 0)
+                try merchant.projector.catchUp()
+                let (outcome, _) = try await Self.write(merchant, model, as: "MRETAIN", epoch: lease.epoch, written: written)
+                guard case .applied = outcome else {
+                    Issue.record("the retention is written as a change, not \(outcome)")
+                    return
+                }
+                ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(model, merchant: "MRETAIN"),
+                                                try ReadModelComparison.projectionRows(merchant.projector.database), "after the retention")
                 try await merchant.close()
             }
         }

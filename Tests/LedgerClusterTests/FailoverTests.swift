@@ -107,18 +107,24 @@ extension PostgresClusterTests {
             let url = try await PostgresServer.freshDatabase("failover")
             let scratch = Scratch.path("failover")
             defer { Scratch.remove(scratch) }
-            // Every merchant's ledger starts with a catalog history (items, variations, price changes, deletes,
-            // conflicts), the same copy in each node's data root (a merchant's first owner ships its own), so
-            // the shared read model has rows to compare.
-            for (index, merchant) in Self.merchants.enumerated() {
-                var options = LedgerOptions()
-                options.storage.durability = .none
-                let ledger = try Ledger.open(layout: LedgerLayout(root: "\(scratch)/seed/\(merchant)"), options: options)
-                var history = GeneratedHistory(seed: UInt64(index + 1))
-                try await history.append(steps: 12, to: ledger)
-                try await ledger.close()
+            // Every merchant's ledger starts with the same catalog history (items, variations, price changes,
+            // deletes, conflicts), copied into each node's data root (a merchant's first owner ships its own), so
+            // the shared read model has rows to compare. Folded once, copied on a thread of its own (the suites
+            // beside this one need the cooperative pool for their PostgreSQL timeouts).
+            var options = LedgerOptions()
+            options.storage.durability = .none
+            let seeded = try Ledger.open(layout: LedgerLayout(root: "\(scratch)/seed"), options: options)
+            var history = GeneratedHistory(seed: 41)
+            try await history.append(steps: 40, to: seeded)
+            try await seeded.close()
+            try await onThread {
+                for index in 1...3 {
+                    try FileManager.default.createDirectory(atPath: "\(scratch)/node-\(index)", withIntermediateDirectories: true)
+                    for merchant in Self.merchants {
+                        try FileManager.default.copyItem(atPath: "\(scratch)/seed", toPath: "\(scratch)/node-\(index)/\(merchant)")
+                    }
+                }
             }
-            for index in 1...3 { try FileManager.default.copyItem(atPath: "\(scratch)/seed", toPath: "\(scratch)/node-\(index)") }
             var nodes: [ClusterNodes.Node] = []
             defer { for node in nodes { node.process.kill() } }
             for index in 1...3 {
@@ -220,11 +226,14 @@ extension PostgresClusterTests {
                 let shipment = try #require(try await archive.latest(merchant: merchant))
                 let owner = try #require(survivors.first { $0.id == shipment.nodeID })
                 let projector = try CatalogProjector(layout: LedgerLayout(root: "\(owner.root)/\(merchant)"))
-                try projector.catchUp()
-                let state = try #require(try await readModel.state(merchant: merchant), "\(merchant) has no read model")
+                try await onThread { _ = try projector.catchUp() }
+                let state = try #require(try await readModel.state(merchant: merchant), """
+                    \(merchant) has no read model; its last owner \(owner.id) said: \
+                    \(owner.process.lines().filter { $0.contains(merchant) || $0.contains("read model") }.suffix(12).joined(separator: "\n"))
+                    """)
                 #expect(UInt64(state.checkpoint.sequence) == (try projector.checkpoint()), "\(merchant): the read model's checkpoint")
                 ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(readModel, merchant: merchant),
-                                                try ReadModelComparison.projectionRows(projector.database), merchant)
+                                                try await ReadModelComparison.projectionRows(projector.database), merchant)
             }
             // Every other ledger the survivors keep (copies they wrote before a rebalance moved the merchant) verifies too.
             for node in survivors {

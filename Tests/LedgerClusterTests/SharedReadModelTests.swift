@@ -18,7 +18,11 @@ import Testing
 enum ReadModelComparison {
     /// Every table of the read model as the projection at `path` holds it, in the read model's
     /// columns and order (what the read model must equal).
-    static func projectionRows(_ database: any DatabaseReader) throws -> [String: [[ReadModelValue]]] {
+    static func projectionRows(_ database: any DatabaseReader) async throws -> [String: [[ReadModelValue]]] {
+        try await onThread { try rows(database) }
+    }
+
+    private static func rows(_ database: any DatabaseReader) throws -> [String: [[ReadModelValue]]] {
         try database.read { db in
             var result: [String: [[ReadModelValue]]] = [:]
             for table in SharedReadModel.tables {
@@ -53,7 +57,9 @@ enum ReadModelComparison {
 }
 
 extension PostgresClusterTests {
-    @Suite struct SharedReadModelTests {
+    /// Serialized: each test folds a generated history, and the suites beside it in the process need
+    /// the machine's two cores for their PostgreSQL timeouts.
+    @Suite(.serialized) struct SharedReadModelTests {
         /// The failure injected between the rows and the checkpoint (a ClusterError: the database's
         /// operations pass those through as they are).
         static let injected = ClusterError.invalidArgument("injected failure between the rows and the checkpoint")
@@ -77,7 +83,13 @@ extension PostgresClusterTests {
 
             func append(_ steps: Int) async throws {
                 try await history.append(steps: steps, to: writer)
-                try projector.catchUp()
+                try await catchUp()
+            }
+
+            /// The projection caught up on a thread of its own (SQLite work never holds a thread of
+            /// the cooperative pool the PostgreSQL client of every suite in the process runs on).
+            func catchUp() async throws {
+                try await onThread { [projector] in _ = try projector.catchUp() }
             }
 
             func close() async throws {
@@ -105,17 +117,17 @@ extension PostgresClusterTests {
                     var (outcome, written) = try await Self.write(merchant, model, as: merchantID, epoch: lease.epoch)
                     guard case .rebuilt = outcome else { Issue.record("the first write is a rebuild, not \(outcome)"); continue }
                     ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(model, merchant: merchantID),
-                                                    try ReadModelComparison.projectionRows(merchant.projector.database), "seed \(seed), first write")
+                                                    try await ReadModelComparison.projectionRows(merchant.projector.database), "seed \(seed), first write")
                     for round in 1...4 {
                         try await merchant.append(40)
                         (outcome, written) = try await Self.write(merchant, model, as: merchantID, epoch: lease.epoch, written: written)
                         guard case .applied(let through, _) = outcome else { Issue.record("round \(round) is a change, not \(outcome)"); continue }
                         #expect(UInt64(through) == (try merchant.projector.checkpoint()))
                         ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(model, merchant: merchantID),
-                                                        try ReadModelComparison.projectionRows(merchant.projector.database),
+                                                        try await ReadModelComparison.projectionRows(merchant.projector.database),
                                                         "seed \(seed), round \(round)")
                     }
-                    let counts = try ReadModelComparison.projectionRows(merchant.projector.database).mapValues(\.count)
+                    let counts = try await ReadModelComparison.projectionRows(merchant.projector.database).mapValues(\.count)
                     #expect(counts["conflicts", default: 0] > 0 && counts["price_history", default: 0] > 0
                             && counts["item_variations", default: 0] > 0, "the history exercises every table: \(counts)")
                     // Nothing new: nothing written.
@@ -158,10 +170,10 @@ extension PostgresClusterTests {
                 var written: ReadModelCheckpoint?
                 for (what, events) in steps {
                     _ = try await merchant.writer.append(events)
-                    try merchant.projector.catchUp()
+                    try await merchant.catchUp()
                     (_, written) = try await Self.write(merchant, model, as: "MCHILD", epoch: lease.epoch, written: written)
                     ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(model, merchant: "MCHILD"),
-                                                    try ReadModelComparison.projectionRows(merchant.projector.database), what)
+                                                    try await ReadModelComparison.projectionRows(merchant.projector.database), what)
                 }
                 let items = try await model.rows(merchant: "MCHILD", table: "catalog_items").map { $0[0] }
                 #expect(items == [.text("A"), .text("B")], "the placeholder item P is gone")
@@ -184,14 +196,14 @@ extension PostgresClusterTests {
                 let report = try await merchant.writer.compact(options: LedgerCompactionOptions(
                     segmentsPerRun: 2, retainHorizon: events[events.count * 2 / 3].recordedAt))
                 #expect((report.retention?.priceRecordsAppended ?? 0) > 0)
-                try merchant.projector.catchUp()
+                try await merchant.catchUp()
                 let (outcome, _) = try await Self.write(merchant, model, as: "MRETAIN", epoch: lease.epoch, written: written)
                 guard case .applied = outcome else {
                     Issue.record("the retention is written as a change, not \(outcome)")
                     return
                 }
                 ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(model, merchant: "MRETAIN"),
-                                                try ReadModelComparison.projectionRows(merchant.projector.database), "after the retention")
+                                                try await ReadModelComparison.projectionRows(merchant.projector.database), "after the retention")
                 try await merchant.close()
             }
         }
@@ -232,7 +244,7 @@ extension PostgresClusterTests {
                 let (outcome, _) = try await Self.write(merchant, model, as: "MATOMIC", epoch: lease.epoch, written: written)
                 #expect(outcome != .current)
                 ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(model, merchant: "MATOMIC"),
-                                                try ReadModelComparison.projectionRows(merchant.projector.database), "after the retry")
+                                                try await ReadModelComparison.projectionRows(merchant.projector.database), "after the retry")
                 try await merchant.close()
             }
         }
@@ -302,7 +314,7 @@ extension PostgresClusterTests {
                 }
                 #expect(try await model.state(merchant: "MSWAP")?.generation == 2)
                 ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(model, merchant: "MSWAP"),
-                                                try ReadModelComparison.projectionRows(second.projector.database), "after the swap")
+                                                try await ReadModelComparison.projectionRows(second.projector.database), "after the swap")
                 for table in SharedReadModel.tables {
                     #expect(try await SQL.integers(databases[0], "SELECT DISTINCT generation FROM \(table.storage) WHERE merchant_id = 'MSWAP'")
                             .allSatisfy { $0 == 2 }, "\(table.storage) keeps only the live generation")

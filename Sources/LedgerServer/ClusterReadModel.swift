@@ -42,10 +42,10 @@ final class ClusterReadModel: @unchecked Sendable {
     }
 
     /// Writes every merchant this node may write for now (see `write(_:)`).
-    func writeAll() async {
+    func writeAll(stopping: Bool = false) async {
         for merchantID in ownership.readyMerchants {
             do {
-                _ = try await write(merchantID)
+                _ = try await write(merchantID, stopping: stopping)
             } catch let error as ClusterError where error.fenceRefusal != nil {
                 forget(merchantID)  // the lease is gone: the shipper notices it too and stops writing for the merchant
             } catch {
@@ -64,22 +64,26 @@ final class ClusterReadModel: @unchecked Sendable {
                   open.ledger.nextSequence > 0 else { continue }
             _ = await follower.waitUntilApplied(through: open.ledger.nextSequence - 1, timeout: timeout)
         }
-        await writeAll()
+        await writeAll(stopping: true)
     }
 
     /// Brings the merchant's read model up to its projection, if this node writes for it. A merchant
     /// whose ledger is closed is opened (in the background, closed again when idle) only when the
     /// read model may be behind it: not written under this epoch yet (a takeover, a restart), or
     /// behind what the last shipment held; its projection is let catch up first (up to `catchUp`).
-    func write(_ merchantID: String, catchUp: Duration = .seconds(5)) async throws -> Outcome {
-        guard let permit = ownership.permit(merchantID), lock.withLock({ writing.insert(merchantID).inserted }) else { return .current }
+    /// `stopping`: the node is leaving; its rounds no longer renew the leases, so the write goes under
+    /// the epoch held, whatever this node's clock says of it (PostgreSQL's fence decides, as for the
+    /// last shipment).
+    func write(_ merchantID: String, catchUp: Duration = .seconds(5), stopping: Bool = false) async throws -> Outcome {
+        let epoch = stopping ? ownership.shippingState(merchantID)?.epoch : ownership.permit(merchantID)?.epoch
+        guard let epoch, lock.withLock({ writing.insert(merchantID).inserted }) else { return .current }
         defer { _ = lock.withLock { writing.remove(merchantID) } }
         let id = MerchantID(merchantID)
-        let cached = lock.withLock { known[merchantID].flatMap { $0.epoch == permit.epoch ? $0.checkpoint : nil } }
+        let cached = lock.withLock { known[merchantID].flatMap { $0.epoch == epoch ? $0.checkpoint : nil } }
         let result: (Outcome, ReadModelCheckpoint?)?
         if let open = directory.openMerchant(id) {
             guard let projector = open.projector else { return .current }
-            result = try await Self.write(merchantID, epoch: permit.epoch, nodeID: nodeID, projector: projector, model: model,
+            result = try await Self.write(merchantID, epoch: epoch, nodeID: nodeID, projector: projector, model: model,
                                           written: cached, logger: logger)
         } else {
             let events = ownership.shippingState(merchantID)?.shippedEvents ?? 0
@@ -89,12 +93,12 @@ final class ClusterReadModel: @unchecked Sendable {
                 if merchant.ledger.nextSequence > 0 {
                     _ = await follower.waitUntilApplied(through: merchant.ledger.nextSequence - 1, timeout: catchUp)
                 }
-                return try await Self.write(merchantID, epoch: permit.epoch, nodeID: nodeID, projector: follower.projector, model: model,
+                return try await Self.write(merchantID, epoch: epoch, nodeID: nodeID, projector: follower.projector, model: model,
                                             written: cached, logger: logger)
             } ?? nil
         }
         guard let (outcome, checkpoint) = result else { return .current }
-        lock.withLock { known[merchantID] = (permit.epoch, checkpoint) }
+        lock.withLock { known[merchantID] = (epoch, checkpoint) }
         return outcome
     }
 

@@ -193,6 +193,15 @@ extension PostgresClusterTests {
                 }
             }
 
+            // The shared read model catches up with every merchant's ledger as shipped (the taken-over ones once
+            // their restored ledger's projection is rebuilt).
+            try await waitUntil("the shared read model holds every shipped event of every merchant", timeout: .seconds(30)) {
+                try await SQL.integers(database, """
+                    SELECT count(*) FROM archive_shipments a LEFT JOIN read_model_state r USING (merchant_id)
+                    WHERE r.sequence IS NULL OR r.sequence + 1 < a.event_count
+                    """) == [0]
+            }
+
             // The survivors stop gracefully (a last shipment, leases released).
             for node in survivors { node.process.process.terminate() }
             for node in survivors { node.process.process.waitUntilExit() }

@@ -109,7 +109,7 @@ extension PostgresClusterTests {
             try await withDatabases("readmodel-rows", count: 1) { databases in
                 let node = try ClusterNode(nodeID: "node-a", address: "127.0.0.1:1", leaseDuration: .seconds(60), database: databases[0])
                 let model = SharedReadModel(database: databases[0])
-                for seed in [3, 11, 29] as [UInt64] {
+                for seed in [3, 11] as [UInt64] {
                     let merchantID = "MRM\(seed)"
                     let lease = try #require(try await node.acquire(merchantID))
                     let merchant = try Merchant("readmodel-\(seed)", seed: seed)
@@ -118,7 +118,7 @@ extension PostgresClusterTests {
                     guard case .rebuilt = outcome else { Issue.record("the first write is a rebuild, not \(outcome)"); continue }
                     ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(model, merchant: merchantID),
                                                     try await ReadModelComparison.projectionRows(merchant.projector.database), "seed \(seed), first write")
-                    for round in 1...4 {
+                    for round in 1...3 {
                         try await merchant.append(40)
                         (outcome, written) = try await Self.write(merchant, model, as: merchantID, epoch: lease.epoch, written: written)
                         guard case .applied(let through, _) = outcome else { Issue.record("round \(round) is a change, not \(outcome)"); continue }
@@ -135,7 +135,7 @@ extension PostgresClusterTests {
                     try await merchant.close()
                 }
                 // Each merchant's rows are its own.
-                #expect(try await model.states().map(\.merchantID) == ["MRM11", "MRM29", "MRM3"])
+                #expect(try await model.states().map(\.merchantID) == ["MRM11", "MRM3"])
             }
         }
 

@@ -122,10 +122,12 @@ final class ClusterReadModel: @unchecked Sendable {
             }
         }
         let from = after
-        let export = try await onLane(merchantID) { try projector.export(after: from.map { UInt64($0.sequence) }) }
-        guard let export else { return (.current, from) }
+        // Read and converted on the lane: a rebuild's rows are the whole projection.
+        let export = try await onLane(merchantID) { () -> (ProjectionExport, [ReadModelRows])? in
+            try projector.export(after: from.map { UInt64($0.sequence) }).map { ($0, $0.tables.map(Self.rows)) }
+        }
+        guard let (export, tables) = export else { return (.current, from) }
         let checkpoint = ReadModelCheckpoint(export.checkpoint)
-        let tables = export.tables.map(Self.rows)
         let rows = tables.reduce(0) { $0 + $1.rows.count }
         if export.isComplete {
             try await model.rebuild(merchant: merchantID, epoch: epoch, nodeID: nodeID, checkpoint: checkpoint, tables: tables)

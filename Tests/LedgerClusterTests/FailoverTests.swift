@@ -116,6 +116,8 @@ extension PostgresClusterTests {
             let seeded = try Ledger.open(layout: LedgerLayout(root: "\(scratch)/seed"), options: options)
             var history = GeneratedHistory(seed: 41)
             try await history.append(steps: 40, to: seeded)
+            // Sealed, so it is archived once, and the shipments under load carry the deliveries' segment only.
+            _ = try await seeded.sealActiveSegment()
             try await seeded.close()
             try await onThread {
                 for index in 1...3 {

@@ -71,7 +71,7 @@ final class ClusterNodeService: Service, @unchecked Sendable {
                 group.addTask { await self.every(self.settings.shipInterval) { await self.shipAll() } }
                 group.addTask { await self.every(self.settings.inboxPollInterval) { await self.poll() } }
                 if let readModel = self.readModel {
-                    group.addTask { await self.every(self.settings.shipInterval) { await readModel.writeAll() } }
+                    group.addTask { await self.every(self.settings.readModelInterval) { await readModel.writeAll() } }
                 }
             }
         }

@@ -17,11 +17,14 @@ public struct ClusterServing: Sendable, Equatable {
     /// How often the node looks for deliveries other nodes accepted for its merchants.
     public var inboxPollInterval: Duration
     /// Whether the owner writes each merchant's projection rows to the shared read model in the
-    /// cluster database (every `shipInterval`; docs/SCALING.md, "The shared read model").
+    /// cluster database (docs/SCALING.md, "The shared read model").
     public var readModel: Bool
+    /// How often each owned merchant's changed projection rows are written to the read model.
+    public var readModelInterval: Duration
 
     public init(databaseURL: String, nodeID: String, nodeAddress: String, leaseDuration: Duration = .seconds(10),
-                shipInterval: Duration = .seconds(1), inboxPollInterval: Duration = .milliseconds(100), readModel: Bool = true) {
+                shipInterval: Duration = .seconds(1), inboxPollInterval: Duration = .milliseconds(100), readModel: Bool = true,
+                readModelInterval: Duration = .seconds(1)) {
         self.databaseURL = databaseURL
         self.nodeID = nodeID
         self.nodeAddress = nodeAddress
@@ -29,6 +32,7 @@ public struct ClusterServing: Sendable, Equatable {
         self.shipInterval = shipInterval
         self.inboxPollInterval = inboxPollInterval
         self.readModel = readModel
+        self.readModelInterval = readModelInterval
     }
 
     /// The local margin of a lease: a node stops appending this long before its lease would expire by

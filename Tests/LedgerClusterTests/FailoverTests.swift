@@ -102,7 +102,7 @@ extension PostgresClusterTests {
     @Suite struct FailoverTests {
         static let merchants = (1...30).map { String(format: "MFAIL%04d", $0) }
 
-        @Test("three serve nodes, 30 merchants, one node SIGKILLed under load: every acknowledged webhook in exactly one ledger, every ledger verifies")
+        @Test("three serve nodes, 30 merchants, one node SIGKILLed under load: every acknowledged webhook in exactly one ledger, every ledger verifies, the shared read model equals each ledger's projection")
         func aKilledNodesMerchantsAreTakenOverWithoutLosingAWebhook() async throws {
             let url = try await PostgresServer.freshDatabase("failover")
             let scratch = Scratch.path("failover")

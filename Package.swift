@@ -235,6 +235,7 @@ let package = Package(
                 "SquareWire",
                 // Cluster mode forwards a request for a merchant another node writes to that node.
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -311,7 +312,7 @@ let package = Package(
         // ledger in a scratch directory with a manual clock, the projection crash injection.
         .target(
             name: "TestSupport",
-            dependencies: ["CatalogLedger", "CatalogProjections", "LedgerStorageTesting"],
+            dependencies: ["CatalogLedger", "CatalogModel", "CatalogProjections", "LedgerStorageTesting", "SquareWire"],
             path: "Tests/TestSupport"
         ),
         .testTarget(
@@ -322,8 +323,9 @@ let package = Package(
         .testTarget(
             name: "LedgerClusterTests",
             dependencies: [
-                "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "LedgerServer", "LedgerStorage", "SquareAPI",
-                "SquareSimulator", "SquareWire",
+                "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "CatalogProjections", "LedgerServer", "LedgerStorage",
+                "SquareAPI", "SquareSimulator", "SquareWire",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -40,6 +40,9 @@ public enum ClusterError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidArgument(String)
     /// The segment archive lacks a file a shipment names, or holds bytes that do not match its hash.
     case archiveDamaged(String)
+    /// A write to the shared read model that does not follow from what it holds (another checkpoint
+    /// than the writer started from): what it found.
+    case readModelOutOfStep(String)
 
     public var description: String {
         switch self {
@@ -60,6 +63,8 @@ public enum ClusterError: Error, Sendable, Equatable, CustomStringConvertible {
             return message
         case .archiveDamaged(let message):
             return "the segment archive is damaged: \(message)"
+        case .readModelOutOfStep(let message):
+            return "the shared read model moved under its writer: \(message)"
         }
     }
 

@@ -12,6 +12,18 @@ public enum ClusterSchema {
         public var statements: [String]
     }
 
+    /// Frozen: part of migration 3's DDL, the columns every catalog table of the read model starts with.
+    private static let readModelFactColumns = """
+        merchant_id text NOT NULL,
+                generation bigint NOT NULL,
+                id text NOT NULL,
+                version bigint NOT NULL,
+                updated_at text NOT NULL,
+                updated_at_nanos bigint NOT NULL,
+                is_deleted boolean NOT NULL,
+                raw_json bytea NOT NULL,
+        """
+
     /// The advisory lock (`pg_advisory_xact_lock`) that serialises migrations.
     static let migrationLock: Int64 = 0x4341_544C_4544_0001  // "CATLED" + 1
 
@@ -102,6 +114,128 @@ public enum ClusterSchema {
             )
             """,
             "CREATE INDEX archive_ranges_sha256 ON archive_ranges (sha256)",
+        ]),
+        Migration(version: 4, name: "the shared read model", statements: [
+            // Each merchant's read model: the live generation of its rows and the checkpoint they hold
+            // (the last ledger sequence applied and its anchor, LogCheckpoint), written by the owner under
+            // its lease epoch in the transaction of the rows.
+            """
+            CREATE TABLE read_model_state (
+                merchant_id text PRIMARY KEY,
+                generation bigint NOT NULL CHECK (generation > 0),
+                sequence bigint NOT NULL CHECK (sequence >= 0),
+                anchor_recorded_at bigint,
+                anchor_key bigint,
+                epoch bigint NOT NULL,
+                node_id text NOT NULL,
+                written_at timestamptz NOT NULL
+            )
+            """,
+            // The rows, as the merchant's projection has them, by generation: a rebuild writes the next
+            // generation beside the live one and swaps it in by moving read_model_state.generation.
+            """
+            CREATE TABLE read_categories (
+                \(readModelFactColumns)
+                name text,
+                PRIMARY KEY (merchant_id, generation, id)
+            )
+            """,
+            """
+            CREATE TABLE read_catalog_items (
+                \(readModelFactColumns)
+                name text,
+                description text,
+                reporting_category_id text,
+                category_ids text NOT NULL,
+                is_placeholder boolean NOT NULL,
+                PRIMARY KEY (merchant_id, generation, id)
+            )
+            """,
+            """
+            CREATE TABLE read_item_variations (
+                \(readModelFactColumns)
+                item_id text,
+                name text,
+                sku text,
+                upc text,
+                ordinal bigint,
+                pricing_type text,
+                price_amount bigint,
+                price_currency text,
+                location_overrides text NOT NULL,
+                PRIMARY KEY (merchant_id, generation, id)
+            )
+            """,
+            "CREATE INDEX read_item_variations_by_sku ON read_item_variations (merchant_id, sku) WHERE sku IS NOT NULL",
+            """
+            CREATE TABLE read_price_history (
+                merchant_id text NOT NULL,
+                generation bigint NOT NULL,
+                sequence bigint NOT NULL,
+                object_id text NOT NULL,
+                scope text NOT NULL,
+                object_type text NOT NULL,
+                sku text,
+                old_value text,
+                new_value text,
+                old_amount bigint,
+                new_amount bigint,
+                currency text,
+                version bigint NOT NULL,
+                updated_at text NOT NULL,
+                updated_at_nanos bigint NOT NULL,
+                recorded_at bigint NOT NULL,
+                source text NOT NULL,
+                PRIMARY KEY (merchant_id, generation, sequence, object_id, scope)
+            )
+            """,
+            "CREATE INDEX read_price_history_by_object ON read_price_history (merchant_id, object_id, updated_at_nanos)",
+            """
+            CREATE TABLE read_conflicts (
+                merchant_id text NOT NULL,
+                generation bigint NOT NULL,
+                sequence bigint NOT NULL,
+                recorded_at bigint NOT NULL,
+                idempotency_key text NOT NULL,
+                http_status bigint NOT NULL,
+                classification text NOT NULL,
+                classifications text NOT NULL,
+                object_ids text NOT NULL,
+                edit_sequence bigint,
+                actor text,
+                device text,
+                diagnosis_json text NOT NULL,
+                PRIMARY KEY (merchant_id, generation, sequence)
+            )
+            """,
+            // What readers query: each merchant's live generation only.
+            """
+            CREATE VIEW categories AS SELECT r.merchant_id, r.id, r.version, r.updated_at, r.updated_at_nanos, r.is_deleted,
+                r.raw_json, r.name
+            FROM read_categories r JOIN read_model_state s ON s.merchant_id = r.merchant_id AND s.generation = r.generation
+            """,
+            """
+            CREATE VIEW catalog_items AS SELECT r.merchant_id, r.id, r.version, r.updated_at, r.updated_at_nanos, r.is_deleted,
+                r.raw_json, r.name, r.description, r.reporting_category_id, r.category_ids, r.is_placeholder
+            FROM read_catalog_items r JOIN read_model_state s ON s.merchant_id = r.merchant_id AND s.generation = r.generation
+            """,
+            """
+            CREATE VIEW item_variations AS SELECT r.merchant_id, r.id, r.version, r.updated_at, r.updated_at_nanos, r.is_deleted,
+                r.raw_json, r.item_id, r.name, r.sku, r.upc, r.ordinal, r.pricing_type, r.price_amount, r.price_currency,
+                r.location_overrides
+            FROM read_item_variations r JOIN read_model_state s ON s.merchant_id = r.merchant_id AND s.generation = r.generation
+            """,
+            """
+            CREATE VIEW price_history AS SELECT r.merchant_id, r.sequence, r.object_id, r.scope, r.object_type, r.sku, r.old_value,
+                r.new_value, r.old_amount, r.new_amount, r.currency, r.version, r.updated_at, r.updated_at_nanos, r.recorded_at,
+                r.source
+            FROM read_price_history r JOIN read_model_state s ON s.merchant_id = r.merchant_id AND s.generation = r.generation
+            """,
+            """
+            CREATE VIEW conflicts AS SELECT r.merchant_id, r.sequence, r.recorded_at, r.idempotency_key, r.http_status,
+                r.classification, r.classifications, r.object_ids, r.edit_sequence, r.actor, r.device, r.diagnosis_json
+            FROM read_conflicts r JOIN read_model_state s ON s.merchant_id = r.merchant_id AND s.generation = r.generation
+            """,
         ]),
     ]
 

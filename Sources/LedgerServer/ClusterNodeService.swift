@@ -29,6 +29,9 @@ final class ClusterNodeService: Service, @unchecked Sendable {
     let logger: Logger
     /// Set once by `LedgerService.open`, before the loops run.
     var drain: InboxDrain?
+    /// The writer of the shared read model (nil: `ClusterServing.readModel` is off). Set once by
+    /// `LedgerService.open`, before the loops run.
+    var readModel: ClusterReadModel?
     private let stateLock = NSLock()
     private var stopped = false
     /// Shipments and takeovers of one merchant never overlap.
@@ -70,6 +73,9 @@ final class ClusterNodeService: Service, @unchecked Sendable {
                 group.addTask { await self.every(self.settings.leaseDuration / 4) { await self.round() } }
                 group.addTask { await self.every(self.settings.shipInterval) { await self.shipAll() } }
                 group.addTask { await self.every(self.settings.inboxPollInterval) { await self.poll() } }
+                if let readModel = self.readModel {
+                    group.addTask { await self.every(self.settings.readModelInterval) { await readModel.writeAll() } }
+                }
             }
         }
         await leave()
@@ -88,6 +94,7 @@ final class ClusterNodeService: Service, @unchecked Sendable {
         stateLock.withLock { stopped = true }
         await drain?.stop()
         await shipAll()
+        await readModel?.writeAllCaughtUp()
         for merchantID in ownership.heldMerchants { ownership.drop(merchantID) }
         do {
             try await node.leave()

@@ -19,10 +19,15 @@ public struct ClusterServing: Sendable, Equatable {
     /// How long a request forwarded to the merchant's node may take before it is answered 503
     /// `owner_timeout` (longer than the change feed's longest wait, 60 s).
     public var forwardTimeout: Duration
+    /// Whether the owner writes each merchant's projection rows to the shared read model in the
+    /// cluster database (docs/SCALING.md, "The shared read model").
+    public var readModel: Bool
+    /// How often each owned merchant's changed projection rows are written to the read model.
+    public var readModelInterval: Duration
 
     public init(databaseURL: String, nodeID: String, nodeAddress: String, leaseDuration: Duration = .seconds(10),
                 shipInterval: Duration = .seconds(1), inboxPollInterval: Duration = .milliseconds(100),
-                forwardTimeout: Duration = .seconds(75)) {
+                forwardTimeout: Duration = .seconds(75), readModel: Bool = true, readModelInterval: Duration = .seconds(1)) {
         self.databaseURL = databaseURL
         self.nodeID = nodeID
         self.nodeAddress = nodeAddress
@@ -30,6 +35,8 @@ public struct ClusterServing: Sendable, Equatable {
         self.shipInterval = shipInterval
         self.inboxPollInterval = inboxPollInterval
         self.forwardTimeout = forwardTimeout
+        self.readModel = readModel
+        self.readModelInterval = readModelInterval
     }
 
     /// The local margin of a lease: a node stops appending this long before its lease would expire by

@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import CatalogProjections
 import Foundation
+import LedgerCluster
 import Logging
 import MerchantRegistry
 import Prometheus
@@ -109,6 +110,10 @@ public final class LedgerService: Sendable {
             }
             cluster.inbox.onAccepted = { [weak made] merchantID in made?.rescan([merchantID]) }
             cluster.drain = made
+            if cluster.settings.readModel {
+                cluster.readModel = ClusterReadModel(model: SharedReadModel(database: cluster.database), directory: directory,
+                                                     ownership: cluster.ownership, nodeID: cluster.settings.nodeID, logger: cluster.logger)
+            }
             drain = made
         } else if configuration.webhookInbox {
             let inbox: LocalDeliveryInbox

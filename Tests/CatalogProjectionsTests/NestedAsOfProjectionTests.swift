@@ -11,16 +11,16 @@ import Testing
 struct NestedAsOfProjectionTests {
     static let v1: Int64 = 1_790_000_000_000
 
-    static func item(version: Int64, variations: [SquareJSON.Variation]) -> String {
-        SquareJSON.item("TEA", version: version, name: "Oolong Tea", variations: variations)
+    static func item(version: Int64, variations: [CatalogJSON.Variation]) -> String {
+        CatalogJSON.item("TEA", version: version, name: "Oolong Tea", variations: variations)
     }
 
-    static func small(_ version: Int64, price: Int64) -> SquareJSON.Variation {
-        SquareJSON.Variation(id: "TEA-S", item: "TEA", version: version, name: "Small", price: price)
+    static func small(_ version: Int64, price: Int64) -> CatalogJSON.Variation {
+        CatalogJSON.Variation(id: "TEA-S", item: "TEA", version: version, name: "Small", price: price)
     }
 
-    static func large(_ version: Int64, price: Int64) -> SquareJSON.Variation {
-        SquareJSON.Variation(id: "TEA-L", item: "TEA", version: version, name: "Large", price: price)
+    static func large(_ version: Int64, price: Int64) -> CatalogJSON.Variation {
+        CatalogJSON.Variation(id: "TEA-L", item: "TEA", version: version, name: "Large", price: price)
     }
 
     static func nested(_ rawJSON: String) throws -> [String: (version: Int64?, price: Int64?)] {
@@ -36,13 +36,13 @@ struct NestedAsOfProjectionTests {
         let projector = try directory.projector()
         // v1: the item with Small 350. v1+10: Small alone repriced to 375 (the item keeps v1).
         // v1+20: Large added alone. A full sync then re-observes the item at v1 with both children.
-        _ = try await ledger.append(try SquareJSON.observe([Self.item(version: Self.v1, variations: [Self.small(Self.v1, price: 350)])], run: "r1"))
-        _ = try await ledger.append(try SquareJSON.observe([SquareJSON.variation(Self.small(Self.v1 + 10, price: 375))], run: "r2"))
+        _ = try await ledger.append(try CatalogJSON.observe([Self.item(version: Self.v1, variations: [Self.small(Self.v1, price: 350)])], run: "r1"))
+        _ = try await ledger.append(try CatalogJSON.observe([CatalogJSON.variation(Self.small(Self.v1 + 10, price: 375))], run: "r2"))
         try projector.catchUp()
         let afterReprice = try #require(try projector.queries.item(id: "TEA"))
         #expect(try Self.nested(afterReprice.rawJSON)["TEA-S"]?.price == 375, "a child-only change reaches the item's row")
-        _ = try await ledger.append(try SquareJSON.observe([SquareJSON.variation(Self.large(Self.v1 + 20, price: 500))], run: "r3"))
-        _ = try await ledger.append(try SquareJSON.observe([Self.item(version: Self.v1, variations: [
+        _ = try await ledger.append(try CatalogJSON.observe([CatalogJSON.variation(Self.large(Self.v1 + 20, price: 500))], run: "r3"))
+        _ = try await ledger.append(try CatalogJSON.observe([Self.item(version: Self.v1, variations: [
             Self.small(Self.v1 + 10, price: 375), Self.large(Self.v1 + 20, price: 500)])], source: .fullSync, run: "r4"))
         try projector.catchUp()
         let now = try #require(try projector.queries.item(id: "TEA"))
@@ -64,7 +64,7 @@ struct NestedAsOfProjectionTests {
         #expect(try ProjectionQueries.open(path: rebuiltPath).item(id: "TEA")?.rawJSON == now.rawJSON)
 
         // A deleted variation leaves the item's row.
-        _ = try await ledger.append(try SquareJSON.delete("TEA-L", type: .itemVariation, children: [], at: Self.v1 + 30))
+        _ = try await ledger.append(try CatalogJSON.delete("TEA-L", type: .itemVariation, children: [], at: Self.v1 + 30))
         try projector.catchUp()
         let afterDelete = try Self.nested(try #require(try projector.queries.item(id: "TEA")).rawJSON)
         #expect(afterDelete.keys.sorted() == ["TEA-S"])

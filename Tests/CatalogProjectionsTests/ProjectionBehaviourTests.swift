@@ -12,8 +12,8 @@ struct ProjectionBehaviourTests {
 
     static func tea(version: Int64, price: Int64, overrides: [(String, Int64)] = [], name: String = "Oolong Tea",
                     categories: [String] = ["C1"]) -> String {
-        SquareJSON.item("TEA", version: version, name: name, categories: categories, description: "Loose leaf", variations: [
-            SquareJSON.Variation(id: "TEA-S", item: "TEA", version: version, name: "Small", sku: "OOL-S",
+        CatalogJSON.item("TEA", version: version, name: name, categories: categories, description: "Loose leaf", variations: [
+            CatalogJSON.Variation(id: "TEA-S", item: "TEA", version: version, name: "Small", sku: "OOL-S",
                                  upc: "012345678905", price: price, overrides: overrides),
         ])
     }
@@ -54,12 +54,12 @@ struct ProjectionBehaviourTests {
         defer { directory.cleanUp() }
         let ledger = try directory.open()
         let projector = try directory.projector()
-        _ = try await ledger.append(try SquareJSON.observe([Self.tea(version: Self.v1 + 10, price: 350)], run: "r2"))
+        _ = try await ledger.append(try CatalogJSON.observe([Self.tea(version: Self.v1 + 10, price: 350)], run: "r2"))
         try projector.catchUp()
         let before = try digests(projector.database)
 
         // A delayed full-sync page carrying an older version, learned after the newer one.
-        let late = try await ledger.append(try SquareJSON.observe([Self.tea(version: Self.v1, price: 300)],
+        let late = try await ledger.append(try CatalogJSON.observe([Self.tea(version: Self.v1, price: 300)],
                                                                    source: .fullSync, run: "late"))
         #expect(late.allSatisfy { !$0.isDuplicate }, "the ledger stores the late fact; the projection must ignore it")
         try projector.catchUp()
@@ -91,7 +91,7 @@ struct ProjectionBehaviourTests {
             (300, []), (350, []), (350, [("L1", 400)]), (350, [("L1", 450), ("L2", 500)]), (375, [("L2", 500)]),
         ]
         for (offset, step) in steps.enumerated() {
-            _ = try await ledger.append(try SquareJSON.observe(
+            _ = try await ledger.append(try CatalogJSON.observe(
                 [Self.tea(version: Self.v1 + Int64(offset) * 1_000, price: step.0, overrides: step.1)], run: "r\(offset)"))
         }
         try projector.catchUp()
@@ -108,7 +108,7 @@ struct ProjectionBehaviourTests {
         let third = try #require(history.first { $0.scope == "location:L1" && $0.oldValue == nil })
         let source = try #require(events.first { $0.sequence == third.sequence })
         #expect(third.recordedAt == source.recordedAt)
-        #expect(third.updatedAt == SquareJSON.updatedAt(Self.v1 + 2_000))
+        #expect(third.updatedAt == CatalogJSON.updatedAt(Self.v1 + 2_000))
         #expect(third.version == Self.v1 + 2_000)
         #expect(try projector.queries.priceHistory(sku: "OOL-S") == history)
         #expect(try projector.queries.priceHistory(itemID: "TEA") == history)
@@ -123,12 +123,12 @@ struct ProjectionBehaviourTests {
         defer { directory.cleanUp() }
         let ledger = try directory.open()
         let projector = try directory.projector()
-        _ = try await ledger.append(try SquareJSON.observe(
-            [SquareJSON.category("C1", version: Self.v1, name: "Teas"), Self.tea(version: Self.v1, price: 300)], run: "full"))
+        _ = try await ledger.append(try CatalogJSON.observe(
+            [CatalogJSON.category("C1", version: Self.v1, name: "Teas"), Self.tea(version: Self.v1, price: 300)], run: "full"))
         let stale = Self.tea(version: Self.v1, price: 310)
         let current = Self.tea(version: Self.v1 + 50, price: 320)
-        _ = try await ledger.append(try SquareJSON.observe([current], source: .webhook, run: "dashboard"))
-        _ = try await ledger.append(try SquareJSON.rejectedEdit(key: "K1", item: "TEA", staleItem: stale, currentItem: current))
+        _ = try await ledger.append(try CatalogJSON.observe([current], source: .webhook, run: "dashboard"))
+        _ = try await ledger.append(try CatalogJSON.rejectedEdit(key: "K1", item: "TEA", staleItem: stale, currentItem: current))
         try projector.catchUp()
 
         let item = try #require(try projector.queries.item(id: "TEA"))
@@ -148,10 +148,10 @@ struct ProjectionBehaviourTests {
         #expect(diagnosis.idempotencyKey == "K1")
 
         // A category rename reaches the search documents; a cascade delete empties the item.
-        _ = try await ledger.append(try SquareJSON.observe([SquareJSON.category("C1", version: Self.v1 + 60, name: "Infusions")], run: "c"))
+        _ = try await ledger.append(try CatalogJSON.observe([CatalogJSON.category("C1", version: Self.v1 + 60, name: "Infusions")], run: "c"))
         try projector.catchUp()
         #expect(try projector.queries.search("infusions").first?.itemID == "TEA")
-        _ = try await ledger.append(try SquareJSON.delete("TEA", type: .item, children: ["TEA-S"], at: Self.v1 + 70))
+        _ = try await ledger.append(try CatalogJSON.delete("TEA", type: .item, children: ["TEA-S"], at: Self.v1 + 70))
         try projector.catchUp()
         #expect(try projector.queries.item(id: "TEA")?.isDeleted == true)
         #expect(try projector.queries.variation(id: "TEA-S")?.isDeleted == true)
@@ -167,13 +167,13 @@ struct ProjectionBehaviourTests {
         defer { directory.cleanUp() }
         let ledger = try directory.open()
         let projector = try directory.projector()
-        let variation = SquareJSON.variation(SquareJSON.Variation(id: "V9", item: "I9", version: Self.v1, sku: "S9", price: 100))
-        _ = try await ledger.append(try SquareJSON.observe([variation], source: .retrieve, run: "r"))
+        let variation = CatalogJSON.variation(CatalogJSON.Variation(id: "V9", item: "I9", version: Self.v1, sku: "S9", price: 100))
+        _ = try await ledger.append(try CatalogJSON.observe([variation], source: .retrieve, run: "r"))
         try projector.catchUp()
         #expect(try projector.queries.item(id: "I9")?.isPlaceholder == true)
         #expect(try projector.queries.items().isEmpty, "placeholders are not listed")
-        _ = try await ledger.append(try SquareJSON.observe([SquareJSON.item("I9", version: Self.v1 + 1, name: "Mug", variations: [
-            SquareJSON.Variation(id: "V9", item: "I9", version: Self.v1, sku: "S9", price: 100),
+        _ = try await ledger.append(try CatalogJSON.observe([CatalogJSON.item("I9", version: Self.v1 + 1, name: "Mug", variations: [
+            CatalogJSON.Variation(id: "V9", item: "I9", version: Self.v1, sku: "S9", price: 100),
         ])], run: "s"))
         try projector.catchUp()
         #expect(try projector.queries.item(id: "I9")?.isPlaceholder == false)
@@ -187,7 +187,7 @@ struct ProjectionBehaviourTests {
         defer { directory.cleanUp() }
         let ledger = try directory.open()
         let projector = try directory.projector()
-        _ = try await ledger.append(try SquareJSON.observe([Self.tea(version: Self.v1, price: 300)], run: "r"))
+        _ = try await ledger.append(try CatalogJSON.observe([Self.tea(version: Self.v1, price: 300)], run: "r"))
         try projector.catchUp()
         try await projector.database.write { db in
             try db.execute(sql: "UPDATE item_variations SET price_amount = 999 WHERE id = 'TEA-S'")
@@ -205,11 +205,11 @@ struct ProjectionBehaviourTests {
         defer { directory.cleanUp() }
         let ledger = try directory.open()
         let projector = try directory.projector()
-        _ = try await ledger.append(try SquareJSON.observe([Self.tea(version: Self.v1, price: 300)], run: "r0"))
+        _ = try await ledger.append(try CatalogJSON.observe([Self.tea(version: Self.v1, price: 300)], run: "r0"))
         let applied = AppliedSequence()
         let following = Task { try await projector.follow { applied.set($0) } }
         for step in 1...5 {
-            let outcome = try await ledger.append(try SquareJSON.observe(
+            let outcome = try await ledger.append(try CatalogJSON.observe(
                 [Self.tea(version: Self.v1 + Int64(step), price: 300 + Int64(step))], run: "r\(step)"))
             let target = outcome.map(\.sequence).max()!
             let deadline = ContinuousClock.now + .seconds(10)

@@ -13,8 +13,8 @@ struct ProjectionLogAgreementTests {
     static let v1: Int64 = 1_790_000_000_000
 
     static func item(_ id: String, version: Int64, price: Int64, name: String) -> String {
-        SquareJSON.item(id, version: version, name: name, variations: [
-            SquareJSON.Variation(id: "\(id)-V", item: id, version: version, sku: "SKU-\(id)", price: price),
+        CatalogJSON.item(id, version: version, name: name, variations: [
+            CatalogJSON.Variation(id: "\(id)-V", item: id, version: version, sku: "SKU-\(id)", price: price),
         ])
     }
 
@@ -22,7 +22,7 @@ struct ProjectionLogAgreementTests {
     static func appendItems(_ ids: Range<Int>, label: String, to ledger: Ledger) async throws {
         for index in ids {
             let json = item("I\(index)", version: v1 + Int64(index), price: 100 + Int64(index), name: "\(label) \(index)")
-            _ = try await ledger.append(try SquareJSON.observe([json], run: "\(label)-\(index)"))
+            _ = try await ledger.append(try CatalogJSON.observe([json], run: "\(label)-\(index)"))
         }
     }
 

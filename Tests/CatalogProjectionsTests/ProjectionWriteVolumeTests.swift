@@ -34,23 +34,23 @@ struct ProjectionWriteVolumeTests {
         defer { directory.cleanUp() }
         let ledger = try directory.open()
         let projector = try directory.projector()
-        func variation(_ id: String, item: String, version: Int64, sku: String, price: Int64) -> SquareJSON.Variation {
-            SquareJSON.Variation(id: id, item: item, version: version, name: "Regular", sku: sku,
+        func variation(_ id: String, item: String, version: Int64, sku: String, price: Int64) -> CatalogJSON.Variation {
+            CatalogJSON.Variation(id: id, item: item, version: version, name: "Regular", sku: sku,
                                  upc: "0123456789\(id.suffix(2))", price: price)
         }
         // Enough items that the indexes span more than their root page.
         var objects: [String] = []
         for n in 10..<90 {
-            objects.append(SquareJSON.item("ITEM-\(n)", version: Self.v1, name: "Item \(n)", categories: ["CAT-A", "CAT-B"],
+            objects.append(CatalogJSON.item("ITEM-\(n)", version: Self.v1, name: "Item \(n)", categories: ["CAT-A", "CAT-B"],
                                            variations: [variation("VAR-\(n)", item: "ITEM-\(n)", version: Self.v1, sku: "SKU-\(n)", price: 100)]))
         }
-        _ = try await ledger.append(try SquareJSON.observe(objects, run: "seed"))
+        _ = try await ledger.append(try CatalogJSON.observe(objects, run: "seed"))
         try projector.catchUp()
 
         // A price change of one variation (a standalone observation, the commonest edit).
         let priceChange = try await pagesWritten(by: projector) {
-            _ = try await ledger.append(try SquareJSON.observe(
-                [SquareJSON.variation(variation("VAR-42", item: "ITEM-42", version: Self.v1 + 1, sku: "SKU-42", price: 250))],
+            _ = try await ledger.append(try CatalogJSON.observe(
+                [CatalogJSON.variation(variation("VAR-42", item: "ITEM-42", version: Self.v1 + 1, sku: "SKU-42", price: 250))],
                 run: "price"))
         }
         #expect(priceChange.contains("item_variations"), "the test must see the variation's own page written: \(priceChange)")
@@ -61,7 +61,7 @@ struct ProjectionWriteVolumeTests {
 
         // The whole item observed again with a new name but the same categories and variation keys.
         let rename = try await pagesWritten(by: projector) {
-            _ = try await ledger.append(try SquareJSON.observe([SquareJSON.item(
+            _ = try await ledger.append(try CatalogJSON.observe([CatalogJSON.item(
                 "ITEM-43", version: Self.v1 + 2, name: "Item 43 renamed", categories: ["CAT-A", "CAT-B"],
                 variations: [variation("VAR-43", item: "ITEM-43", version: Self.v1 + 2, sku: "SKU-43", price: 100)])],
                 run: "rename"))
@@ -72,7 +72,7 @@ struct ProjectionWriteVolumeTests {
         }
 
         // Keys that do change still reach their indexes.
-        _ = try await ledger.append(try SquareJSON.observe([SquareJSON.item(
+        _ = try await ledger.append(try CatalogJSON.observe([CatalogJSON.item(
             "ITEM-44", version: Self.v1 + 3, name: "Item 44", categories: ["CAT-B"],
             variations: [variation("VAR-44", item: "ITEM-44", version: Self.v1 + 3, sku: "SKU-44-NEW", price: 100)])],
             run: "keys"))

@@ -123,9 +123,9 @@ extension PostgresClusterTests {
                 await database.close()
             }
             let again = try await ClusterDatabase.connect(url: url, logger: quietLogger)
-            #expect(try await again.schemaVersions() == [1, 2, 3])
+            #expect(try await again.schemaVersions() == [1, 2, 3, 4])
             await again.close()
-            #expect(ClusterSchema.latestVersion == 3)
+            #expect(ClusterSchema.latestVersion == 4)
         }
 
         @Test func aSchemaFromANewerBuildIsRefused() async throws {

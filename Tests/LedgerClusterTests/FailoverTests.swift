@@ -1,10 +1,12 @@
 // Three `catledger serve` nodes of one cluster (real child processes on loopback, the suite's private
 // PostgreSQL), signed webhooks for 30 merchants sent to random nodes, one node SIGKILLed mid-load:
 // its merchants are taken over from the segment archive, and afterwards every acknowledged webhook is
-// in exactly one ledger, its merchant's, and every ledger verifies.
+// in exactly one ledger, its merchant's, every ledger verifies, and the shared read model equals each
+// ledger's projection.
 
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import Foundation
 import LedgerCluster
 import LedgerStorage
@@ -100,11 +102,31 @@ extension PostgresClusterTests {
     @Suite struct FailoverTests {
         static let merchants = (1...30).map { String(format: "MFAIL%04d", $0) }
 
-        @Test("three serve nodes, 30 merchants, one node SIGKILLed under load: every acknowledged webhook in exactly one ledger, every ledger verifies")
+        @Test("three serve nodes, 30 merchants, one node SIGKILLed under load: every acknowledged webhook in exactly one ledger, every ledger verifies, the shared read model equals each ledger's projection")
         func aKilledNodesMerchantsAreTakenOverWithoutLosingAWebhook() async throws {
             let url = try await PostgresServer.freshDatabase("failover")
             let scratch = Scratch.path("failover")
             defer { Scratch.remove(scratch) }
+            // Every merchant's ledger starts with the same catalog history (items, variations, price changes,
+            // deletes, conflicts), copied into each node's data root (a merchant's first owner ships its own), so
+            // the shared read model has rows to compare. Folded once, copied on a thread of its own (the suites
+            // beside this one need the cooperative pool for their PostgreSQL timeouts).
+            var options = LedgerOptions()
+            options.storage.durability = .none
+            let seeded = try Ledger.open(layout: LedgerLayout(root: "\(scratch)/seed"), options: options)
+            var history = GeneratedHistory(seed: 41)
+            try await history.append(steps: 40, to: seeded)
+            // Sealed, so it is archived once, and the shipments under load carry the deliveries' segment only.
+            _ = try await seeded.sealActiveSegment()
+            try await seeded.close()
+            try await onThread {
+                for index in 1...3 {
+                    try FileManager.default.createDirectory(atPath: "\(scratch)/node-\(index)", withIntermediateDirectories: true)
+                    for merchant in Self.merchants {
+                        try FileManager.default.copyItem(atPath: "\(scratch)/seed", toPath: "\(scratch)/node-\(index)/\(merchant)")
+                    }
+                }
+            }
             var nodes: [ClusterNodes.Node] = []
             defer { for node in nodes { node.process.kill() } }
             for index in 1...3 {
@@ -194,6 +216,15 @@ extension PostgresClusterTests {
                 #expect(read.status == 200 && read.text.contains("\"conflicts\""), "read on \(node.id) for a merchant of \(survivors[0].id): \(read.text)")
             }
 
+            // The shared read model catches up with every merchant's ledger as shipped (the taken-over ones once
+            // their restored ledger's projection is rebuilt).
+            try await waitUntil("the shared read model holds every shipped event of every merchant", timeout: .seconds(30)) {
+                try await SQL.integers(database, """
+                    SELECT count(*) FROM archive_shipments a LEFT JOIN read_model_state r USING (merchant_id)
+                    WHERE r.sequence IS NULL OR r.sequence + 1 < a.event_count
+                    """) == [0]
+            }
+
             // The survivors stop gracefully (a last shipment, leases released).
             for node in survivors { node.process.process.terminate() }
             for node in survivors { node.process.process.waitUntilExit() }
@@ -219,6 +250,22 @@ extension PostgresClusterTests {
                     let verify = try ChildProcess.run("catledger", ["verify", "--data-dir", root])
                     #expect(verify.status == 0, "verify \(root): \(verify.standardOutput) \(verify.standardError)")
                 }
+            }
+            // The shared read model holds each merchant's whole ledger (the last owner wrote it as it stopped) and
+            // equals the ledger's projection, the dead node's merchants included.
+            let readModel = SharedReadModel(database: database)
+            for merchant in Self.merchants {
+                let shipment = try #require(try await archive.latest(merchant: merchant))
+                let owner = try #require(survivors.first { $0.id == shipment.nodeID })
+                let projector = try CatalogProjector(layout: LedgerLayout(root: "\(owner.root)/\(merchant)"))
+                try await onThread { _ = try projector.catchUp() }
+                let state = try #require(try await readModel.state(merchant: merchant), """
+                    \(merchant) has no read model; its last owner \(owner.id) said: \
+                    \(owner.process.lines().filter { $0.contains(merchant) || $0.contains("read model") }.suffix(12).joined(separator: "\n"))
+                    """)
+                #expect(UInt64(state.checkpoint.sequence) == (try projector.checkpoint()), "\(merchant): the read model's checkpoint")
+                ReadModelComparison.expectEqual(try await ReadModelComparison.readModelRows(readModel, merchant: merchant),
+                                                try await ReadModelComparison.projectionRows(projector.database), merchant)
             }
             // Every other ledger the survivors keep (copies they wrote before a rebalance moved the merchant) verifies too.
             for node in survivors {

@@ -21,6 +21,8 @@ import TestSupport
         #expect(noAddress.status == 64 && noAddress.standardError.contains("--node-address HOST:PORT"))
         let alone = try Self.serve(["--node-id", "n1"])
         #expect(alone.status == 64 && alone.standardError.contains("add --cluster-database"))
+        let noReadModel = try Self.serve(["--no-read-model"])
+        #expect(noReadModel.status == 64 && noReadModel.standardError.contains("add --cluster-database"))
         let badLease = try Self.serve(["--cluster-database", "postgres://u@127.0.0.1/db", "--node-id", "n1",
                                        "--node-address", "127.0.0.1:9", "--lease", "soon"])
         #expect(badLease.status == 64 && badLease.standardError.contains("--lease takes a positive interval"))

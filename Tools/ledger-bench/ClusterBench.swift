@@ -33,6 +33,9 @@ struct ClusterBench: ParsableCommand {
     @Option(name: .customLong("seconds"), help: "Seconds of the delivery phase.")
     var phaseSeconds = 10
 
+    @Flag(name: .customLong("no-read-model"), help: "Nodes without the shared read model (serve --no-read-model).")
+    var noReadModel = false
+
     @Flag(help: "Print the figures as one JSON object.")
     var json = false
 
@@ -89,7 +92,8 @@ struct ClusterBench: ParsableCommand {
                 var configuration = LedgerServerConfiguration(
                     port: 0, dataRoot: root.appendingPathComponent("node-\(index)").path, merchantIDs: ids,
                     signatureKeys: [WebhookBench.signatureKey], notificationURL: WebhookBench.notificationURL, syncSchedule: .off)
-                configuration.cluster = ClusterServing(databaseURL: url, nodeID: "node-\(index)", nodeAddress: "127.0.0.1:0")
+                configuration.cluster = ClusterServing(databaseURL: url, nodeID: "node-\(index)", nodeAddress: "127.0.0.1:0",
+                                                       readModel: !noReadModel)
                 configuration.webhookInbox = true
                 let service = try await LedgerService.open(configuration: configuration, logger: logger)
                 servers.append(try await LedgerServer.start(service: service, logger: logger))

@@ -116,6 +116,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("ship-every"), help: ArgumentHelp("Cluster mode: how often each merchant's changed log is shipped to the segment archive (the recovery point of what is not a webhook).", valueName: "INTERVAL"))
     var shipEvery = "1s"
 
+    @Flag(name: .customLong("no-read-model"), help: "Cluster mode: do not write the merchants' projections to the shared read model in the cluster database (written by each merchant's owner every --read-model-every otherwise).")
+    var noReadModel = false
+
+    @Option(name: .customLong("read-model-every"), help: ArgumentHelp("Cluster mode: how often each merchant's changed projection rows are written to the shared read model (its lag beside the projection's).", valueName: "INTERVAL"))
+    var readModelEvery = "1s"
+
     @Option(name: .customLong("square-rate"), help: ArgumentHelp("Square calls a second per seller, in bursts of twice that; after a 429 all of that seller's calls wait out the backoff, and no other seller's do (0: no pacing).", valueName: "N"))
     var squareRate: Double = SellerRateLimiter.Policy.default.rate
 
@@ -174,13 +180,13 @@ struct ServeCommand: AsyncParsableCommand {
             guard let nodeAddress, Self.hostPort(nodeAddress) != nil else {
                 throw ValidationError("--cluster-database needs --node-address HOST:PORT (where the other nodes and clients reach this one)")
             }
-            for (flag, text) in [("--lease", lease), ("--ship-every", shipEvery)] {
+            for (flag, text) in [("--lease", lease), ("--ship-every", shipEvery), ("--read-model-every", readModelEvery)] {
                 guard case .success(let interval?) = SyncSchedule.parseInterval(text), interval > .zero else {
                     throw ValidationError("\(flag) takes a positive interval such as 10s or 500ms, not \"\(text)\"")
                 }
             }
-        } else if nodeID != nil || nodeAddress != nil {
-            throw ValidationError("--node-id and --node-address are for cluster mode: add --cluster-database URL")
+        } else if nodeID != nil || nodeAddress != nil || noReadModel {
+            throw ValidationError("--node-id, --node-address and --no-read-model are for cluster mode: add --cluster-database URL")
         }
         if let compactAt, !compactAt.isEmpty, CompactionSchedule(parsing: compactAt) == nil {
             throw ValidationError("--compact-at takes a local time HH:MM (24-hour), not \"\(compactAt)\"")
@@ -234,7 +240,8 @@ struct ServeCommand: AsyncParsableCommand {
                 settings.cluster = ClusterServing(
                     databaseURL: clusterDatabase, nodeID: nodeID, nodeAddress: nodeAddress,
                     leaseDuration: try SyncSchedule.parseInterval(lease).get() ?? .seconds(10),
-                    shipInterval: try SyncSchedule.parseInterval(shipEvery).get() ?? .seconds(1))
+                    shipInterval: try SyncSchedule.parseInterval(shipEvery).get() ?? .seconds(1), readModel: !noReadModel,
+                    readModelInterval: try SyncSchedule.parseInterval(readModelEvery).get() ?? .seconds(1))
                 settings.webhookInbox = true
             }
             settings.squarePacing = squareRate == 0 ? nil

@@ -7,16 +7,16 @@ import LedgerStorageTesting
 /// barcodes, categories, base and per-location price changes, renames, category moves and renames,
 /// deletions with cascade, late re-observations of old versions, duplicates and VERSION_MISMATCH
 /// incidents. Square time moves forward with the catalog version; the ledger learns some of it late.
-struct GeneratedHistory {
+package struct GeneratedHistory {
     struct ItemModel {
         var id: String
         var version: Int64
         var name: String
         var categories: [String]
-        var variations: [SquareJSON.Variation]
+        var variations: [CatalogJSON.Variation]
 
         var json: String {
-            SquareJSON.item(id, version: version, name: name, categories: categories,
+            CatalogJSON.item(id, version: version, name: name, categories: categories,
                             description: "Generated \(name.lowercased())", variations: variations)
         }
     }
@@ -28,9 +28,9 @@ struct GeneratedHistory {
     var categories: [String: String] = [:]
     var nextItem = 0
     /// Square times (nanoseconds) of every version written, to pick replay points from.
-    var squareTimes: [Int64] = []
+    package var squareTimes: [Int64] = []
 
-    init(seed: UInt64) { random = SeededGenerator(seed: seed) }
+    package init(seed: UInt64) { random = SeededGenerator(seed: seed) }
 
     mutating func tick() -> Int64 {
         catalogVersion += Int64.random(in: 1...5_000, using: &random)
@@ -39,13 +39,13 @@ struct GeneratedHistory {
     }
 
     /// Appends `steps` random changes, each as one append call (one ledger time).
-    mutating func append(steps: Int, to ledger: Ledger) async throws {
+    package mutating func append(steps: Int, to ledger: Ledger) async throws {
         if categories.isEmpty {
             let version = tick()
             for index in 0..<4 { categories["C\(index)"] = "Category \(index)" }
-            let objects = categories.keys.sorted().map { SquareJSON.category($0, version: version, name: categories[$0]!) }
-                + [SquareJSON.tax("T0", version: version)]
-            _ = try await ledger.append(try SquareJSON.observe(objects, source: .fullSync, run: "full-0"))
+            let objects = categories.keys.sorted().map { CatalogJSON.category($0, version: version, name: categories[$0]!) }
+                + [CatalogJSON.tax("T0", version: version)]
+            _ = try await ledger.append(try CatalogJSON.observe(objects, source: .fullSync, run: "full-0"))
         }
         for step in 0..<steps {
             let roll = Int.random(in: 0..<100, using: &random)
@@ -61,27 +61,27 @@ struct GeneratedHistory {
             } else if roll < 64 {
                 let id = categories.keys.sorted().randomElement(using: &random)!
                 categories[id] = "Renamed \(id) \(step)"
-                _ = try await ledger.append(try SquareJSON.observe(
-                    [SquareJSON.category(id, version: tick(), name: categories[id]!)], run: "cat-\(step)"))
+                _ = try await ledger.append(try CatalogJSON.observe(
+                    [CatalogJSON.category(id, version: tick(), name: categories[id]!)], run: "cat-\(step)"))
             } else if roll < 76 {
                 // A late page of an old sync: an older version of an item learned after newer ones.
                 let id = live.randomElement(using: &random)!
                 if let old = pastJSON[id]?.randomElement(using: &random) {
-                    _ = try await ledger.append(try SquareJSON.observe([old], source: .fullSync, run: "late-\(step)"))
+                    _ = try await ledger.append(try CatalogJSON.observe([old], source: .fullSync, run: "late-\(step)"))
                 }
             } else if roll < 84 {
                 // The same current object observed again (a webhook-triggered sync echoing our write).
                 let id = live.randomElement(using: &random)!
-                _ = try await ledger.append(try SquareJSON.observe([items[id]!.json], source: .webhook, run: "dup-\(step)"))
+                _ = try await ledger.append(try CatalogJSON.observe([items[id]!.json], source: .webhook, run: "dup-\(step)"))
             } else if roll < 90 {
                 let id = live.randomElement(using: &random)!
                 let model = items.removeValue(forKey: id)!
-                _ = try await ledger.append(try SquareJSON.delete(id, type: .item, children: model.variations.map(\.id),
+                _ = try await ledger.append(try CatalogJSON.delete(id, type: .item, children: model.variations.map(\.id),
                                                                   at: tick()))
             } else if roll < 94 {
                 let id = live.randomElement(using: &random)!
                 guard let stale = pastJSON[id]?.first else { continue }
-                _ = try await ledger.append(try SquareJSON.rejectedEdit(key: "edit-\(step)-\(id)", item: id,
+                _ = try await ledger.append(try CatalogJSON.rejectedEdit(key: "edit-\(step)-\(id)", item: id,
                                                                         staleItem: stale, currentItem: items[id]!.json))
             } else {
                 // Bookkeeping events that change no row.
@@ -96,7 +96,7 @@ struct GeneratedHistory {
     private mutating func store(_ model: ItemModel, to ledger: Ledger, run: String) async throws {
         items[model.id] = model
         pastJSON[model.id, default: []].append(model.json)
-        _ = try await ledger.append(try SquareJSON.observe([model.json], run: run))
+        _ = try await ledger.append(try CatalogJSON.observe([model.json], run: run))
     }
 
     private mutating func appendNewItem(to ledger: Ledger) async throws {
@@ -105,7 +105,7 @@ struct GeneratedHistory {
         let version = tick()
         let count = Int.random(in: 1...3, using: &random)
         let variations = (0..<count).map { index in
-            SquareJSON.Variation(id: "\(id)-V\(index)", item: id, version: version, name: ["Small", "Large", "Jumbo"][index],
+            CatalogJSON.Variation(id: "\(id)-V\(index)", item: id, version: version, name: ["Small", "Large", "Jumbo"][index],
                                  sku: "SKU-\(id)-\(index)", upc: String(format: "0%011d", nextItem * 10 + index),
                                  price: index == 2 ? nil : Int64.random(in: 100...5_000, using: &random))
         }

@@ -32,8 +32,8 @@ enum ConflictRefresh {
     }
 
     /// Records (or after a new diagnosis, updates) the objects of a stored incident.
-    static func record(_ row: VersionConflictRow, diagnosis: VersionMismatchDiagnosis, in db: Database) throws {
-        for finding in diagnosis.findings {
+    static func record(_ row: VersionConflictRow, in db: Database) throws {
+        for finding in row.diagnosis.findings {
             let bound = max(finding.sentVersion ?? 0, finding.actualVersion ?? 0)
             try db.cachedStatement(sql: """
                 INSERT INTO conflict_objects (object_id, sequence, rejected_at, refresh_version, learned_after)

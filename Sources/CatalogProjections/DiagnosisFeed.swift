@@ -31,8 +31,7 @@ final class DiagnosisFeed: @unchecked Sendable {
     {
         try lock.withLock {
             try extend(through: batch, reader: reader)
-            let wanted = Set(sequences)
-            return try index.rejections.filter { wanted.contains($0.sequence) }.map { try ConflictDiagnosis.row(for: $0, index: index) }
+            return try ConflictDiagnosis.rows(of: sequences, index: index)
         }
     }
 

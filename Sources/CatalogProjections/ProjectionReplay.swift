@@ -92,11 +92,7 @@ public enum ProjectionReplay {
                 if let progress, event.sequence % 1_000 == 999 { progress(ProjectionProgress(processed: event.sequence + 1, total: total)) }
                 switch event.body {
                 case .objectObserved, .objectDeleted:
-                    try writer.refreshConflicts(after: event, in: db) { sequences in
-                        let wanted = Set(sequences)
-                        return try diagnoses.rejections.filter { wanted.contains($0.sequence) }
-                            .map { try ConflictDiagnosis.row(for: $0, index: diagnoses) }
-                    }
+                    try writer.refreshConflicts(after: event, in: db) { try ConflictDiagnosis.rows(of: $0, index: diagnoses) }
                     let id = event.header!.objectID
                     let previous = state[id]
                     state.apply(event)

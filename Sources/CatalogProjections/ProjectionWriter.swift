@@ -259,7 +259,7 @@ struct ProjectionWriter: Sendable {
                 JSONText.array(row.classifications), JSONText.array(row.objectIDs), row.editSequence.map(Int64.init),
                 row.actor, row.device, row.diagnosisJSON,
             ])
-        try ConflictRefresh.record(row, diagnosis: row.diagnosis, in: db)
+        try ConflictRefresh.record(row, in: db)
     }
 
     /// After a fact event: the incidents before it whose diagnosis it may change, diagnosed again

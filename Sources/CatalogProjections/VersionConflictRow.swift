@@ -50,4 +50,10 @@ enum ConflictDiagnosis {
             objectIDs: diagnosis.findings.map(\.objectID.rawValue), editSequence: diagnosis.editSequence,
             actor: diagnosis.actor, device: diagnosis.device, diagnosisJSON: json, diagnosis: diagnosis)
     }
+
+    /// The rows of the rejections `sequences` the index holds, diagnosed with everything in it.
+    static func rows(of sequences: [UInt64], index: DiagnosisIndex) throws -> [VersionConflictRow] {
+        let wanted = Set(sequences)
+        return try index.rejections.filter { wanted.contains($0.sequence) }.map { try row(for: $0, index: index) }
+    }
 }

@@ -78,11 +78,13 @@ struct MerchantOpener: Sendable {
             scoped[metadataKey: "merchant"] = "\(id)"
             return scoped
         }()
+        // The merchant's background lane: its follower, its syncs (and its inbox drain) run there.
+        let lane = MerchantDirectory.backgroundLane(of: id)
         // The projection is kept current by its follower, which the directory starts while the
         // server's service group runs (`MerchantSupervisor`), whatever appends the events.
         let projection = configuration.projections ? ProjectionFollower(
             projector: try CatalogProjector(layout: ledger.layout, logger: merchantLogger), logger: merchantLogger,
-            executor: MerchantDirectory.backgroundLane(of: id)) : nil
+            executor: lane) : nil
         // The registry's record of the merchant: its own token, when it has one.
         let registry = try registry()
         let record = try registry?.record(id)
@@ -105,7 +107,7 @@ struct MerchantOpener: Sendable {
         let runner = syncer.map { syncer in
             // On the merchant's background lane with its follower and inbox drain: under load, syncs wait
             // (and fold more webhooks into each run) rather than the requests.
-            CoalescingRunner(debounce: configuration.syncDebounce, executor: MerchantDirectory.backgroundLane(of: id)) {
+            CoalescingRunner(debounce: configuration.syncDebounce, executor: lane) {
                 [metrics, clock = configuration.clock] in
                 if let revocation = health.revocation {
                     merchantLogger.notice("sync skipped: the merchant's Square authorization was revoked",

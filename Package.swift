@@ -324,7 +324,7 @@ let package = Package(
             name: "LedgerClusterTests",
             dependencies: [
                 "LedgerCluster", "TestSupport", "CatalogLedger", "CatalogModel", "CatalogProjections", "LedgerServer", "LedgerStorage",
-                "SquareAPI", "SquareSimulator", "SquareWire",
+                "MerchantRegistry", "SquareAPI", "SquareSimulator", "SquareWire",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

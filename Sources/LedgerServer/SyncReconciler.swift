@@ -116,6 +116,10 @@ public struct SyncReconciler: Service {
         guard let interval = schedule.reconcileInterval else { return }
         // Per merchant, the jittered window of this round (drawn again after each sync or skip).
         var windows: [MerchantID: Double] = [:]
+        // Per merchant, when it was last reconciled or passed over: not again before the retry delay, so a
+        // merchant whose reconcile could not run (it could not be opened) is never retried in a loop.
+        var attempted: [MerchantID: Date] = [:]
+        let retryDelay = Self.seconds(min(schedule.retryAfterFailure, interval))
         while !Task.isCancelled {
             let now = clock.now()
             var soonest: Date?
@@ -125,21 +129,36 @@ public struct SyncReconciler: Service {
                 guard let health = directory.health(of: id) else { continue }
                 let window = windows[id] ?? jittered(interval)
                 windows[id] = window
-                let due = dueTime(health, window: window, interval: interval, now: now)
+                var due = dueTime(health, window: window, interval: interval, now: now)
+                if let last = attempted[id] { due = max(due, last.addingTimeInterval(retryDelay)) }
                 guard due <= now else {
                     soonest = min(soonest ?? due, due)
+                    continue
+                }
+                // Cluster mode: the node that writes the merchant reconciles it. Another node passes over
+                // it until the retry delay (its health never records a sync here, so it always looks due).
+                if directory.isWrittenElsewhere(id) {
+                    attempted[id] = now
+                    let next = now.addingTimeInterval(retryDelay)
+                    soonest = min(soonest ?? next, next)
                     continue
                 }
                 // No sync completed within the window: reconcile. (A webhook's sync that completed
                 // meanwhile moved `lastSuccess`, and with it the due time, so it is skipped.)
                 service.metrics.reconcile(merchant: id.rawValue)
-                await background(id) { await sync($0, reason: "no sync completed within \(interval)") }
+                let ran = await background(id) { await sync($0, reason: "no sync completed within \(interval)") }
+                attempted[id] = ran ? nil : now
                 windows[id] = jittered(interval)
-                let next = dueTime(health, window: windows[id]!, interval: interval, now: clock.now())
+                var next = dueTime(health, window: windows[id]!, interval: interval, now: clock.now())
+                if !ran { next = max(next, now.addingTimeInterval(retryDelay)) }
                 soonest = min(soonest ?? next, next)
             }
             let wait = (soonest ?? now.addingTimeInterval(Self.seconds(interval))).timeIntervalSince(clock.now())
-            guard wait > 0 else { continue }
+            // Never a round without a suspension: this loop may run on a merchant lane that other work shares.
+            guard wait > 0 else {
+                await Task.yield()
+                continue
+            }
             do { try await clock.sleep(.milliseconds(max(1, Int64((wait * 1000).rounded(.up))))) }
             catch { return }  // cancelled: the server is shutting down
         }
@@ -158,14 +177,17 @@ public struct SyncReconciler: Service {
     }
 
     /// Runs `body` with the merchant opened for a background job; a merchant that cannot be opened is
-    /// logged and skipped (the next round tries again).
-    private func background(_ id: MerchantID, _ body: (MerchantLedger) async -> Void) async {
+    /// logged and skipped (the next round tries again). Returns whether `body` ran.
+    @discardableResult
+    private func background(_ id: MerchantID, _ body: (MerchantLedger) async -> Void) async -> Bool {
         do {
-            _ = try await service.directory.use(id, background: true, body)
+            return try await service.directory.use(id, background: true, body) != nil
         } catch is MerchantElsewhere {
             // Cluster mode: the node writing this merchant syncs it.
+            return false
         } catch {
             logger.error("merchant could not be opened for its scheduled sync", metadata: ["merchant": "\(id.rawValue)", "error": "\(error)"])
+            return false
         }
     }
 

@@ -153,3 +153,12 @@ extension SquareSimulator {
         }
     }
 }
+
+extension CafeCatalogSeed {
+    /// The real ids of the seeded variations that have a fixed price (a variable-priced one has no
+    /// price to change), sorted: what a price edit or a dashboard price change can target.
+    public static func fixedPriceVariationIDs(_ ids: [String: String]) -> [String] {
+        ids.filter { $0.key.contains("_") && !$0.key.hasPrefix("#CakeSlice") && !$0.key.hasPrefix("#Milk")
+            && !$0.key.hasPrefix("#Syrup") }.map(\.value).sorted()
+    }
+}

@@ -68,6 +68,17 @@ enum SQL {
         }
     }
 
+    /// The first column of every row, as text.
+    static func strings(_ database: ClusterDatabase, _ sql: String) async throws -> [String] {
+        try await database.withConnection { connection in
+            var values: [String] = []
+            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: quietLogger).decode(String.self) {
+                values.append(value)
+            }
+            return values
+        }
+    }
+
     /// The first column of every row, as integers.
     static func integers(_ database: ClusterDatabase, _ sql: String) async throws -> [Int64] {
         try await database.withConnection { connection in

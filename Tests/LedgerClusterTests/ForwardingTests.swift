@@ -23,7 +23,8 @@ extension PostgresClusterTests {
         static let squareToken = "forwarding-square-token"
 
         static func service(_ node: String, root: String, url: String, port: Int, square: SquareSimulator? = nil,
-                            lease: Duration = .seconds(3), forwardTimeout: Duration = .seconds(10)) async throws -> LedgerService {
+                            lease: Duration = .seconds(3), forwardTimeout: Duration = .seconds(10),
+                            syncSchedule: SyncSchedule = .off) async throws -> LedgerService {
             var configuration = LedgerServerConfiguration(
                 host: "127.0.0.1", port: port, dataRoot: root, merchantIDs: [merchant], signatureKeys: ["k"],
                 notificationURL: "http://127.0.0.1/webhooks/square",
@@ -31,12 +32,18 @@ extension PostgresClusterTests {
                     SquareClientConfiguration(environment: .custom(baseURL: "http://simulator.invalid"), accessToken: SquareAccessToken(squareToken),
                                               retryPolicy: SquareRetryPolicy(attemptsMax: 4, initialDelay: .milliseconds(1), delayMax: .milliseconds(5)))
                 },
-                squareTransport: square, projections: false, syncSchedule: .off)
+                squareTransport: square, projections: false, syncSchedule: syncSchedule)
             configuration.webhookInbox = true
             configuration.cluster = ClusterServing(databaseURL: url, nodeID: node, nodeAddress: "127.0.0.1:\(port)",
                                                    leaseDuration: lease, shipInterval: .milliseconds(200),
                                                    forwardTimeout: forwardTimeout)
             return try await LedgerService.open(configuration: configuration, logger: quietLogger)
+        }
+
+        /// The merchant's Square, reached with `squareToken`.
+        static func simulator(seed: UInt64) -> SquareSimulator {
+            SquareSimulator(configuration: SimulatorConfiguration(seed: seed, merchantID: merchant, requiredAccessToken: squareToken),
+                            logger: quietLogger)
         }
 
         /// The node's HTTP listener alone, without its cluster rounds: the test sets who owns what.
@@ -181,14 +188,48 @@ extension PostgresClusterTests {
             try await a.close()
         }
 
+        @Test("the reconciling schedule of a node passes over a merchant another node writes: no reconcile, no busy loop")
+        func theReconcilerPassesOverAMerchantWrittenElsewhere() async throws {
+            let url = try await PostgresServer.freshDatabase("forward-reconcile")
+            let scratch = Scratch.path("forward-reconcile")
+            defer { Scratch.remove(scratch) }
+            let simulator = Self.simulator(seed: 4)
+            await simulator.seedCafeCatalog()
+            // The owner starts alone, takes the merchant and syncs it; the other node joins and has never
+            // synced it, so by its own health the merchant is always due.
+            let ownerID = try #require(Rendezvous.owner(of: Self.merchant, among: ["node-a", "node-b"]))
+            let otherID = ownerID == "node-a" ? "node-b" : "node-a"
+            let ownerPort = try PostgresServer.freePort(), otherPort = try PostgresServer.freePort()
+            let schedule = SyncSchedule(catchUpAtStart: true, reconcileInterval: .seconds(900))
+            let owner = try await Self.service(ownerID, root: "\(scratch)/\(ownerID)", url: url, port: ownerPort, square: simulator,
+                                               lease: .seconds(10), syncSchedule: schedule)
+            let ownerServer = try await LedgerServer.start(service: owner, port: ownerPort, logger: quietLogger)
+            try await waitUntil("\(ownerID) took the merchant over and synced", timeout: .seconds(30)) {
+                EpochFencingTests.gauge(owner, "catledger_takeover_drained_deliveries", merchant: Self.merchant) != nil
+            }
+            let other = try await Self.service(otherID, root: "\(scratch)/\(otherID)", url: url, port: otherPort, square: simulator,
+                                               lease: .seconds(10), syncSchedule: schedule)
+            let otherServer = try await LedgerServer.start(service: other, port: otherPort, logger: quietLogger)
+            try await waitUntil("the other node knows the owner", timeout: .seconds(10)) {
+                other.cluster?.ownership.elsewhere(Self.merchant)?.ownerAddress == "127.0.0.1:\(ownerPort)"
+            }
+            try await Task.sleep(for: .seconds(1))
+            // Before, the other node's schedule tried the merchant in a loop that never suspended (millions of
+            // attempts a second, each counted), holding the merchant lane it ran on: every sync, drain and
+            // takeover of the merchants sharing that lane waited forever.
+            let reconciles = "catledger_reconciling_syncs_total{merchant=\"\(Self.merchant)\"}"
+            #expect(!Self.metrics(other).contains(reconciles), "\(Self.metrics(other).split(separator: "\n").filter { $0.hasPrefix(reconciles) })")
+            #expect(!Self.metrics(owner).contains(reconciles))
+            try await otherServer.stop()
+            try await ownerServer.stop()
+        }
+
         @Test("two nodes with the simulator as Square: the owner syncs at its takeover; an edit and a read sent to the other node succeed through the owner")
         func anEditAndAReadOnTheOtherNodeSucceedThroughTheOwner() async throws {
             let url = try await PostgresServer.freshDatabase("forward-edit")
             let scratch = Scratch.path("forward-edit")
             defer { Scratch.remove(scratch) }
-            let simulator = SquareSimulator(configuration: SimulatorConfiguration(seed: 3, merchantID: Self.merchant,
-                                                                                  requiredAccessToken: Self.squareToken),
-                                            logger: quietLogger)
+            let simulator = Self.simulator(seed: 3)
             let ids = await simulator.seedCafeCatalog()
             let latte = try #require(ids["#Latte_Small"])
             let token = try Self.token(roots: ["\(scratch)/a", "\(scratch)/b"])

@@ -26,6 +26,10 @@ import TestSupport
         let badLease = try Self.serve(["--cluster-database", "postgres://u@127.0.0.1/db", "--node-id", "n1",
                                        "--node-address", "127.0.0.1:9", "--lease", "soon"])
         #expect(badLease.status == 64 && badLease.standardError.contains("--lease takes a positive interval"))
+        let badForwardTimeout = try Self.serve(["--cluster-database", "postgres://u@127.0.0.1/db", "--node-id", "n1",
+                                                "--node-address", "127.0.0.1:9", "--forward-timeout", "0s"])
+        #expect(badForwardTimeout.status == 64 && badForwardTimeout.standardError.contains("--forward-timeout takes a positive interval"),
+                "\(badForwardTimeout.standardError)")
     }
 
     @Test func aBadURLOrAnUnreachableDatabaseIsAClearErrorWithoutThePassword() throws {

@@ -69,14 +69,23 @@ package final class ChildProcess: @unchecked Sendable {
                         standardError: String(decoding: errorData, as: UTF8.self), standardOutputData: outputData)
     }
 
-    /// Starts `executable ARGUMENTS` (standard error discarded) and collects its standard output.
-    package static func launch(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
+    /// Starts `executable ARGUMENTS` and collects its standard output; its standard error (the log) goes
+    /// to the file `standardErrorPath` (created or truncated), or is discarded.
+    package static func launch(_ executable: String, _ arguments: [String], standardErrorPath: String? = nil) throws -> ChildProcess {
         let process = Process()
         process.executableURL = try PackagePaths.executable(executable)
         process.arguments = arguments
         let pipe = Pipe()
         process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
+        if let standardErrorPath {
+            guard FileManager.default.createFile(atPath: standardErrorPath, contents: nil),
+                  let log = FileHandle(forWritingAtPath: standardErrorPath) else {
+                throw ChildError.notReady("cannot write \(standardErrorPath)")
+            }
+            process.standardError = log
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         let child = ChildProcess(process: process, name: executable)
         child.startReading(pipe.fileHandleForReading)

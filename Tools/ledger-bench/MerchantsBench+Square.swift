@@ -37,9 +37,7 @@ extension MerchantsBench {
                 let token = "EAAAbench-\(merchant)"
                 await square.addSeller(simulator, personalAccessToken: token)
                 try registry.setCredentials(merchant, SquareCredentials(accessToken: token), now: now)
-                // Fixed-price variations only: a variable-priced one has no price to change.
-                let variations = ids.filter { $0.key.contains("_") && !$0.key.hasPrefix("#CakeSlice") && !$0.key.hasPrefix("#Milk")
-                    && !$0.key.hasPrefix("#Syrup") }.map(\.value).sorted()
+                let variations = CafeCatalogSeed.fixedPriceVariationIDs(ids)
                 sellers[merchant] = (simulator, variations)
                 editTokens[merchant] = try tokens.create(name: "bench editor", merchant: merchant, scopes: [.edit]).token
             }

@@ -122,6 +122,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("read-model-every"), help: ArgumentHelp("Cluster mode: how often each merchant's changed projection rows are written to the shared read model (its lag beside the projection's).", valueName: "INTERVAL"))
     var readModelEvery = "1s"
 
+    @Option(name: .customLong("forward-timeout"), help: ArgumentHelp("Cluster mode: how long a request forwarded to the node that writes its merchant may take before it is answered 503 owner_timeout (longer than the change feed's longest wait, 60s).", valueName: "INTERVAL"))
+    var forwardTimeout = "75s"
+
     @Option(name: .customLong("square-rate"), help: ArgumentHelp("Square calls a second per seller, in bursts of twice that; after a 429 all of that seller's calls wait out the backoff, and no other seller's do (0: no pacing).", valueName: "N"))
     var squareRate: Double = SellerRateLimiter.Policy.default.rate
 
@@ -180,7 +183,8 @@ struct ServeCommand: AsyncParsableCommand {
             guard let nodeAddress, Self.hostPort(nodeAddress) != nil else {
                 throw ValidationError("--cluster-database needs --node-address HOST:PORT (where the other nodes and clients reach this one)")
             }
-            for (flag, text) in [("--lease", lease), ("--ship-every", shipEvery), ("--read-model-every", readModelEvery)] {
+            for (flag, text) in [("--lease", lease), ("--ship-every", shipEvery), ("--read-model-every", readModelEvery),
+                                 ("--forward-timeout", forwardTimeout)] {
                 guard case .success(let interval?) = SyncSchedule.parseInterval(text), interval > .zero else {
                     throw ValidationError("\(flag) takes a positive interval such as 10s or 500ms, not \"\(text)\"")
                 }
@@ -240,7 +244,8 @@ struct ServeCommand: AsyncParsableCommand {
                 settings.cluster = ClusterServing(
                     databaseURL: clusterDatabase, nodeID: nodeID, nodeAddress: nodeAddress,
                     leaseDuration: try SyncSchedule.parseInterval(lease).get() ?? .seconds(10),
-                    shipInterval: try SyncSchedule.parseInterval(shipEvery).get() ?? .seconds(1), readModel: !noReadModel,
+                    shipInterval: try SyncSchedule.parseInterval(shipEvery).get() ?? .seconds(1),
+                    forwardTimeout: try SyncSchedule.parseInterval(forwardTimeout).get() ?? .seconds(75), readModel: !noReadModel,
                     readModelInterval: try SyncSchedule.parseInterval(readModelEvery).get() ?? .seconds(1))
                 settings.webhookInbox = true
             }

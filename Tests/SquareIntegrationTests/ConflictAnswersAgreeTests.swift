@@ -1,7 +1,9 @@
 import CatalogLedger
 import CatalogModel
 import CatalogProjections
+import GRDB
 import LedgerQueries
+import TestSupport
 import Testing
 
 /// One answer for an incident: the projection's stored diagnosis (the conflicts pages) is the one
@@ -27,5 +29,35 @@ struct ConflictAnswersAgreeTests {
         let incident = try #require(fromProjection.first { $0.sequence == 648 })
         let moved = incident.diagnosis.findings.flatMap(\.movedBy).map(\.sequence)
         #expect(moved == [650], "\(moved)")
+    }
+
+    @Test("an export after a checkpoint carries the earlier incident a later fact diagnosed again (what the shared read model writes)")
+    func theExportCarriesAnIncidentDiagnosedAgain() async throws {
+        let sample = try await LedgerQueriesNamesTests.sample.get()
+        let events = try sample.reader.allEvents()
+        let root = Scratch.path("export-rediagnosed")
+        defer { Scratch.remove(root) }
+        var options = LedgerOptions()
+        options.storage.durability = .none
+        let copy = try Ledger.open(layout: LedgerLayout(root: root), options: options)
+        // The sample up to incident 648 and the follow-up read after it, without the sync's observation 650
+        // that the incident's diagnosis names once it is known; projected and exported; then the rest.
+        let first = events.filter { $0.sequence <= 649 }, rest = events.filter { $0.sequence > 649 }
+        _ = try await copy.append(first.map(\.content), recordedAt: first.map(\.recordedAt))
+        let projector = try CatalogProjector(layout: copy.layout, logger: IngestKit.logger)
+        #expect(try projector.catchUp() == 649)
+        func incident648(_ export: ProjectionExport?) throws -> [DatabaseValue]? {
+            let table = try #require(export?.tables.first { $0.name == "version_conflicts" })
+            let column = try #require(table.columns.firstIndex(of: "sequence"))
+            return table.rows.first { Int64.fromDatabaseValue($0[column]) == 648 }
+        }
+        let before = try #require(try incident648(projector.export(after: nil)))
+        _ = try await copy.append(rest.map(\.content), recordedAt: rest.map(\.recordedAt))
+        #expect(try projector.catchUp() == events.last?.sequence)
+        let whole = try #require(try incident648(projector.export(after: nil)))
+        #expect(whole != before, "observation 650 changes incident 648's diagnosis")
+        // The change since 649 writes the incident again, as the projection now holds it.
+        #expect(try incident648(projector.export(after: 649)) == whole)
+        try await copy.close()
     }
 }

@@ -24,8 +24,8 @@ extension CatalogProjector {
     /// grown past `followWALFramesMax` does one short checkpoint run between two batches, so that
     /// the WAL starts over (see `WALCheckpointer`).
     ///
-    /// With `commitsOnCallingThread`, each batch is committed synchronously on the thread running
-    /// the follower instead of on the database's own writer queue. A server following many
+    /// With `commitsOnCallingThread`, each batch is committed (and the WAL checkpointed)
+    /// synchronously on the thread running the follower instead of on the database's own queues. A server following many
     /// projections runs them on a few executors of its own (`LedgerServer`'s background lanes):
     /// their commits then take turns on those threads instead of each waking a thread of its own.
     public func follow(catchUpExecutor: (any TaskExecutor)? = nil, commitsOnCallingThread: Bool = false,
@@ -43,6 +43,7 @@ extension CatalogProjector {
         let maxDelay = options.followCheckpointMaxDelay
         let checkpointer = try options.followCheckpointInterval.map {
             try WALCheckpointer(path: databasePath, interval: $0, walFramesMax: options.followWALFramesMax, trace: trace,
+                                checkpointsOnCallingThread: commitsOnCallingThread,
                                 due: { sinceLast in
                                     buffer.takeCommitsForCheckpoint { $0 >= minCommits || ($0 > 0 && sinceLast >= maxDelay) }
                                 },
@@ -62,7 +63,7 @@ extension CatalogProjector {
             for await _ in wakeUps {
                 while !Task.isCancelled, case let (events, receivedAt) = buffer.drain(max: options.batchEventsMax),
                       let last = events.last {
-                    if buffer.takeWALRestartRequest() { await checkpointOnWriter(trace: trace) }
+                    if buffer.takeWALRestartRequest() { await checkpointOnWriter(onCallingThread: commitsOnCallingThread, trace: trace) }
                     // The asynchronous write runs on the database's own writer queue and suspends
                     // this task meanwhile, so the (few) cooperative threads stay free for the
                     // appenders and the log follower instead of waiting on SQLite. (A thread of the
@@ -127,9 +128,12 @@ extension CatalogProjector {
     /// frames committed since the checkpointer's last round and leaves the WAL fully
     /// checkpointed, so that the next transaction writes from the WAL's beginning again. A
     /// failure is not the batch's: the checkpointer asks again at a later round.
-    private func checkpointOnWriter(trace: (@Sendable (FollowTraceEvent) -> Void)?) async {
+    private func checkpointOnWriter(onCallingThread: Bool, trace: (@Sendable (FollowTraceEvent) -> Void)?) async {
         let startedAt = ContinuousClock.now
-        guard let frames = try? await database.writeWithoutTransaction({ db in try db.checkpoint(.passive) }) else { return }
+        let checkpointed = onCallingThread
+            ? try? WALCheckpointer.passiveCheckpoint(database)
+            : try? await database.writeWithoutTransaction({ db in try db.checkpoint(.passive) })
+        guard let frames = checkpointed else { return }
         trace?(.checkpoint(FollowCheckpointTiming(
             startedAt: startedAt, finishedAt: .now, walFrames: frames.walFrameCount,
             checkpointedFrames: frames.checkpointedFrameCount, onWriter: true)))

@@ -27,8 +27,13 @@ final class WALCheckpointer: Sendable {
     private let trace: (@Sendable (FollowTraceEvent) -> Void)?
     private let onLargeWAL: @Sendable () -> Void
     private let due: @Sendable (_ sinceLastCheckpoint: Duration) -> Bool
+    /// Checkpoint on the thread running `run` (an executor of the server's) instead of on the
+    /// connection's own dispatch queue, where each checkpoint in progress (its fsync) holds a
+    /// dispatch thread: a thousand projections' checkpoints at once were a thousand threads' worth.
+    private let checkpointsOnCallingThread: Bool
 
     init(path: String, interval: Duration, walFramesMax: Int?, trace: (@Sendable (FollowTraceEvent) -> Void)? = nil,
+         checkpointsOnCallingThread: Bool = false,
          due: @escaping @Sendable (_ sinceLastCheckpoint: Duration) -> Bool = { _ in true },
          onLargeWAL: @escaping @Sendable () -> Void) throws {
         precondition(walFramesMax.map { $0 > 0 } ?? true, "a WAL bound is a positive number of frames")
@@ -38,6 +43,7 @@ final class WALCheckpointer: Sendable {
         self.trace = trace
         self.onLargeWAL = onLargeWAL
         self.due = due
+        self.checkpointsOnCallingThread = checkpointsOnCallingThread
         queue = try CatalogProjector.databaseCall(path) { try DatabaseQueue(path: path) }
     }
 
@@ -57,11 +63,19 @@ final class WALCheckpointer: Sendable {
             }
             pause = interval
             lastCheckpoint = startedAt
-            guard let frames = try? await queue.writeWithoutTransaction({ db in try db.checkpoint(.passive) }) else { continue }
+            let checkpointed = checkpointsOnCallingThread
+                ? try? Self.passiveCheckpoint(queue)
+                : try? await queue.writeWithoutTransaction({ db in try db.checkpoint(.passive) })
+            guard let frames = checkpointed else { continue }
             trace?(.checkpoint(FollowCheckpointTiming(startedAt: startedAt, finishedAt: .now, walFrames: frames.walFrameCount,
                                                       checkpointedFrames: frames.checkpointedFrameCount, onWriter: false)))
             if let walFramesMax, frames.walFrameCount > walFramesMax { onLargeWAL() }
         }
         try? queue.close()
+    }
+
+    /// A passive checkpoint on the calling thread (a synchronous function, so the synchronous write is the one called).
+    static func passiveCheckpoint(_ writer: some DatabaseWriter) throws -> (walFrameCount: Int, checkpointedFrameCount: Int) {
+        try writer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
     }
 }

@@ -40,6 +40,7 @@ public enum ProjectionSchema {
             try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
         }
         migrator.registerMigration(ChangeLogWriter.namesMigrationName) { db in try ChangeLogWriter.addOwnNames(db) }
+        migrator.registerMigration(FactIntervalWriter.byNameMigrationName) { db in try FactIntervalWriter.createNameOrder(db) }
         return migrator
     }
 

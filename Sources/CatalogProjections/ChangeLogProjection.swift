@@ -81,6 +81,19 @@ struct ChangeLogWriter: Sendable {
         for row in named { try update.execute(arguments: [row.name, row.id, row.key]) }
     }
 
+    /// The migration that made the change log's counts and category list index reads.
+    static let pagesMigrationName = "change-log-pages"
+
+    /// Frozen: the DDL of migration "change-log-pages". `change_log_counted` holds every column a
+    /// selection tests (`ChangeLogSelection`; the key columns ride along), so counting what a page
+    /// selects reads the index, not the rows with their JSON; `change_log_objects_by_type` lists the categories.
+    static func createPageIndexes(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE INDEX change_log_counted ON change_log (shown, type_mask, source, updated_at_nanos);
+            CREATE INDEX change_log_objects_by_type ON change_log_objects (object_type);
+            """)
+    }
+
     /// What `change_log_objects` keeps of one object.
     struct ObjectState {
         var lastVersion: Int64

@@ -41,6 +41,7 @@ public enum ProjectionSchema {
         }
         migrator.registerMigration(ChangeLogWriter.namesMigrationName) { db in try ChangeLogWriter.addOwnNames(db) }
         migrator.registerMigration(FactIntervalWriter.byNameMigrationName) { db in try FactIntervalWriter.createNameOrder(db) }
+        migrator.registerMigration(ChangeLogWriter.pagesMigrationName) { db in try ChangeLogWriter.createPageIndexes(db) }
         return migrator
     }
 

@@ -30,7 +30,8 @@ public struct ChangeLogSelection: Sendable, Hashable {
 
     /// The WHERE clause over `change_log c`, the objects expanded with their children.
     fileprivate func clause(_ db: Database) throws -> (sql: String, arguments: StatementArguments) {
-        var terms = ["c.shown = 1"]
+        // With objects, their rows by key: `+` keeps SQLite from counting through `change_log_counted` instead.
+        var terms = [objectIDs == nil ? "c.shown = 1" : "+c.shown = 1"]
         var arguments = StatementArguments()
         if let objectIDs {
             var ids = objectIDs

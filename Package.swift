@@ -366,7 +366,7 @@ let package = Package(
         .testTarget(
             name: "LedgerPagesTests",
             dependencies: ["LedgerPages", "LedgerQueries", "CatalogLedger", "CatalogModel", "CatalogIngest", "CatalogProjections", "SquareWire",
-                           "TestSupport"],
+                           "LedgerStorageTesting", "TestSupport"],
             exclude: ["Golden"]
         ),
         .testTarget(

@@ -24,9 +24,10 @@ public struct AsOf: Sendable, Hashable, Codable, CustomStringConvertible {
         return true
     }
 
-    /// True when the fact (first learned at `firstRecordedAt`) is part of a state as of this point.
-    @inline(__always)
-    public func admits(_ fact: ObjectFact) -> Bool {
+    /// True when the fact (first learned at `firstRecordedAt`) is part of a state as of this point
+    /// (a fact of the log, or a `NamedFact` of the projection).
+    @inlinable
+    public func admits(_ fact: some NameableFact) -> Bool {
         if let k = ledgerTimeMax, fact.firstRecordedAt > k { return false }
         if let t = squareTimeMax, fact.header.updatedAtNanos > t { return false }
         return true

@@ -54,9 +54,15 @@ public struct CatalogHistory: Sendable {
     /// The order of `facts(of:)`: version, live before tombstone, first learning.
     @inline(__always)
     public static func inHistoryOrder(_ a: ObjectFact, _ b: ObjectFact) -> Bool {
-        if a.header.version != b.header.version { return a.header.version < b.header.version }
-        if a.header.isDeleted != b.header.isDeleted { return !a.header.isDeleted }
-        return a.firstSequence < b.firstSequence
+        inHistoryOrder(a.header, a.firstSequence, b.header, b.firstSequence)
+    }
+
+    /// The same order on the parts of two facts (header and first sequence).
+    @inline(__always)
+    public static func inHistoryOrder(_ a: CatalogFactHeader, _ aSequence: UInt64, _ b: CatalogFactHeader, _ bSequence: UInt64) -> Bool {
+        if a.version != b.version { return a.version < b.version }
+        if a.isDeleted != b.isDeleted { return !a.isDeleted }
+        return aSequence < bSequence
     }
 
     /// Ids of objects that were ever nested under `parent`.

@@ -62,6 +62,38 @@ struct ChangeLogWriter: Sendable {
             """)
     }
 
+    /// The migration that added each fact's own name (`ObjectFact.ownName`), for names from the
+    /// projection (`ProjectionQueries.namedFacts(of:)`).
+    static let namesMigrationName = "change-log-names"
+
+    /// Frozen: the DDL of migration "change-log-names". The rows already there get the name of
+    /// their own fields (`own_json`, the fact's JSON without its nested array, which holds the name),
+    /// so an existing projection is not rebuilt.
+    static func addOwnNames(_ db: Database) throws {
+        try db.execute(sql: "ALTER TABLE change_log ADD COLUMN own_name TEXT")
+        let rows = try Row.fetchCursor(db, sql: "SELECT \(factColumns) FROM change_log WHERE own_json IS NOT NULL")
+        let update = try db.makeStatement(sql: "UPDATE change_log SET own_name = ? WHERE object_id = ? AND dedupe_key = ?")
+        var named: [(name: String, id: String, key: String)] = []
+        while let row = try rows.next() {
+            let fact = try fact(row).fact
+            if let name = fact.ownName { named.append((name, fact.header.objectID.rawValue, fact.dedupeKey)) }
+        }
+        for row in named { try update.execute(arguments: [row.name, row.id, row.key]) }
+    }
+
+    /// The migration that made the change log's counts and category list index reads.
+    static let pagesMigrationName = "change-log-pages"
+
+    /// Frozen: the DDL of migration "change-log-pages". `change_log_counted` holds every column a
+    /// selection tests (`ChangeLogSelection`; the key columns ride along), so counting what a page
+    /// selects reads the index, not the rows with their JSON; `change_log_objects_by_type` lists the categories.
+    static func createPageIndexes(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE INDEX change_log_counted ON change_log (shown, type_mask, source, updated_at_nanos);
+            CREATE INDEX change_log_objects_by_type ON change_log_objects (object_type);
+            """)
+    }
+
     /// What `change_log_objects` keeps of one object.
     struct ObjectState {
         var lastVersion: Int64
@@ -137,13 +169,14 @@ struct ChangeLogWriter: Sendable {
         try db.cachedStatement(sql: """
             INSERT INTO change_log (object_id, dedupe_key, sequence, recorded_at, object_type, version, is_deleted, updated_at,
                                     updated_at_nanos, parent_id, source, correlation_id, has_payload, own_json, shown, is_first,
-                                    type_mask, changes)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                    type_mask, changes, own_name)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [
                 fact.header.objectID.rawValue, fact.dedupeKey, Int64(fact.firstSequence), fact.firstRecordedAt,
                 fact.header.objectType.rawValue, fact.header.version, fact.header.isDeleted, fact.header.updatedAt,
                 fact.header.updatedAtNanos, fact.header.parentID?.rawValue, Int64(fact.source.rawValue), correlationID,
                 !fact.payload.isEmpty, own.map { Data($0) }, version != nil, isFirst, mask, try Self.encode(changes),
+                fact.ownName,
             ])
     }
 

@@ -58,6 +58,19 @@ struct FactIntervalWriter: Sendable {
             """)
     }
 
+    /// The migration that added the name order of the facts in force now.
+    static let byNameMigrationName = "fact-intervals-by-name"
+
+    /// Frozen: the DDL of migration "fact-intervals-by-name". The facts in force now (`valid_to` open)
+    /// of the live, readable objects without a parent, by type, name (none: "") and id: the catalog now
+    /// a page at a time is a range of it (`ProjectionQueries.shownNow`).
+    static func createNameOrder(_ db: Database) throws {
+        try db.execute(sql: """
+            CREATE INDEX fact_intervals_now_by_name ON fact_intervals (object_type, COALESCE(name, ''), object_id)
+            WHERE valid_to = 9223372036854775807 AND parent_id IS NULL AND is_deleted = 0 AND readable = 1;
+            """)
+    }
+
     /// A stored fact's rank and interval.
     private struct Stored {
         var sequence: UInt64

@@ -30,7 +30,8 @@ public struct ChangeLogSelection: Sendable, Hashable {
 
     /// The WHERE clause over `change_log c`, the objects expanded with their children.
     fileprivate func clause(_ db: Database) throws -> (sql: String, arguments: StatementArguments) {
-        var terms = ["c.shown = 1"]
+        // With objects, their rows by key: `+` keeps SQLite from counting through `change_log_counted` instead.
+        var terms = [objectIDs == nil ? "c.shown = 1" : "+c.shown = 1"]
         var arguments = StatementArguments()
         if let objectIDs {
             var ids = objectIDs
@@ -112,6 +113,32 @@ extension ProjectionQueries {
             return try Int.fetchOne(db, sql: """
                 SELECT COUNT(*) FROM change_log c WHERE \(clause)
                 """, arguments: arguments) ?? 0
+        }
+    }
+
+    /// Every fact of each of `ids` as naming needs it (`NamedFact`: the change log's rows with their
+    /// own names), in history order (`CatalogHistory.inHistoryOrder`); an id without a fact is left out.
+    public func namedFacts(of ids: some Collection<CatalogObjectID>) throws -> [CatalogObjectID: [NamedFact]] {
+        let ids = Array(Set(ids.map(\.rawValue))).sorted()
+        return try read("named facts") { db in
+            var facts: [CatalogObjectID: [NamedFact]] = [:]
+            for chunk in Self.chunks(ids) {
+                let rows = try Row.fetchCursor(db, sql: """
+                    SELECT object_id, object_type, version, is_deleted, updated_at_nanos, parent_id, sequence, recorded_at,
+                           has_payload, own_name
+                    FROM change_log WHERE object_id IN (\(Self.placeholders(chunk.count)))
+                    """, arguments: StatementArguments(Array(chunk)))
+                while let row = try rows.next() {
+                    let id = CatalogObjectID(row[0] as String)
+                    let header = CatalogFactHeader(objectType: CatalogObjectType(row[1] as String), objectID: id, version: row[2],
+                                                   updatedAtNanos: row[4], updatedAt: "", isDeleted: row[3],
+                                                   parentID: (row[5] as String?).map { CatalogObjectID($0) })
+                    let sequence: Int64 = row[6]
+                    facts[id, default: []].append(NamedFact(header: header, firstSequence: UInt64(sequence), firstRecordedAt: row[7],
+                                                            hasPayload: row[8], ownName: row[9]))
+                }
+            }
+            return facts.mapValues { $0.sorted { CatalogHistory.inHistoryOrder($0.header, $0.firstSequence, $1.header, $1.firstSequence) } }
         }
     }
 

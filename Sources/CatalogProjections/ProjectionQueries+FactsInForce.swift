@@ -60,6 +60,27 @@ extension ProjectionQueries {
         return result
     }
 
+    /// The facts in force now of the live, readable objects of `type` without a parent (what
+    /// `factsInForce(ofType:at: .latest)` keeps with `isShown`), ordered by name (UTF-8 bytes; no name
+    /// as "") then id, `limit` of them from `offset`, and how many there are: a range of the index
+    /// `fact_intervals_now_by_name` (one row per object is in force now: its `valid_to` is open), so a
+    /// page reads its own rows and the count the index, never every object's facts.
+    public func shownNow(ofType type: CatalogObjectType, offset: Int, limit: Int) throws -> (facts: [FactInForce], total: Int) {
+        let condition = """
+            object_type = ? AND valid_to = 9223372036854775807 AND parent_id IS NULL AND is_deleted = 0 AND readable = 1
+            """
+        return try read("facts in force now of type \(type.rawValue)") { db in
+            let facts = try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT \(Self.factInForceColumns) FROM fact_intervals INDEXED BY fact_intervals_now_by_name
+                WHERE \(condition) ORDER BY COALESCE(name, ''), object_id LIMIT ? OFFSET ?
+                """), arguments: [type.rawValue, max(limit, 0), max(offset, 0)]).map(Self.factInForce)
+            let total = try Int.fetchOne(db.cachedStatement(sql: """
+                SELECT COUNT(*) FROM fact_intervals INDEXED BY fact_intervals_now_by_name WHERE \(condition)
+                """), arguments: [type.rawValue]) ?? 0
+            return (facts, total)
+        }
+    }
+
     /// Objects whose fact in force may differ between the two points (same ledger time; Square times
     /// in either order): each has a fact that starts within the window and may be in force there.
     /// At most `limit` ids, the earliest starts first; `complete` is false when there were more.
@@ -127,20 +148,25 @@ extension ProjectionQueries {
         return try read(location) { db in
             var best: [CatalogObjectID: FactInForce] = [:]
             let rows = try Row.fetchCursor(db, sql: """
-                SELECT object_id, sequence, dedupe_key, object_type, parent_id, version, is_deleted, readable, name, category_ids
-                FROM fact_intervals
+                SELECT \(Self.factInForceColumns) FROM fact_intervals
                 WHERE \(condition) AND valid_from <= ? AND recorded_at <= ? AND (valid_to > ? OR capped_at > ?)
                 """, arguments: StatementArguments(arguments.map { $0.databaseValue } + [square, ledger, square, ledger].map { $0.databaseValue }))
             while let row = try rows.next() {
-                let fact = FactInForce(
-                    objectID: CatalogObjectID(row[0] as String), sequence: UInt64(row[1] as Int64), dedupeKey: row[2],
-                    objectType: CatalogObjectType(row[3] as String), parentID: (row[4] as String?).map { CatalogObjectID($0) },
-                    version: row[5], isDeleted: row[6], isReadable: row[7], name: row[8], categoryJSON: row[9])
+                let fact = Self.factInForce(row)
                 if let held = best[fact.objectID], !Self.ranks(fact, above: held) { continue }
                 best[fact.objectID] = fact
             }
             return Array(best.values)
         }
+    }
+
+    /// The columns `factInForce(_:)` reads.
+    private static let factInForceColumns = "object_id, sequence, dedupe_key, object_type, parent_id, version, is_deleted, readable, name, category_ids"
+
+    private static func factInForce(_ row: Row) -> FactInForce {
+        FactInForce(objectID: CatalogObjectID(row[0] as String), sequence: UInt64(row[1] as Int64), dedupeKey: row[2],
+                    objectType: CatalogObjectType(row[3] as String), parentID: (row[4] as String?).map { CatalogObjectID($0) },
+                    version: row[5], isDeleted: row[6], isReadable: row[7], name: row[8], categoryJSON: row[9])
     }
 
     private static func ranks(_ a: FactInForce, above b: FactInForce) -> Bool {

@@ -39,6 +39,9 @@ public enum ProjectionSchema {
             try ConflictRefresh.createTables(db)
             try db.execute(sql: "UPDATE projection_checkpoint SET anchor_recorded_at = -1, anchor_key = 0")
         }
+        migrator.registerMigration(ChangeLogWriter.namesMigrationName) { db in try ChangeLogWriter.addOwnNames(db) }
+        migrator.registerMigration(FactIntervalWriter.byNameMigrationName) { db in try FactIntervalWriter.createNameOrder(db) }
+        migrator.registerMigration(ChangeLogWriter.pagesMigrationName) { db in try ChangeLogWriter.createPageIndexes(db) }
         return migrator
     }
 

@@ -186,7 +186,7 @@ extension Pages {
 
     static func changeLogForm(_ context: PageContext, _ query: PageQuery) throws -> HTML {
         let categories = try context.queries.changeLogCategories(projection: context.projector?.queries)
-        let categoryNames = try context.queries.names(of: categories)
+        let categoryNames = try context.queries.names(of: categories, projection: context.projector?.queries)
         let types: [HTML] = ChangeType.allCases.map { type in
             let checked: HTML = query.all("type").contains(type.rawValue) ? " checked" : ""
             return "<label class=\"check\"><input type=\"checkbox\" name=\"type\" value=\"\(type.rawValue)\"\(checked)> \(type.rawValue)</label>"
@@ -226,7 +226,7 @@ extension Pages {
         var csv = CSV(header: ["square_time", "ledger_time", "sequence", "object_id", "name", "object_type", "parent_id", "version",
                                "change_types", "field", "before", "after", "source", "actor", "device"])
         let entries = try context.queries.changeLog(request.filter, projection: context.projector?.queries)
-        let names = try context.queries.names(of: entries.map(\.objectID))
+        let names = try context.queries.names(of: entries.map(\.objectID), projection: context.projector?.queries)
         for entry in entries {
             let common = [entry.updatedAt, RFC3339.format(nanoseconds: entry.recordedAt), "\(entry.sequence)", entry.objectID.rawValue,
                           names.name(of: entry.objectID) ?? "", entry.objectType.rawValue, entry.parentID?.rawValue ?? "", "\(entry.version)",

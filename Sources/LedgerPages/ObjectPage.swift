@@ -38,7 +38,7 @@ extension Pages {
         named += prices.map { $0.objectID }
         named += decoded?.categoryIDs ?? []
         if let parent = (now ?? current)?.fact.header.parentID { named.append(parent) }
-        context = try context.naming(named, asOf: point)
+        context = try context.naming(named, asOf: point, throughIndex: true)
         let name = context.displayName(id)
         let title = (name.map { "\($0) " } ?? "") + "(\(versions[0].objectType.rawValue))"
 

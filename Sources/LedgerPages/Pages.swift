@@ -70,10 +70,12 @@ public struct PageContext: Sendable {
     /// The name shown beside an id; nil shows the id alone.
     func displayName(_ id: CatalogObjectID) -> String? { names.name(of: id) }
 
-    /// This context with the names of `ids` (and their parents) as of `point`, in one query.
-    func naming(_ ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) throws -> PageContext {
+    /// This context with the names of `ids` (and their parents) as of `point`, in one query: from the
+    /// projection's change log when there is a projection (the ids a page read there), through the
+    /// history index with `throughIndex` (an object page's ids, read there) or without a projection.
+    func naming(_ ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest, throughIndex: Bool = false) throws -> PageContext {
         var context = self
-        context.names = try queries.names(of: ids, asOf: point)
+        context.names = try queries.names(of: ids, asOf: point, projection: throughIndex ? nil : projector?.queries)
         return context
     }
 }

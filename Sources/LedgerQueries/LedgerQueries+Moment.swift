@@ -47,16 +47,27 @@ extension LedgerQueries {
     /// page's history, never the log. Items sorted by name, kept when `search` is nil or every word
     /// of it appears in the item's or one of its variations' names (case-insensitive), and when
     /// `category` is nil or the item is in it; `limit` of them from `offset`, with their variations.
+    /// The whole catalog now is a range of the name order of the facts in force now
+    /// (`ProjectionQueries.shownNow`: the page's rows and a count of the index); a past moment, a search
+    /// or a category reads every item's fact in force there.
     public func catalog(asOf point: AsOf, search: String? = nil, category: CatalogObjectID? = nil, offset: Int = 0,
                         limit: Int = 50, projection: ProjectionQueries) throws -> CatalogMoment {
         let categories = try projection.factsInForce(ofType: .category, at: point).filter(\.isShown)
             .map { (id: $0.objectID, name: $0.name) }
             .sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
-        let items = try projection.factsInForce(ofType: .item, at: point).filter(\.isShown)
-        let inCategory = try category.map { try projection.factsInForce(ofType: .item, at: point, category: $0).filter(\.isShown) }
-        let kept = try Self.select(inCategory ?? items, search: search, at: point, projection: projection)
-            .sorted { ($0.name ?? "", $0.objectID) < ($1.name ?? "", $1.objectID) }
-        let page = Array(kept.dropFirst(max(offset, 0)).prefix(max(limit, 0)))
+        let page: [FactInForce]
+        let matchCount: Int, itemCount: Int
+        if point == .latest, search == nil, category == nil {
+            (page, itemCount) = try projection.shownNow(ofType: .item, offset: offset, limit: limit)
+            matchCount = itemCount
+        } else {
+            let items = try projection.factsInForce(ofType: .item, at: point).filter(\.isShown)
+            let inCategory = try category.map { try projection.factsInForce(ofType: .item, at: point, category: $0).filter(\.isShown) }
+            let kept = try Self.select(inCategory ?? items, search: search, at: point, projection: projection)
+                .sorted { ($0.name ?? "", $0.objectID) < ($1.name ?? "", $1.objectID) }
+            page = Array(kept.dropFirst(max(offset, 0)).prefix(max(limit, 0)))
+            (matchCount, itemCount) = (kept.count, items.count)
+        }
         let variations = Dictionary(grouping: try projection.factsInForce(childrenOf: page.map(\.objectID), at: point)
             .filter { $0.isShown && $0.objectType == .itemVariation }, by: { $0.parentID })
         let facts = try projection.facts((page + variations.values.flatMap { $0 }).map { (objectID: $0.objectID, dedupeKey: $0.dedupeKey) })
@@ -74,7 +85,7 @@ extension LedgerQueries {
                                       variations: children.sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) })
         }
         return CatalogMoment(point: point, categories: categories, items: shown, offset: max(offset, 0),
-                             matchCount: kept.count, itemCount: items.count)
+                             matchCount: matchCount, itemCount: itemCount)
     }
 
     /// Objects created, changed (field by field) and deleted between two points of the same ledger

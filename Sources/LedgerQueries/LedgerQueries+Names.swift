@@ -1,5 +1,6 @@
 import CatalogLedger
 import CatalogModel
+import CatalogProjections
 import SquareWire
 
 /// Display names of catalog objects as of one point, for every answer that shows ids to people
@@ -44,10 +45,18 @@ public struct CatalogNames: Sendable, Hashable {
 
     /// The names of `ids` (and of their parents) as `history` knows them at `point`.
     public init(history: CatalogHistory, ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest) {
+        self.init(facts: history.facts(of:), ids: ids, asOf: point)
+    }
+
+    /// The names of `ids` (and of their parents) at `point` from each object's facts in history
+    /// order (`CatalogHistory.facts(of:)`'s order): the log's facts, or the projection's change log
+    /// rows (`ProjectionQueries.namedFacts(of:)`), named by the one rule of this type.
+    public init<Fact: NameableFact>(facts: (CatalogObjectID) -> [Fact], ids: some Sequence<CatalogObjectID>,
+                                    asOf point: AsOf = .latest) {
         entries = [:]
-        for id in ids { add(id, history: history, point: point) }
+        for id in ids { entries[id] = Self.entry(facts(id), at: point) }
         let parents = Set(entries.values.compactMap(\.parentID)).filter { entries[$0] == nil }
-        for parent in parents { add(parent, history: history, point: point) }
+        for parent in parents { entries[parent] = Self.entry(facts(parent), at: point) }
     }
 
     /// The names of `ids` (and of their parents) in a state folded as of a point (the facts in force
@@ -57,45 +66,30 @@ public struct CatalogNames: Sendable, Hashable {
         entries = [:]
         func add(_ id: CatalogObjectID) {
             guard let fact = state[id] else { return }
-            entries[id] = Entry(type: fact.header.objectType, ownName: fact.payload.isEmpty ? nil : Self.ownName(of: fact),
+            entries[id] = Entry(type: fact.header.objectType, ownName: fact.ownName,
                                 parentID: fact.header.parentID, isDeleted: fact.header.isDeleted)
         }
         for id in ids { add(id) }
         for parent in Set(entries.values.compactMap(\.parentID)) where entries[parent] == nil { add(parent) }
     }
 
-    private mutating func add(_ id: CatalogObjectID, history: CatalogHistory, point: AsOf) {
-        let facts = history.facts(of: id)
-        guard !facts.isEmpty else { return }
+    /// What an object with these facts (in history order) is called at `point`.
+    private static func entry<Fact: NameableFact>(_ facts: [Fact], at point: AsOf) -> Entry? {
+        guard !facts.isEmpty else { return nil }
         let admitted = facts.filter { point.admits($0) }
         // The fact in force at the point (the join's winner), and the one whose name is shown: the
         // winner, or for a tombstone without payload the best-ranked admitted fact with one.
-        let inForce = admitted.max(by: Self.ranksBelow)
-        let named = admitted.filter { !$0.payload.isEmpty }.max(by: Self.ranksBelow)
-            ?? facts.first { !$0.payload.isEmpty }
+        let inForce = admitted.max(by: ranksBelow)
+        let named = admitted.filter(\.hasPayload).max(by: ranksBelow) ?? facts.first(where: \.hasPayload)
         let shown = inForce ?? named ?? facts[0]
-        entries[id] = Entry(type: shown.header.objectType, ownName: named.flatMap(Self.ownName),
-                            parentID: shown.header.parentID ?? named?.header.parentID,
-                            isDeleted: inForce?.header.isDeleted ?? false)
+        return Entry(type: shown.header.objectType, ownName: named?.ownName,
+                     parentID: shown.header.parentID ?? named?.header.parentID,
+                     isDeleted: inForce?.header.isDeleted ?? false)
     }
 
     /// The join's order as `max(by:)` wants it: `a` ranks below `b`.
-    static func ranksBelow(_ a: ObjectFact, _ b: ObjectFact) -> Bool {
+    static func ranksBelow(_ a: some NameableFact, _ b: some NameableFact) -> Bool {
         ObjectFact.ranks(b.header, b.firstSequence, above: a.header, a.firstSequence)
-    }
-
-    /// `<type>_data.name` of a fact's payload, read by span (not the whole tree); an image without
-    /// a name shows its caption (Square's image objects are usually captioned, seldom named).
-    static func ownName(of fact: ObjectFact) -> String? {
-        let payload = fact.payload
-        guard let whole = try? JSONScanner.valueSpan(payload),
-              let data = try? JSONScanner.member(fact.header.objectType.dataKey, payload, span: whole) else { return nil }
-        let keys = fact.header.objectType == .image ? ["name", "caption"] : ["name"]
-        for key in keys {
-            if let span = try? JSONScanner.member(key, payload, span: data),
-               let text = (try? JSONScanner.parse(payload, span: span))?.stringValue, !text.isEmpty { return text }
-        }
-        return nil
     }
 
     /// The name people read: "Latte (Large)" for a variation of the item Latte, the object's own
@@ -177,11 +171,7 @@ extension LedgerQueries {
     /// list of incidents, each named as of its own time).
     public func names(_ requests: [(ids: [CatalogObjectID], point: AsOf)]) throws -> [CatalogNames] {
         let directory = try locationDirectory()
-        func locations(_ point: AsOf) -> CatalogNames {
-            var locations = CatalogNames(locations: directory.names(asOf: point))
-            locations.locationDirectory = directory
-            return locations
-        }
+        func locations(_ point: AsOf) -> CatalogNames { Self.locationNames(directory, asOf: point) }
         let ids = Array(Set(requests.flatMap(\.ids)))
         guard !ids.isEmpty else { return requests.map { locations($0.point) } }
         var history = try history(of: ids)
@@ -192,6 +182,28 @@ extension LedgerQueries {
             if !parents.isEmpty { history = try self.history(of: ids + parents) }
         }
         return requests.map { CatalogNames(history: history, ids: Set($0.ids), asOf: $0.point).merging(locations($0.point)) }
+    }
+
+    /// The display names of `ids` as of `point` from the projection's change log when `projection` is
+    /// given (`ProjectionQueries.namedFacts(of:)`: each fact's own name kept as it follows the log, so
+    /// no event is read; for ids a page got from the projection), else `names(of:asOf:)`. The same rule
+    /// (`CatalogNames`) either way; location names as `names(of:asOf:)` gives them.
+    public func names(of ids: some Sequence<CatalogObjectID>, asOf point: AsOf = .latest,
+                      projection: ProjectionQueries?) throws -> CatalogNames {
+        guard let projection else { return try names(of: ids, asOf: point) }
+        let ids = Set(ids)
+        var facts = try projection.namedFacts(of: ids)
+        let parents = Set(facts.values.joined().compactMap(\.header.parentID)).subtracting(ids)
+        if !parents.isEmpty { facts.merge(try projection.namedFacts(of: parents)) { own, _ in own } }
+        return CatalogNames(facts: { facts[$0] ?? [] }, ids: ids, asOf: point)
+            .merging(Self.locationNames(try locationDirectory(), asOf: point))
+    }
+
+    /// The location names of `directory` at `point`, with the directory for names at other moments.
+    static func locationNames(_ directory: LocationDirectory, asOf point: AsOf) -> CatalogNames {
+        var locations = CatalogNames(locations: directory.names(asOf: point))
+        locations.locationDirectory = directory
+        return locations
     }
 
     /// Every recorded ListLocations answer (`LocationDirectory`), read through the history index

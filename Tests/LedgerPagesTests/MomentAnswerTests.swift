@@ -107,6 +107,25 @@ import Testing
         }
     }
 
+    @Test("the catalog now, a range of the name order of the facts in force now, is the fold's a page at a time")
+    func catalogNowPaged() async throws {
+        let context = try await PagesTests.Sample.shared.context()
+        let projection = try #require(context.projector).queries
+        let expected = try Self.folded(context.queries.reader, asOf: .latest)
+        #expect(expected.itemCount > 20)
+        for limit in [1, 4, 50] {
+            for offset in [0, 1, 5, 50, expected.itemCount - 1, expected.itemCount, expected.itemCount + 3] {
+                let moment = try context.queries.catalog(asOf: .latest, offset: offset, limit: limit, projection: projection)
+                #expect(moment.items == Array(expected.items.dropFirst(offset).prefix(limit)), "\(limit) from \(offset)")
+                #expect(moment.itemCount == expected.itemCount && moment.matchCount == expected.itemCount)
+            }
+        }
+        // The same page as the read of every item's fact in force at the same point (now, as a Square time).
+        let now = try context.queries.catalog(asOf: .latest, offset: 7, limit: 9, projection: projection)
+        let read = try context.queries.catalog(asOf: AsOf(squareTimeMax: .max - 1), offset: 7, limit: 9, projection: projection)
+        #expect(now.items == read.items && now.itemCount == read.itemCount && now.matchCount == read.matchCount)
+    }
+
     @Test("comparing two moments from the fact intervals is the diff of the two folds")
     func comparisonIsTheDiff() async throws {
         let context = try await PagesTests.Sample.shared.context()

@@ -14,6 +14,10 @@ public struct ProjectionQueries: Sendable {
     public static func open(path: String) throws -> ProjectionQueries {
         var configuration = Configuration()
         configuration.readonly = true
+        // A reader of a file another process writes (`serve`'s follower, a command catching it up) meets
+        // a lock for a moment when that writer opens or closes the file (its WAL recovery, its last
+        // checkpoint): wait for it instead of failing the open.
+        configuration.busyMode = .timeout(10)
         return try CatalogProjector.databaseCall(path) {
             ProjectionQueries(database: try DatabaseQueue(path: path, configuration: configuration))
         }

@@ -81,6 +81,37 @@ struct ProjectionBehaviourTests {
         try await ledger.close()
     }
 
+    @Test("a reader of the file waits while another connection holds it for a moment, instead of failing the open")
+    func aReaderWaitsForAWriterHoldingTheFile() async throws {
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        let path = directory.path("projections.sqlite")
+        do {
+            let projector = try directory.projector()
+            _ = try await ledger.append(try CatalogJSON.observe([Self.tea(version: Self.v1, price: 300)], run: "r1"))
+            try projector.catchUp()
+        }  // its connections closed
+        // A writer holding the file as a closing connection does (its last checkpoint) or one
+        // recovering the WAL: an exclusive lock, released 300 ms later. `catledger ... --db FILE` beside
+        // a running `serve` failed its open with "database is locked" (and said the file was not a projection).
+        let holder = try DatabaseQueue(path: path)
+        try await holder.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
+            try db.execute(sql: "UPDATE projection_checkpoint SET sequence = sequence")
+        }
+        let release = Task.detached {
+            try await Task.sleep(for: .milliseconds(300))
+            try holder.close()
+        }
+        let started = ContinuousClock.now
+        let reader = try ProjectionQueries.open(path: path)
+        #expect(try reader.checkpoint() != nil)
+        #expect(ContinuousClock.now - started >= .milliseconds(200), "the read waited for the lock")
+        try await release.value
+        try await ledger.close()
+    }
+
     @Test("price_history records base, per-location and pricing-type changes with both clocks")
     func priceHistoryBaseAndLocations() async throws {
         let directory = TemporaryLedger()

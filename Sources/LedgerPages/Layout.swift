@@ -134,6 +134,8 @@ enum Layout {
     th { background: var(--soft); font-size: .9em; }
     td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
     ul.changes { margin: 0; padding-left: 1.1em; }
+    table.changelog ul.changes { overflow-wrap: anywhere; }
+    .tag { white-space: nowrap; }
     .before { color: var(--bad); }
     .after { color: var(--good); }
     .tag { display: inline-block; padding: 0 .45em; border-radius: 3px; background: #e4e9f0; font-size: .85em; margin: 0 .2em .2em 0; }

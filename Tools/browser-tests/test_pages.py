@@ -87,6 +87,8 @@ def test_sign_in(b):
     expect(b.heading() == "Change log", b.heading())
     expect("signed in as browser test" in b.text(), "the header names the token")
     expect(not b.driver.find_elements(By.LINK_TEXT, "Metrics"), "a read token is not offered the metrics")
+    wider = b.driver.execute_script("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    expect(wider <= 0, f"the change log fits the window: it is {wider} px wider (its last column cut off)")
     b.screenshot("02-change-log")
 
 

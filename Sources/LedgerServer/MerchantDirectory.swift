@@ -164,13 +164,6 @@ public final class MerchantDirectory: @unchecked Sendable {
 
     public func isServed(_ id: MerchantID) -> Bool { lock.withLock { known[id] != nil } }
 
-    /// Cluster mode: another node writes the merchant, or this one is still taking it over (a use
-    /// would be refused with `MerchantElsewhere`).
-    func isWrittenElsewhere(_ id: MerchantID) -> Bool {
-        guard let ownership, isServed(id) else { return false }
-        return ownership.elsewhere(id.rawValue) != nil
-    }
-
     /// The merchant's freshness (nil when it is not served).
     public func health(of id: MerchantID) -> SyncHealth? { lock.withLock { known[id]?.health } }
 

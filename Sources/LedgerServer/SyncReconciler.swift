@@ -116,10 +116,15 @@ public struct SyncReconciler: Service {
         guard let interval = schedule.reconcileInterval else { return }
         // Per merchant, the jittered window of this round (drawn again after each sync or skip).
         var windows: [MerchantID: Double] = [:]
-        // Per merchant, when it was last reconciled or passed over: not again before the retry delay, so a
-        // merchant whose reconcile could not run (it could not be opened) is never retried in a loop.
-        var attempted: [MerchantID: Date] = [:]
+        // Per merchant, when a reconcile of it could not run (cluster mode: another node writes it, and by
+        // this node's own health it is always due; or it could not be opened): not again before the retry
+        // delay, so such a merchant is never tried in a loop.
+        var notRun: [MerchantID: Date] = [:]
         let retryDelay = Self.seconds(min(schedule.retryAfterFailure, interval))
+        func due(_ id: MerchantID, _ health: SyncHealth, now: Date) -> Date {
+            let due = dueTime(health, window: windows[id]!, interval: interval, now: now)
+            return notRun[id].map { max(due, $0.addingTimeInterval(retryDelay)) } ?? due
+        }
         while !Task.isCancelled {
             let now = clock.now()
             var soonest: Date?
@@ -127,30 +132,21 @@ public struct SyncReconciler: Service {
                 guard !Task.isCancelled else { return }
                 if seeded.insert(id).inserted { await seed(id) }
                 guard let health = directory.health(of: id) else { continue }
-                let window = windows[id] ?? jittered(interval)
-                windows[id] = window
-                var due = dueTime(health, window: window, interval: interval, now: now)
-                if let last = attempted[id] { due = max(due, last.addingTimeInterval(retryDelay)) }
-                guard due <= now else {
-                    soonest = min(soonest ?? due, due)
-                    continue
-                }
-                // Cluster mode: the node that writes the merchant reconciles it. Another node passes over
-                // it until the retry delay (its health never records a sync here, so it always looks due).
-                if directory.isWrittenElsewhere(id) {
-                    attempted[id] = now
-                    let next = now.addingTimeInterval(retryDelay)
-                    soonest = min(soonest ?? next, next)
+                if windows[id] == nil { windows[id] = jittered(interval) }
+                let dueNow = due(id, health, now: now)
+                guard dueNow <= now else {
+                    soonest = min(soonest ?? dueNow, dueNow)
                     continue
                 }
                 // No sync completed within the window: reconcile. (A webhook's sync that completed
                 // meanwhile moved `lastSuccess`, and with it the due time, so it is skipped.)
-                service.metrics.reconcile(merchant: id.rawValue)
-                let ran = await background(id) { await sync($0, reason: "no sync completed within \(interval)") }
-                attempted[id] = ran ? nil : now
+                let ran = await background(id) { merchant in
+                    service.metrics.reconcile(merchant: id.rawValue)
+                    await sync(merchant, reason: "no sync completed within \(interval)")
+                }
+                notRun[id] = ran ? nil : now
                 windows[id] = jittered(interval)
-                var next = dueTime(health, window: windows[id]!, interval: interval, now: clock.now())
-                if !ran { next = max(next, now.addingTimeInterval(retryDelay)) }
+                let next = due(id, health, now: clock.now())
                 soonest = min(soonest ?? next, next)
             }
             let wait = (soonest ?? now.addingTimeInterval(Self.seconds(interval))).timeIntervalSince(clock.now())

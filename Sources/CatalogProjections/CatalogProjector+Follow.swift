@@ -130,10 +130,7 @@ extension CatalogProjector {
     /// failure is not the batch's: the checkpointer asks again at a later round.
     private func checkpointOnWriter(onCallingThread: Bool, trace: (@Sendable (FollowTraceEvent) -> Void)?) async {
         let startedAt = ContinuousClock.now
-        let checkpointed = onCallingThread
-            ? try? WALCheckpointer.passiveCheckpoint(database)
-            : try? await database.writeWithoutTransaction({ db in try db.checkpoint(.passive) })
-        guard let frames = checkpointed else { return }
+        guard let frames = try? await WALCheckpointer.passiveCheckpoint(database, onCallingThread: onCallingThread) else { return }
         trace?(.checkpoint(FollowCheckpointTiming(
             startedAt: startedAt, finishedAt: .now, walFrames: frames.walFrameCount,
             checkpointedFrames: frames.checkpointedFrameCount, onWriter: true)))

@@ -63,10 +63,7 @@ final class WALCheckpointer: Sendable {
             }
             pause = interval
             lastCheckpoint = startedAt
-            let checkpointed = checkpointsOnCallingThread
-                ? try? Self.passiveCheckpoint(queue)
-                : try? await queue.writeWithoutTransaction({ db in try db.checkpoint(.passive) })
-            guard let frames = checkpointed else { continue }
+            guard let frames = try? await Self.passiveCheckpoint(queue, onCallingThread: checkpointsOnCallingThread) else { continue }
             trace?(.checkpoint(FollowCheckpointTiming(startedAt: startedAt, finishedAt: .now, walFrames: frames.walFrameCount,
                                                       checkpointedFrames: frames.checkpointedFrameCount, onWriter: false)))
             if let walFramesMax, frames.walFrameCount > walFramesMax { onLargeWAL() }
@@ -74,8 +71,16 @@ final class WALCheckpointer: Sendable {
         try? queue.close()
     }
 
-    /// A passive checkpoint on the calling thread (a synchronous function, so the synchronous write is the one called).
-    static func passiveCheckpoint(_ writer: some DatabaseWriter) throws -> (walFrameCount: Int, checkpointedFrameCount: Int) {
+    /// A passive checkpoint on `writer`: on the calling thread, or on the connection's own queue (the
+    /// calling task suspended meanwhile).
+    static func passiveCheckpoint(_ writer: some DatabaseWriter, onCallingThread: Bool) async throws
+        -> (walFrameCount: Int, checkpointedFrameCount: Int) {
+        if onCallingThread { return try checkpointSynchronously(writer) }
+        return try await writer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
+    }
+
+    /// A synchronous function, so the synchronous write is the one called.
+    private static func checkpointSynchronously(_ writer: some DatabaseWriter) throws -> (walFrameCount: Int, checkpointedFrameCount: Int) {
         try writer.writeWithoutTransaction { db in try db.checkpoint(.passive) }
     }
 }

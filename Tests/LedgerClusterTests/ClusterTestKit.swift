@@ -70,20 +70,19 @@ enum SQL {
 
     /// The first column of every row, as text.
     static func strings(_ database: ClusterDatabase, _ sql: String) async throws -> [String] {
-        try await database.withConnection { connection in
-            var values: [String] = []
-            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: quietLogger).decode(String.self) {
-                values.append(value)
-            }
-            return values
-        }
+        try await column(database, sql, as: String.self)
     }
 
     /// The first column of every row, as integers.
     static func integers(_ database: ClusterDatabase, _ sql: String) async throws -> [Int64] {
+        try await column(database, sql, as: Int64.self)
+    }
+
+    private static func column<Value: PostgresDecodable & Sendable>(_ database: ClusterDatabase, _ sql: String,
+                                                                     as: Value.Type) async throws -> [Value] {
         try await database.withConnection { connection in
-            var values: [Int64] = []
-            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: quietLogger).decode(Int64.self) {
+            var values: [Value] = []
+            for try await value in try await connection.query(PostgresQuery(unsafeSQL: sql), logger: quietLogger).decode(Value.self) {
                 values.append(value)
             }
             return values

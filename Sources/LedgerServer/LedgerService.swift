@@ -278,33 +278,28 @@ public final class LedgerService: Sendable {
                                                           help: "Webhook deliveries accepted into the inbox and not yet drained into their ledger"))
                 .set(Int64(inbox.pendingCountNow))
         }
+        var gauges = ScrapeGauges()
         for status in statuses {
             let id = status.merchantID
             guard let health = directory.health(of: id) else { continue }
-            if configuration.square != nil { metrics.staleness(merchant: id.rawValue, health: health, now: now) }
-            metrics.registry.makeGauge(
-                descriptor: .named("catledger_merchant_authorization_revoked",
-                                   help: "1 when Square told this server the merchant revoked its authorization (the merchant is paused), else 0"),
-                labels: [("merchant", id.rawValue)]).set(Int64(health.revocation == nil ? 0 : 1))
+            if configuration.square != nil { ServerMetrics.staleness(merchant: id.rawValue, health: health, now: now, into: &gauges) }
+            gauges.set("catledger_merchant_authorization_revoked",
+                       help: "1 when Square told this server the merchant revoked its authorization (the merchant is paused), else 0",
+                       merchant: id.rawValue, Int64(health.revocation == nil ? 0 : 1))
         }
         let failed = Set(failedVerifications().map(\.merchantID))
         for merchant in directory.openMerchants {
-            let id = merchant.merchantID
-            metrics.registry.makeGauge(descriptor: .named("catledger_ledger_events", help: "Events in the merchant's ledger"),
-                                       labels: [("merchant", id.rawValue)]).set(Int64(merchant.ledger.nextSequence))
+            let id = merchant.merchantID.rawValue
+            gauges.set("catledger_ledger_events", help: "Events in the merchant's ledger", merchant: id, Int64(merchant.ledger.nextSequence))
             if let applied = merchant.projection?.applied {
-                metrics.registry.makeGauge(
-                    descriptor: .named("catledger_projection_applied_events",
-                                       help: "Events the merchant's projection follower has applied (the ledger's events minus this is its lag)"),
-                    labels: [("merchant", id.rawValue)]).set(Int64(applied + 1))
+                gauges.set("catledger_projection_applied_events",
+                           help: "Events the merchant's projection follower has applied (the ledger's events minus this is its lag)",
+                           merchant: id, Int64(applied + 1))
             }
-            metrics.registry.makeGauge(
-                descriptor: MetricNameDescriptor(namespace: "catledger", metricName: "ledger_verification", unitName: "failed",
-                                                 helpText: "1 when the merchant's ledger failed its last verification"),
-                labels: [("merchant", id.rawValue)])
-                .set(Int64(failed.contains(id) ? 1 : 0))
+            gauges.set("catledger_ledger_verification_failed", help: "1 when the merchant's ledger failed its last verification",
+                       merchant: id, Int64(failed.contains(merchant.merchantID) ? 1 : 0))
         }
-        return metrics.render()
+        return metrics.render(with: gauges)
     }
 
     /// The served merchants whose ledger failed its last verification (nightly, `catledger verify`

@@ -90,6 +90,37 @@ import Testing
         #expect(report.isClean && report.recordsChecked == 2, "\(report.problems)")
     }
 
+    @Test("a scrape has a series per open merchant and none for a merchant closed when idle (its last count would be stale); each family is declared once")
+    func scrapeFollowsTheOpenMerchants() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        var configuration = ServerKit.configuration(root: root)
+        configuration.merchantIdleClose = .milliseconds(200)
+        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        let registry = try #require(try MerchantRegistry.open(dataRoot: root.path, create: true, environment: [:]))
+        try registry.addMany(["MLSCRAPEA", "MLSCRAPEB"], now: 1)
+        try await Self.supervised(service) {
+            #expect(await ServerKit.eventually { service.directory.isServed(MerchantID("MLSCRAPEB")) })
+            let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+            try await app.test(.router) { client in
+                #expect(try await Self.deliver(client, merchant: "MLSCRAPEA", eventID: "scrape-a") == .ok)
+                let held = try await service.withMerchant("MLSCRAPEA") { _ in
+                    String(decoding: service.renderMetrics(), as: UTF8.self)
+                }
+                #expect(held?.contains(#"catledger_ledger_events{merchant="MLSCRAPEA"} 1"#) == true, "\(held ?? "")")
+                #expect(held?.contains(#"catledger_ledger_events{merchant="MLSCRAPEB"}"#) == false, "never opened")
+                #expect(held?.contains(#"catledger_merchant_authorization_revoked{merchant="MLSCRAPEB"} 0"#) == true, "served")
+                #expect(held?.components(separatedBy: "# TYPE catledger_ledger_events gauge").count == 2)
+
+                #expect(await ServerKit.eventually { service.merchant("MLSCRAPEA") == nil }, "closed once idle")
+                let closed = String(decoding: service.renderMetrics(), as: UTF8.self)
+                #expect(!closed.contains(#"catledger_ledger_events{merchant="MLSCRAPEA"}"#), "\(closed)")
+                #expect(!closed.contains(#"catledger_ledger_verification_failed{merchant="MLSCRAPEA"}"#))
+                #expect(closed.contains(#"catledger_merchant_authorization_revoked{merchant="MLSCRAPEA"} 0"#), "still served")
+            }
+        }
+    }
+
     @Test("the admin API lists, adds, pauses, resumes and removes merchants; each change takes effect at once; other tokens are refused")
     func adminAPI() async throws {
         let root = try Kit.temporaryDirectory()

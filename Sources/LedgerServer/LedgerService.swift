@@ -137,6 +137,8 @@ public final class LedgerService: Sendable {
             readFailedVerifications(dataRoot: dataRoot, directory: directory)
         }
         compaction.onVerificationRecorded { verificationStatus.recorded() }
+        // Read once at start, so that no request pays for the first reading of every record.
+        _ = verificationStatus.current
         let service = LedgerService(configuration: configuration, metrics: metrics, directory: directory, compaction: compaction,
                                     verificationStatus: verificationStatus,
                                     inboxDrain: drain, cluster: cluster, logger: logger)

@@ -54,15 +54,49 @@ extension CatalogProjector {
                 try db.execute(sql: "PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF")
             }
             try ProjectionSchema.migrator().migrate(queue)
+            try queue.writeWithoutTransaction { db in
+                for name in readersIndexes { try db.execute(sql: "DROP INDEX IF EXISTS \(name)") }
+            }
             return queue
         }
     }
 
-    /// Folds the WAL into the file, leaves WAL mode (so no side file travels with the rename),
+    /// The indexes only the readers use (the pages, queries and exports), none of the writers'
+    /// lookups: a bulk load into a shadow leaves them out and `finishShadow` builds each once at
+    /// the end, which costs less than keeping them up to date row by row (docs/PERFORMANCE.md,
+    /// "Projections"). The writers' own lookups (children by parent, a fact's intervals in force,
+    /// an object's change log) keep their indexes through the load.
+    static let readersIndexes = [
+        "change_log_newest", "change_log_counted", "change_log_objects_by_type",
+        "fact_intervals_by_type", "fact_intervals_by_start", "fact_intervals_now_by_name",
+        "item_categories_by_category", "item_variations_by_sku", "item_variations_by_upc", "price_history_by_sku",
+    ]
+
+    /// The definitions of `readersIndexes`, as the migrations make them.
+    static let readersIndexDefinitions: [String] = {
+        do {
+            let schema = try DatabaseQueue()
+            try ProjectionSchema.migrator().migrate(schema)
+            return try schema.read { db in
+                try readersIndexes.map { name in
+                    guard let sql = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?",
+                                                        arguments: [name]) else {
+                        preconditionFailure("the projection's migrations make no index \(name)")
+                    }
+                    return sql
+                }
+            }
+        } catch {
+            preconditionFailure("the projection's schema cannot be made in memory: \(error)")
+        }
+    }()
+
+    /// Builds the readers' indexes, folds the WAL into the file, leaves WAL mode (so no side file travels with the rename),
     /// closes it and syncs it to disk.
     static func finishShadow(_ queue: DatabaseQueue, path: String) throws {
         try databaseCall(path) {
             try queue.writeWithoutTransaction { db in
+                for definition in readersIndexDefinitions { try db.execute(sql: definition) }
                 try db.checkpoint(.truncate)
                 try db.execute(sql: "PRAGMA journal_mode = DELETE")
             }

@@ -131,6 +131,7 @@ public final class LedgerService: Sendable {
                 }
             }
             inbox.onAccepted = { [weak made] deliveries in made?.accepted(deliveries) }
+            inbox.onCommitted = { [metrics] duration, _ in metrics.inboxCommitDuration.record(duration) }
             drain = made
         }
         let verificationStatus = VerificationStatus { [dataRoot = configuration.dataRoot] in

@@ -33,6 +33,9 @@ public final class ServerMetrics: Sendable {
     /// With the webhook inbox (`serve --webhook-inbox`): from a delivery's accept to its durable
     /// append to the merchant's ledger.
     public let inboxLag: DurationHistogram
+    /// With the webhook inbox: each commit of accepted deliveries (its transaction and sync), which
+    /// every answer in it waited for.
+    public let inboxCommitDuration: DurationHistogram
 
     static let appendPaths = ["webhook", "sync", "edit", "report"]
 
@@ -60,6 +63,11 @@ public final class ServerMetrics: Sendable {
             descriptor: .named("catledger_inbox_lag_seconds", help: "Webhook inbox: from a delivery's accept to its durable append to the merchant's ledger"),
             buckets: [.milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
                       .milliseconds(100), .milliseconds(250), .seconds(1), .seconds(5), .seconds(30)])
+        inboxCommitDuration = registry.makeDurationHistogram(
+            descriptor: .named("catledger_inbox_commit_duration_seconds",
+                               help: "Webhook inbox: each commit of accepted deliveries (transaction and sync), which their answers waited for"),
+            buckets: [.microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5), .milliseconds(10),
+                      .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .seconds(1)])
         syncDuration = registry.makeDurationHistogram(
             descriptor: .named("catledger_sync_duration_seconds", help: "Sync run duration"),
             buckets: [.milliseconds(10), .milliseconds(50), .milliseconds(250), .seconds(1), .seconds(5), .seconds(30)])

@@ -118,6 +118,15 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
     }
     private var acceptedHandler: (@Sendable ([InboxDelivery]) -> Void)?
 
+    /// Called on the inbox thread after each commit that held accepts, with how long its transaction
+    /// took (statements, commit, sync, and a WAL checkpoint when SQLite ran one) and how many accepts
+    /// it held: for metrics. Keep it short.
+    public var onCommitted: (@Sendable (_ duration: Duration, _ accepts: Int) -> Void)? {
+        get { condition.withLock { committedHandler } }
+        set { condition.withLock { committedHandler = newValue } }
+    }
+    private var committedHandler: (@Sendable (Duration, Int) -> Void)?
+
     public func accept(merchantID: String, eventID: String, body: [UInt8], headers: [HTTPHeader],
                        receivedAt: Int64) async throws -> InboxAcceptance {
         try await withCheckedThrowingContinuation { continuation in
@@ -216,6 +225,7 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
         guard !batch.isEmpty || !marks.isEmpty else { return }
         let now = clock()
         var markedDone = 0
+        let started = ContinuousClock.now
         let outcomes: Result<[InboxAcceptance], any Error> = Result {
             try database.write { [self] db in
                 markedDone = 0
@@ -238,10 +248,13 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
                 }
             }
         }
-        condition.withLock {
+        let duration = ContinuousClock.now - started
+        let committed = condition.withLock {
             commits += 1
             if !batch.isEmpty { acceptCommits += 1 }
+            return committedHandler
         }
+        if !batch.isEmpty { committed?(duration, batch.count) }
         switch outcomes {
         case .success(let acceptances):
             let accepted = acceptances.filter { if case .accepted = $0 { true } else { false } }.count

@@ -121,6 +121,16 @@ import WebhookInbox
         let root = try Kit.temporaryDirectory()
         defer { Kit.cleanUp(root) }
         let inbox = try LocalDeliveryInbox.open(dataRoot: root.path)
+        // The metrics' view of the commits: one call per commit of accepts, with its duration.
+        final class Commits: @unchecked Sendable {
+            let lock = NSLock()
+            var seen: (calls: Int, accepts: Int, positive: Bool) = (0, 0, true)
+        }
+        let committed = Commits()
+        inbox.onCommitted = { duration, accepts in
+            committed.lock.withLock { committed.seen = (committed.seen.calls + 1, committed.seen.accepts + accepts,
+                                                        committed.seen.positive && duration > .zero) }
+        }
         let outcomes = try await withThrowingTaskGroup(of: InboxAcceptance.self) { group in
             for index in 0..<400 {
                 group.addTask {
@@ -134,6 +144,8 @@ import WebhookInbox
         }
         #expect(outcomes.count == 400 && outcomes.allSatisfy { if case .accepted = $0 { true } else { false } })
         #expect(inbox.acceptCommitCount < 400, "\(inbox.acceptCommitCount) commits for 400 accepts")
+        let seen = committed.lock.withLock { committed.seen }
+        #expect(seen.calls == inbox.acceptCommitCount && seen.accepts == 400 && seen.positive, "\(seen)")
         #expect(inbox.pendingCountNow == 400)
         let duplicate = try await inbox.accept(merchantID: "M3", eventID: "evt-3", body: [], headers: [], receivedAt: 0)
         guard case .duplicate = duplicate else {

@@ -107,6 +107,11 @@ struct MerchantsBench: ParsableCommand {
         /// its ledger, and the mean time from accept to ledger (the server's own histogram).
         var inboxCatchUpSeconds: Double?
         var inboxLagMeanMilliseconds: Double?
+        /// With the webhook inbox, over the delivery phase: its commits of accepts, and those that took
+        /// longer than 25 ms and 100 ms (the server's histogram).
+        var inboxCommits: Int?
+        var inboxCommitsOver25Milliseconds: Int?
+        var inboxCommitsOver100Milliseconds: Int?
         /// The first scrape of `/metrics` after the warm-up (every active merchant open), milliseconds.
         var scrapeMilliseconds: Double
         /// The process's CPU time during the delivery phase (server and load) per delivery.
@@ -180,8 +185,9 @@ struct MerchantsBench: ParsableCommand {
         }
         for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
             if let catchUp = run.inboxCatchUpSeconds, let lag = run.inboxLagMeanMilliseconds {
-                print(String(format: "  %-18@ inbox drain: mean %.1f ms from accept to ledger; all in the ledgers %.2f s after the last answer",
-                             label as NSString, lag, catchUp))
+                print(String(format: "  %-18@ inbox drain: mean %.1f ms from accept to ledger; all in the ledgers %.2f s after the last answer; %d commits of accepts, %d over 25 ms, %d over 100 ms",
+                             label as NSString, lag, catchUp, run.inboxCommits ?? 0, run.inboxCommitsOver25Milliseconds ?? 0,
+                             run.inboxCommitsOver100Milliseconds ?? 0))
             }
         }
         for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
@@ -334,6 +340,10 @@ struct MerchantsBench: ParsableCommand {
         }
         let metrics = MetricsText(service.renderMetrics())
         func metric(_ name: String) -> Double { metrics.sum(name) }
+        func commitsDelta(_ labelled: String? = nil) -> Int {
+            let name = labelled == nil ? "catledger_inbox_commit_duration_seconds_count" : "catledger_inbox_commit_duration_seconds_bucket"
+            return Int(metrics.sum(name, labelled: labelled) - metricsAtStart.sum(name, labelled: labelled))
+        }
         let openMean = metric("catledger_merchant_open_duration_seconds_sum") / metric("catledger_merchant_open_duration_seconds_count") * 1000
         try await server.stop()
         return Run(registered: registered, active: active, startupSeconds: startup, idle: idle, underLoad: underLoad,
@@ -342,6 +352,9 @@ struct MerchantsBench: ParsableCommand {
                    openMeanMilliseconds: openMean, inboxCatchUpSeconds: inboxCatchUp,
                    inboxLagMeanMilliseconds: webhookInbox
                        ? metric("catledger_inbox_lag_seconds_sum") / metric("catledger_inbox_lag_seconds_count") * 1000 : nil,
+                   inboxCommits: webhookInbox ? commitsDelta() : nil,
+                   inboxCommitsOver25Milliseconds: webhookInbox ? commitsDelta() - commitsDelta(#"le="0.025""#) : nil,
+                   inboxCommitsOver100Milliseconds: webhookInbox ? commitsDelta() - commitsDelta(#"le="0.1""#) : nil,
                    scrapeMilliseconds: scrape * 1000, cpuMillisecondsPerDelivery: cpuPerDelivery, square: squareFigures)
     }
 }

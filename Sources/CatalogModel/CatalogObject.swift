@@ -90,6 +90,32 @@ extension CatalogObject {
         return []
     }
 
+    /// `categoryIDs` of the object `payload` holds, read by span instead of parsing the object and its
+    /// nested objects (the change log reads it for every item fact); nil when the bytes do not scan.
+    public static func categoryIDs(inPayload payload: [UInt8], type: CatalogObjectType) -> [CatalogObjectID]? {
+        do {
+            let whole = try JSONScanner.valueSpan(payload)
+            guard try JSONScanner.members(payload, span: whole) != nil else { return nil }
+            guard let data = try JSONScanner.member(type.dataKey, payload, span: whole),
+                  try JSONScanner.members(payload, span: data) != nil else { return [] }
+            if let list = try JSONScanner.member("categories", payload, span: data),
+               let elements = try JSONScanner.elements(payload, span: list), !elements.isEmpty {
+                return try elements.compactMap { element in
+                    guard try JSONScanner.members(payload, span: element) != nil,
+                          let id = try JSONScanner.member("id", payload, span: element) else { return nil }
+                    return try JSONScanner.parse(payload, span: id).stringValue.map { CatalogObjectID($0) }
+                }
+            }
+            if let legacy = try JSONScanner.member("category_id", payload, span: data),
+               let id = try JSONScanner.parse(payload, span: legacy).stringValue {
+                return [CatalogObjectID(id)]
+            }
+            return []
+        } catch {
+            return nil
+        }
+    }
+
     public var reportingCategoryID: CatalogObjectID? {
         data?["reporting_category"]?["id"]?.stringValue.map { CatalogObjectID($0) }
     }

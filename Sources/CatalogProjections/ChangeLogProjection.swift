@@ -152,8 +152,10 @@ struct ChangeLogWriter: Sendable {
         var categories = previous?.categoryIDs
         if !fact.payload.isEmpty {
             categories = nil
-            if fact.header.objectType == .item, let object = try? CatalogObject(bytes: fact.payload) {
-                categories = JSONText.array(object.categoryIDs.map(\.rawValue))
+            if fact.header.objectType == .item,
+               let ids = CatalogObject.categoryIDs(inPayload: fact.payload, type: .item)
+                ?? (try? CatalogObject(bytes: fact.payload))?.categoryIDs {
+                categories = JSONText.array(ids.map(\.rawValue))
             }
         }
         return ObjectState(lastVersion: fact.header.version, lastIsDeleted: fact.header.isDeleted,

@@ -91,7 +91,9 @@ extension CatalogObject {
     }
 
     /// `categoryIDs` of the object `payload` holds, read by span instead of parsing the object and its
-    /// nested objects (the change log reads it for every item fact); nil when the bytes do not scan.
+    /// nested objects (the change log reads it for every item fact); nil when the bytes do not scan
+    /// (`CatalogObject(bytes:)` then fails too: the same scanner reads both).
+    /// `CategoryIDsTests` holds the two readings of the rule equal.
     public static func categoryIDs(inPayload payload: [UInt8], type: CatalogObjectType) -> [CatalogObjectID]? {
         do {
             let whole = try JSONScanner.valueSpan(payload)

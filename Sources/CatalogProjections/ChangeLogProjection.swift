@@ -152,9 +152,7 @@ struct ChangeLogWriter: Sendable {
         var categories = previous?.categoryIDs
         if !fact.payload.isEmpty {
             categories = nil
-            if fact.header.objectType == .item,
-               let ids = CatalogObject.categoryIDs(inPayload: fact.payload, type: .item)
-                ?? (try? CatalogObject(bytes: fact.payload))?.categoryIDs {
+            if fact.header.objectType == .item, let ids = CatalogObject.categoryIDs(inPayload: fact.payload, type: .item) {
                 categories = JSONText.array(ids.map(\.rawValue))
             }
         }

@@ -22,9 +22,13 @@ final class VerificationStatus: @unchecked Sendable {
     private var readAt: ContinuousClock.Instant?
     private var recordedSinceRead = false
     private var refreshing = false
+    private let clock: @Sendable () -> ContinuousClock.Instant
 
-    init(maximumAge: Duration = .seconds(30), read: @escaping @Sendable () -> Failed) {
+    /// `clock` tells the age of the answer (a test passes its own to age it without waiting).
+    init(maximumAge: Duration = .seconds(30), clock: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+         read: @escaping @Sendable () -> Failed) {
         self.maximumAge = maximumAge
+        self.clock = clock
         self.read = read
     }
 
@@ -32,7 +36,7 @@ final class VerificationStatus: @unchecked Sendable {
     /// verification recorded here; once old, the kept answer while a refresh reads the records.
     var current: Failed {
         lock.withLock {
-            let now = ContinuousClock.now
+            let now = clock()
             guard let readAt, !recordedSinceRead else {
                 failed = read()
                 self.readAt = now

@@ -40,11 +40,20 @@ struct VerificationStatusTests {
         func add() { lock.withLock { count += 1 } }
     }
 
+    /// A clock the test moves by hand: the answer's age never depends on how busy the machine is.
+    final class ManualClock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var instant = ContinuousClock.now
+        var now: ContinuousClock.Instant { lock.withLock { instant } }
+        func advance(by duration: Duration) { lock.withLock { instant += duration } }
+    }
+
     @Test func theRecordsAreReadAgainOnlyAfterAVerificationHereOrOnceTheAnswerIsOld() async throws {
         let reads = Reads()
+        let clock = ManualClock()
         let failing = [(merchantID: MerchantID("MLFAILED"), record: VerificationRecord(
             scope: .full, problems: ["damaged"]))]
-        let status = VerificationStatus(maximumAge: .milliseconds(300)) {
+        let status = VerificationStatus(maximumAge: .milliseconds(300), clock: { clock.now }) {
             reads.add()
             return reads.value >= 3 ? failing : []
         }
@@ -54,7 +63,10 @@ struct VerificationStatusTests {
         _ = status.current
         _ = status.current
         #expect(reads.value == 2, "a verification recorded here is seen at once")
-        try await Task.sleep(for: .milliseconds(400))
+        clock.advance(by: .milliseconds(299))
+        for _ in 0..<100 { #expect(status.current.isEmpty) }
+        #expect(reads.value == 2, "not read again while the answer is younger than its maximum age")
+        clock.advance(by: .milliseconds(1))
         _ = status.current
         #expect(await ServerKit.eventually { status.current.count == 1 }, "records written by other processes are seen once the answer is old")
         #expect(reads.value == 3)
@@ -65,7 +77,8 @@ struct VerificationStatusTests {
         let release = DispatchSemaphore(value: 0)
         let reads = Reads()
         let finished = Reads()
-        let status = VerificationStatus(maximumAge: .milliseconds(100)) {
+        let clock = ManualClock()
+        let status = VerificationStatus(maximumAge: .milliseconds(100), clock: { clock.now }) {
             reads.add()
             if reads.value == 2 {
                 _ = release.wait(timeout: .now() + 3)
@@ -74,7 +87,7 @@ struct VerificationStatusTests {
             return []
         }
         _ = status.current
-        try await Task.sleep(for: .milliseconds(200))
+        clock.advance(by: .milliseconds(200))
         _ = status.current
         _ = status.current
         #expect(finished.value == 0, "answered before the slow read ended")

@@ -297,6 +297,7 @@ let package = Package(
             dependencies: [
                 "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "BoundedJSON", "SquareWire",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ],
             path: "Tools/fuzz/Harness",

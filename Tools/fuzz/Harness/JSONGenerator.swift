@@ -1,7 +1,8 @@
 // A structure-aware JSON generator: the fuzzer's input is read as a stream of choices, so libFuzzer's
 // byte mutations become changes of structure (a deeper chain, another number at the edge, a longer
 // string) rather than mostly broken syntax. It writes what hostile senders write: nesting far past
-// BoundedJSON.maximumDepth (up to 100,000 levels, closed or truncated), strings up to 64 KiB, lone
+// BoundedJSON.maximumDepth (up to 100,000 levels, closed or truncated), strings up to 64 KiB (the
+// largest sizes behind a rare choice, `rareChoice`, so the fuzzer stays fast), lone
 // surrogates and invalid UTF-8, numbers at and past the edges of Int64 and Double, duplicate keys,
 // every value type where another is expected, and documents cut at any byte.
 
@@ -89,7 +90,8 @@ struct JSONGenerator {
         case 1: emit(Self.edgeNumbers[Int(next()) % Self.edgeNumbers.count])
         case 2:  // a number thousands of digits long
             emit(next() % 2 == 0 ? "-" : "")
-            emit(String(repeating: "9", count: [19, 20, 309, 310, 4096, 1 + Int(next())][Int(next()) % 6]))
+            let digits = next() >= Self.rareChoice ? 4_096 : [19, 20, 309, 310, 1 + Int(next())][Int(next()) % 5]
+            emit(String(repeating: "9", count: digits))
             if next() % 2 == 0 { emit(".5e" + String(next16())) }
         case 3: string(Array(input[min(cursor, input.count)..<min(cursor + Int(next() % 24), input.count)]))
         case 4: longString()
@@ -126,9 +128,18 @@ struct JSONGenerator {
 
     private static let objectOpening = Array(#"{"a":"#.utf8)
 
-    /// Up to 100,000 levels of arrays or objects, closed or not.
+    /// A choice at or above this is rare (1 in 16 of random bytes): it picks the sizes that cost the
+    /// fuzzer most per execution (tens of thousands of levels, 64 KiB strings, 4,096 digits), so
+    /// that they stay in every campaign without making it ten times slower.
+    private static let rareChoice: UInt8 = 0xF0
+
+    /// Arrays or objects past the nesting limit of 64, closed or not; rarely up to 100,000 levels,
+    /// which would overflow the stack of a parser that recursed without a bound.
     private mutating func deepChain(depth: Int) {
-        let levels = [63, 64, 65, 66, 200, 8_000, 12_000, 20_000, 100_000, next16()][Int(next()) % 10]
+        let choice = next()
+        let levels = choice >= Self.rareChoice
+            ? [8_000, 12_000, 20_000, 100_000, next16()][Int(choice) % 5]
+            : [63, 64, 65, 66, 200, 1_000][Int(choice) % 6]
         let kind = next() % 3
         var closers: [UInt8] = []
         closers.reserveCapacity(levels)
@@ -149,8 +160,10 @@ struct JSONGenerator {
 
     /// A string of up to 64 KiB: one byte repeated, which may be a quote, a backslash or invalid UTF-8.
     private mutating func longString() {
-        // Mostly short, so the fuzzer stays fast; sometimes the 64 KiB a webhook body can hold.
-        let length = [Int(next()), Int(next()) * 16, 4_096, 65_535][Int(next()) % 4]
+        // Mostly short, so the fuzzer stays fast; rarely the 64 KiB a webhook body can hold.
+        let length = next() >= Self.rareChoice
+            ? [Int(next()) * 16, 4_096, 65_535][Int(next()) % 3]
+            : [Int(next()), Int(next()) * 4][Int(next()) % 2]
         let byte = [UInt8(ascii: "a"), 0xFF, 0xC3, 0x80, UInt8(ascii: "\\"), 0x00, 0xE2, UInt8(ascii: "{")][Int(next()) % 8]
         emit("\"")
         output += [UInt8](repeating: byte == UInt8(ascii: "\\") ? UInt8(ascii: "x") : byte, count: length)

@@ -61,9 +61,14 @@ extension LedgerQueries {
             (page, itemCount) = try projection.shownNow(ofType: .item, offset: offset, limit: limit)
             matchCount = itemCount
         } else {
+            // Every item at the point is read for the count; a category's items are read again (the
+            // database's filter of their categories costs less than decoding every item's).
             let items = try projection.factsInForce(ofType: .item, at: point).filter(\.isShown)
             let inCategory = try category.map { try projection.factsInForce(ofType: .item, at: point, category: $0).filter(\.isShown) }
-            let kept = try Self.select(inCategory ?? items, search: search, at: point, projection: projection)
+            let words = Self.words(search)
+            let candidates = try Self.candidates(words, projection: projection)
+            let inScope = (inCategory ?? items).filter { candidates?.contains($0.objectID) ?? true }
+            let kept = try Self.select(inScope, words: words, at: point, projection: projection)
                 .sorted { ($0.name ?? "", $0.objectID) < ($1.name ?? "", $1.objectID) }
             page = Array(kept.dropFirst(max(offset, 0)).prefix(max(limit, 0)))
             (matchCount, itemCount) = (kept.count, items.count)
@@ -98,10 +103,12 @@ extension LedgerQueries {
         let ids: [CatalogObjectID]
         let complete: Bool
         if search != nil || category != nil {
+            let words = Self.words(search)
+            let candidates = try Self.candidates(words, projection: projection)
             var items = Set<CatalogObjectID>()
             for point in [from, to] {
-                let live = try projection.factsInForce(ofType: .item, at: point, category: category).filter(\.isShown)
-                items.formUnion(try Self.select(live, search: search, at: point, projection: projection).map(\.objectID))
+                let live = try Self.items(at: point, category: category, among: candidates, projection: projection)
+                items.formUnion(try Self.select(live, words: words, at: point, projection: projection).map(\.objectID))
             }
             var children = Set<CatalogObjectID>()
             for point in [from, to] {
@@ -118,19 +125,45 @@ extension LedgerQueries {
         return MomentComparison(diff: diff, complete: complete)
     }
 
-    /// The items of `items` (facts in force at `point`) that every word of `search` keeps: each word
-    /// in the item's name or one of its variations' names at the point.
-    static func select(_ items: [FactInForce], search: String?, at point: AsOf, projection: ProjectionQueries) throws -> [FactInForce] {
-        var items = items
-        let words = (search ?? "").lowercased().split(separator: " ").map(String.init)
-        guard !words.isEmpty else { return items }
-        // Only items that (or a variation of which) ever had a name with each word can match.
+    /// The words of a search, lowercased (none for nil).
+    static func words(_ search: String?) -> [String] {
+        (search ?? "").lowercased().split(separator: " ").map(String.init)
+    }
+
+    /// The only items a search for `words` can keep at any point: those that, or a variation of
+    /// which, ever had a name with each word (a name at a point is one of the names ever). Nil when
+    /// there is no word (every item is kept).
+    static func candidates(_ words: [String], projection: ProjectionQueries) throws -> Set<CatalogObjectID>? {
         var candidates: Set<CatalogObjectID>?
         for word in words {
             let named = Set(try projection.objectsEverNamed(containing: word).map { $0.parentID ?? $0.id })
             candidates = candidates.map { $0.intersection(named) } ?? named
         }
-        items = items.filter { candidates?.contains($0.objectID) ?? false }
+        return candidates
+    }
+
+    /// Above this many candidates, reading every item's fact in force and keeping the candidates is
+    /// cheaper than reading the candidates' facts by id.
+    static let candidatesReadByID = 2_000
+
+    /// The items shown at `point`, in `category` when one is given, among `candidates` when given:
+    /// few candidates are read by id, never the whole catalog.
+    static func items(at point: AsOf, category: CatalogObjectID?, among candidates: Set<CatalogObjectID>?,
+                      readByIDUpTo limit: Int = candidatesReadByID, projection: ProjectionQueries) throws -> [FactInForce] {
+        guard let candidates, candidates.count <= limit else {
+            let items = try projection.factsInForce(ofType: .item, at: point, category: category).filter(\.isShown)
+            return candidates.map { candidates in items.filter { candidates.contains($0.objectID) } } ?? items
+        }
+        return try projection.factsInForce(of: Array(candidates), at: point).filter { fact in
+            fact.isShown && fact.objectType == .item && fact.parentID == nil
+                && (category.map { fact.categoryIDs.contains($0) } ?? true)
+        }
+    }
+
+    /// The items of `items` (facts in force at `point`, among the `candidates` of `words`) whose
+    /// name, or one of whose variations' names at the point, has each word.
+    static func select(_ items: [FactInForce], words: [String], at point: AsOf, projection: ProjectionQueries) throws -> [FactInForce] {
+        guard !words.isEmpty else { return items }
         let variations = Dictionary(grouping: try projection.factsInForce(childrenOf: items.map(\.objectID), at: point)
             .filter { $0.isShown && $0.objectType == .itemVariation }, by: { $0.parentID })
         return items.filter { item in

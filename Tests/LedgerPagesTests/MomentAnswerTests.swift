@@ -107,6 +107,32 @@ import Testing
         }
     }
 
+    @Test("a search reads its candidates' facts by id or every item's, and keeps the fold's items either way")
+    func searchCandidatesReadEitherWay() async throws {
+        let context = try await PagesTests.Sample.shared.context()
+        let projection = try #require(context.projector).queries
+        let reader = context.queries.reader
+        let pastries = try #require(try Self.folded(reader, asOf: .latest).categories.first { $0.name == "Pastries" }).id
+        var kept = 0
+        for point in try Self.points().enumerated().filter({ $0.offset % 18 == 0 }).map(\.element) {
+            for search in ["banana", "Bread slice", "danish CHEESE", "a", "zzz"] {
+                let words = LedgerQueries.words(search)
+                let candidates = try #require(try LedgerQueries.candidates(words, projection: projection))
+                for category in [nil, pastries] {
+                    let expected = Set(try Self.folded(reader, asOf: point, search: search, category: category).items.map(\.id))
+                    for limit in [0, Int.max] {
+                        let items = try LedgerQueries.items(at: point, category: category, among: candidates, readByIDUpTo: limit,
+                                                            projection: projection)
+                        let selected = try LedgerQueries.select(items, words: words, at: point, projection: projection)
+                        #expect(Set(selected.map(\.objectID)) == expected, "\(point) \(search) \(String(describing: category)) \(limit)")
+                    }
+                    kept += expected.count
+                }
+            }
+        }
+        #expect(kept > 100, "the searches keep items")
+    }
+
     @Test("the catalog now, a range of the name order of the facts in force now, is the fold's a page at a time")
     func catalogNowPaged() async throws {
         let context = try await PagesTests.Sample.shared.context()
@@ -146,6 +172,10 @@ import Testing
                 let ids = Set(kept.diff.created + kept.diff.deleted + kept.diff.changed.map(\.objectID))
                 #expect(kept.diff.changed == whole.changed.filter { ids.contains($0.objectID) })
                 #expect(kept.diff.created == whole.created.filter { ids.contains($0) } && kept.diff.deleted == whole.deleted.filter { ids.contains($0) })
+                // Every change of an item the search keeps at either point is there, and no other item's.
+                let bread = Set(try [from, to].flatMap { try Self.folded(reader, asOf: $0, search: "bread").items.map(\.id) })
+                #expect(whole.changed.filter { bread.contains($0.objectID) }.allSatisfy(kept.diff.changed.contains), "\(from) to \(to)")
+                #expect(kept.diff.changed.filter { $0.objectType == .item }.allSatisfy { bread.contains($0.objectID) })
             }
         }
         #expect(changes > 100, "the pairs compared moments that differ")

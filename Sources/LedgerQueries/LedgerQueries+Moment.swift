@@ -44,7 +44,8 @@ public struct MomentComparison: Sendable {
 extension LedgerQueries {
     /// The catalog as of `point` from the projection's fact intervals (`ProjectionQueries.factsInForce`:
     /// each object's fact in force, exactly the fold's), so it costs the catalog's items and the
-    /// page's history, never the log. Items sorted by name, kept when `search` is nil or every word
+    /// page's history, never the log. Items in `NameOrder` (names, then ids, as UTF-8 bytes; variations
+    /// and categories too), kept when `search` is nil or every word
     /// of it appears in the item's or one of its variations' names (case-insensitive), and when
     /// `category` is nil or the item is in it; `limit` of them from `offset`, with their variations.
     /// The whole catalog now is a range of the name order of the facts in force now
@@ -52,9 +53,9 @@ extension LedgerQueries {
     /// or a category reads every item's fact in force there.
     public func catalog(asOf point: AsOf, search: String? = nil, category: CatalogObjectID? = nil, offset: Int = 0,
                         limit: Int = 50, projection: ProjectionQueries) throws -> CatalogMoment {
-        let categories = try projection.factsInForce(ofType: .category, at: point).filter(\.isShown)
+        let shownCategories = try projection.factsInForce(ofType: .category, at: point).filter(\.isShown)
             .map { (id: $0.objectID, name: $0.name) }
-            .sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
+        let categories = NameOrder.sorted(shownCategories, name: \.name, id: \.id)
         let page: [FactInForce]
         let matchCount: Int, itemCount: Int
         if point == .latest, search == nil, category == nil {
@@ -68,8 +69,7 @@ extension LedgerQueries {
             let words = Self.words(search)
             let candidates = try Self.candidates(words, projection: projection)
             let inScope = (inCategory ?? items).filter { candidates?.contains($0.objectID) ?? true }
-            let kept = try Self.select(inScope, words: words, at: point, projection: projection)
-                .sorted { ($0.name ?? "", $0.objectID) < ($1.name ?? "", $1.objectID) }
+            let kept = NameOrder.sorted(try Self.select(inScope, words: words, at: point, projection: projection))
             page = Array(kept.dropFirst(max(offset, 0)).prefix(max(limit, 0)))
             (matchCount, itemCount) = (kept.count, items.count)
         }
@@ -87,7 +87,7 @@ extension LedgerQueries {
             }
             return CatalogMoment.Item(id: item.objectID, name: object.name, version: fact.header.version,
                                       updatedAt: fact.header.updatedAt, categoryIDs: object.categoryIDs,
-                                      variations: children.sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) })
+                                      variations: NameOrder.sorted(children, name: \.name, id: \.id))
         }
         return CatalogMoment(point: point, categories: categories, items: shown, offset: max(offset, 0),
                              matchCount: matchCount, itemCount: itemCount)

@@ -37,6 +37,23 @@ import Testing
 
     /// The catalog at a point as the fold of the log gives it: every category and item of the state as
     /// of the point, items sorted by name, each word of `search` in the item's or a variation's name.
+    /// The catalog's name order, stated plainly: names (none as "") then ids, as UTF-8 bytes.
+    static func nameOrder(_ a: (name: String?, id: CatalogObjectID), _ b: (name: String?, id: CatalogObjectID)) -> Bool {
+        let (an, bn) = (Array((a.name ?? "").utf8), Array((b.name ?? "").utf8))
+        return an != bn ? an.lexicographicallyPrecedes(bn) : Array(a.id.rawValue.utf8).lexicographicallyPrecedes(Array(b.id.rawValue.utf8))
+    }
+
+    @Test("the name order compares UTF-8 bytes: a name is before the longer names it begins, none is \"\", accents are bytes")
+    func nameOrderIsByUTF8Bytes() {
+        struct Named { var name: String?; var id: CatalogObjectID }
+        let names: [String?] = ["b", "a", nil, "\u{E9}clair", "e\u{301}clair", "Z", "ab", "", "a\u{0}", "\u{1F950} croissant", "a"]
+        let elements = names.enumerated().map { Named(name: $1, id: CatalogObjectID("ID\(names.count - $0)")) }
+        let sorted = NameOrder.sorted(elements, name: \.name, id: \.id)
+        #expect(sorted.map(\.id) == elements.sorted { Self.nameOrder(($0.name, $0.id), ($1.name, $1.id)) }.map(\.id))
+        #expect(sorted.map { $0.name ?? "-" } == ["", "-", "Z", "a", "a", "a\u{0}", "ab", "b", "e\u{301}clair", "\u{E9}clair", "\u{1F950} croissant"])
+        #expect(sorted[3].id.rawValue == "ID1" && sorted[4].id.rawValue == "ID10", "equal names by id")
+    }
+
     static func folded(_ reader: LedgerReader, asOf point: AsOf, search: String? = nil,
                        category: CatalogObjectID? = nil) throws -> (categories: [(id: CatalogObjectID, name: String?)], items: [CatalogMoment.Item], itemCount: Int) {
         let state = try reader.state(asOf: point).state
@@ -63,13 +80,13 @@ import Testing
         let words = (search ?? "").lowercased().split(separator: " ").map(String.init)
         items = items.compactMap { item in
             var item = item
-            item.variations = (variations[item.id] ?? []).sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
+            item.variations = (variations[item.id] ?? []).sorted { Self.nameOrder(($0.name, $0.id), ($1.name, $1.id)) }
             if let category, !item.categoryIDs.contains(category) { return nil }
             let names = ([item.name] + item.variations.map(\.name)).compactMap { $0?.lowercased() }.joined(separator: " ")
             if !words.allSatisfy({ names.contains($0) }) { return nil }
             return item
-        }.sorted { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
-        categories.sort { ($0.name ?? "", $0.id) < ($1.name ?? "", $1.id) }
+        }.sorted { Self.nameOrder(($0.name, $0.id), ($1.name, $1.id)) }
+        categories.sort { Self.nameOrder(($0.name, $0.id), ($1.name, $1.id)) }
         return (categories, items, itemCount)
     }
 

@@ -146,17 +146,23 @@ extension ProjectionQueries {
     private func inForce(_ location: String, at point: AsOf, where condition: String, _ arguments: [String]) throws -> [FactInForce] {
         let square = Self.squareTime(point), ledger = Self.ledgerTime(point)
         return try read(location) { db in
-            var best: [CatalogObjectID: FactInForce] = [:]
+            // The best fact of each object, in the order of their first rows (no copy of the facts at the end).
+            var best: [FactInForce] = []
+            var position: [CatalogObjectID: Int] = [:]
             let rows = try Row.fetchCursor(db, sql: """
                 SELECT \(Self.factInForceColumns) FROM fact_intervals
                 WHERE \(condition) AND valid_from <= ? AND recorded_at <= ? AND (valid_to > ? OR capped_at > ?)
                 """, arguments: StatementArguments(arguments.map { $0.databaseValue } + [square, ledger, square, ledger].map { $0.databaseValue }))
             while let row = try rows.next() {
                 let fact = Self.factInForce(row)
-                if let held = best[fact.objectID], !Self.ranks(fact, above: held) { continue }
-                best[fact.objectID] = fact
+                if let held = position[fact.objectID] {
+                    if Self.ranks(fact, above: best[held]) { best[held] = fact }
+                } else {
+                    position[fact.objectID] = best.count
+                    best.append(fact)
+                }
             }
-            return Array(best.values)
+            return best
         }
     }
 

@@ -14,14 +14,20 @@ enum NameOrder {
     }
 
     static func sorted<Element>(_ elements: [Element], name: (Element) -> String?, id: (Element) -> CatalogObjectID) -> [Element] {
+        order(of: Array(elements.indices), name: { name(elements[$0]) }, id: { id(elements[$0]) }).map { elements[$0] }
+    }
+
+    /// `positions` in the name order of what `name` and `id` say of each (positions in a caller's
+    /// array: only they move while sorting).
+    static func order(of positions: [Int], name: (Int) -> String?, id: (Int) -> CatalogObjectID) -> [Int] {
         var bytes: [UInt8] = []
         var keys: [(name: Range<Int>, id: Range<Int>)] = []
-        keys.reserveCapacity(elements.count)
-        for element in elements {
+        keys.reserveCapacity(positions.count)
+        for position in positions {
             let start = bytes.count
-            bytes.append(contentsOf: (name(element) ?? "").utf8)
+            if let name = name(position) { bytes.append(contentsOf: name.utf8) }
             let middle = bytes.count
-            bytes.append(contentsOf: id(element).rawValue.utf8)
+            bytes.append(contentsOf: id(position).rawValue.utf8)
             keys.append((start..<middle, middle..<bytes.count))
         }
         let order = bytes.withUnsafeBufferPointer { buffer in
@@ -30,7 +36,7 @@ enum NameOrder {
                 return byName != 0 ? byName < 0 : compare(buffer, keys[a].id, keys[b].id) < 0
             }
         }
-        return order.map { elements[$0] }
+        return order.map { positions[$0] }
     }
 
     /// `a` against `b` as byte strings: negative, zero or positive.

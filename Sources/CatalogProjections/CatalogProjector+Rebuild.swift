@@ -67,7 +67,7 @@ extension CatalogProjector {
     /// "Projections"). The writers' own lookups (children by parent, a fact's intervals in force,
     /// an object's change log) keep their indexes through the load.
     static let readersIndexes = [
-        "change_log_newest", "change_log_counted", "change_log_objects_by_type",
+        "change_log_newest", "change_log_counted", "change_log_objects_by_type", "catalog_objects_by_type",
         "fact_intervals_by_type", "fact_intervals_by_start", "fact_intervals_now_by_name",
         "item_categories_by_category", "item_variations_by_sku", "item_variations_by_upc", "price_history_by_sku",
     ]

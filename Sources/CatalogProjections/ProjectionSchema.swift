@@ -42,7 +42,17 @@ public enum ProjectionSchema {
         migrator.registerMigration(ChangeLogWriter.namesMigrationName) { db in try ChangeLogWriter.addOwnNames(db) }
         migrator.registerMigration(FactIntervalWriter.byNameMigrationName) { db in try FactIntervalWriter.createNameOrder(db) }
         migrator.registerMigration(ChangeLogWriter.pagesMigrationName) { db in try ChangeLogWriter.createPageIndexes(db) }
+        migrator.registerMigration(objectCountsMigrationName) { db in try createObjectCountsIndex(db) }
         return migrator
+    }
+
+    /// The migration that made the health page's count of objects by type an index read.
+    public static let objectCountsMigrationName = "catalog-objects-by-type"
+
+    /// Frozen: the DDL of migration "catalog-objects-by-type". Counting live and deleted objects by
+    /// type read every `catalog_objects` row with its JSON (95 ms at 100k objects); the index holds both columns.
+    static func createObjectCountsIndex(_ db: Database) throws {
+        try db.execute(sql: "CREATE INDEX catalog_objects_by_type ON catalog_objects (object_type, is_deleted)")
     }
 
     /// The migration that added the seller's locations (names from the recorded ListLocations answers).

@@ -30,7 +30,8 @@ struct ProjectionBehaviourTests {
         let applied = try queue.read { db in try migrator.appliedIdentifiers(db) }
         #expect(applied == [ProjectionSchema.catalogMigrationName, "catalogSearch.v1", ProjectionSchema.logCheckpointMigrationName,
                             ProjectionSchema.locationsMigrationName, "change-log", "ledger-counts", "fact-intervals",
-                            "conflict-objects", "change-log-names", "fact-intervals-by-name", "change-log-pages"])
+                            "conflict-objects", "change-log-names", "fact-intervals-by-name", "change-log-pages",
+                            "catalog-objects-by-type"])
         let tables = try queue.read { db in try String.fetchSet(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table'") }
         for table in ["categories", "catalog_items", "item_variations", "taxes", "discounts", "modifier_lists", "modifiers",
                       "images", "price_history", "version_conflicts", "projection_checkpoint", "search_document", "locations",

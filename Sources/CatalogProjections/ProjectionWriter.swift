@@ -96,6 +96,8 @@ struct ProjectionWriter: Sendable {
     }
 
     static let catalogObjectsParentUpdateSQL = CatalogTable.changedColumnsUpdateSQL(table: "catalog_objects", columns: ["parent_id"])!
+    static let catalogObjectsTypeUpdateSQL = CatalogTable.changedColumnsUpdateSQL(table: "catalog_objects",
+                                                                                columns: ["object_type", "is_deleted"])!
 
     private func store(_ row: ObjectRow, replacing previousTable: CatalogTable?, in db: Database) throws {
         let fact = row.fact
@@ -105,8 +107,7 @@ struct ProjectionWriter: Sendable {
                                          parent_id, dedupe_key, first_sequence, first_recorded_at, source)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (id) DO UPDATE SET version = excluded.version, updated_at = excluded.updated_at,
-                updated_at_nanos = excluded.updated_at_nanos, is_deleted = excluded.is_deleted,
-                raw_json = excluded.raw_json, object_type = excluded.object_type,
+                updated_at_nanos = excluded.updated_at_nanos, raw_json = excluded.raw_json,
                 dedupe_key = excluded.dedupe_key, first_sequence = excluded.first_sequence,
                 first_recorded_at = excluded.first_recorded_at, source = excluded.source
             """).execute(arguments: [
@@ -114,9 +115,12 @@ struct ProjectionWriter: Sendable {
                 Data(fact.payload), fact.header.objectType.rawValue, fact.header.parentID?.rawValue, fact.dedupeKey,
                 Int64(fact.firstSequence), fact.firstRecordedAt, Int64(fact.source.rawValue),
             ])
-        // parent_id is indexed: set apart, and only when it changed (see CatalogTable.indexedColumns).
+        // parent_id, object_type and is_deleted are indexed: set apart, and only when they changed
+        // (see CatalogTable.indexedColumns).
         try db.cachedStatement(sql: Self.catalogObjectsParentUpdateSQL)
             .execute(arguments: [id, fact.header.parentID?.rawValue])
+        try db.cachedStatement(sql: Self.catalogObjectsTypeUpdateSQL)
+            .execute(arguments: [id, fact.header.objectType.rawValue, fact.header.isDeleted])
         if let previousTable, previousTable != row.table {
             // A tombstone of unknown type moves the object to `other_objects`: one row per object.
             try db.execute(sql: "DELETE FROM \(previousTable.rawValue) WHERE id = ?", arguments: [id])

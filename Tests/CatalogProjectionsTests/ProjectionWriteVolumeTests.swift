@@ -24,8 +24,8 @@ struct ProjectionWriteVolumeTests {
             #expect(typed[table] == Set(table.indexedColumns), "\(table.rawValue)")
             #expect(Set(table.indexedColumns).isSubset(of: Set(table.typedColumns)), "\(table.rawValue)")
         }
-        // ProjectionWriter sets catalog_objects.parent_id apart for the same reason.
-        #expect(objects == ["parent_id"])
+        // ProjectionWriter sets catalog_objects' indexed columns apart for the same reason.
+        #expect(objects == ["parent_id", "object_type", "is_deleted"])
     }
 
     @Test("a price change and an unchanged item re-observation write no index page; a SKU change moves the variation in the index")
@@ -55,7 +55,8 @@ struct ProjectionWriteVolumeTests {
         }
         #expect(priceChange.contains("item_variations"), "the test must see the variation's own page written: \(priceChange)")
         #expect(priceChange.contains("price_history"))
-        for index in ["item_variations_by_item", "item_variations_by_sku", "item_variations_by_upc", "catalog_objects_by_parent"] {
+        for index in ["item_variations_by_item", "item_variations_by_sku", "item_variations_by_upc", "catalog_objects_by_parent",
+                      "catalog_objects_by_type"] {
             #expect(!priceChange.contains(index), "a price change rewrote \(index): \(priceChange.sorted())")
         }
 
@@ -67,7 +68,8 @@ struct ProjectionWriteVolumeTests {
                 run: "rename"))
         }
         #expect(rename.contains("catalog_items"))
-        for index in ["item_categories", "item_categories_by_category", "item_variations_by_sku", "catalog_objects_by_parent"] {
+        for index in ["item_categories", "item_categories_by_category", "item_variations_by_sku", "catalog_objects_by_parent",
+                      "catalog_objects_by_type"] {
             #expect(!rename.contains(index), "an unchanged key rewrote \(index): \(rename.sorted())")
         }
 

@@ -39,10 +39,16 @@ import Testing
     }
 
     @Test func aWriteArrivingWhileAnotherIsInFlightGetsRateLimited() async throws {
-        let simulator = Kit.simulator(writeLatency: .milliseconds(300))
+        let simulator = Kit.simulator(writeLatency: .seconds(2))
         let client = Kit.client(simulator, retry: .none)
         async let first = Kit.capture { try await client.upsert(object: Kit.newItem("One", price: 100), idempotencyKey: "one") }
-        try await Task.sleep(for: .milliseconds(50))
+        // The second is sent once the first holds the write lock (not after a fixed pause, which a
+        // busy machine can outlast before the first is even sent), and within its 2 s.
+        let start = ContinuousClock.now
+        while !(await simulator.writeLockHeld), ContinuousClock.now - start < .seconds(30) {
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        #expect(await simulator.writeLockHeld, "the first write is in flight")
         async let second = Kit.capture { try await client.upsert(object: Kit.newItem("Two", price: 200), idempotencyKey: "two") }
         let results = await [first, second]
         let failures = results.compactMap { result -> SquareAPIError? in

@@ -9,6 +9,10 @@
 #   FUZZ_RUNS   when set, each target also stops after this many executions (libFuzzer -runs);
 #               SECONDS_PER_TARGET is then the upper bound. The recorded campaign:
 #               FUZZ_RUNS=10000000 nice Tools/fuzz/run-fuzzers.sh 86400
+# Beside other work: with the kernel's autogroup scheduling (/proc/sys/kernel/sched_autogroup_enabled),
+# nice orders processes only within their session's group, so a campaign started in a session of its
+# own (setsid, nohup from another terminal) takes an equal share of the CPU whatever its nice; give
+# that group the niceness too: echo 19 > /proc/<pid>/autogroup.
 set -euo pipefail
 
 seconds="${1:-60}"

@@ -202,15 +202,20 @@ struct ChangeLogWriter: Sendable {
                                             fold_version, fold_is_deleted, fold_own_json, fold_count)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT (object_id) DO UPDATE SET last_version = excluded.last_version,
-                last_is_deleted = excluded.last_is_deleted, object_type = excluded.object_type,
-                parent_id = excluded.parent_id, category_ids = excluded.category_ids, fold_version = excluded.fold_version,
-                fold_is_deleted = excluded.fold_is_deleted, fold_own_json = excluded.fold_own_json,
-                fold_count = excluded.fold_count
+                last_is_deleted = excluded.last_is_deleted, category_ids = excluded.category_ids,
+                fold_version = excluded.fold_version, fold_is_deleted = excluded.fold_is_deleted,
+                fold_own_json = excluded.fold_own_json, fold_count = excluded.fold_count
             """).execute(arguments: [
                 id, state.lastVersion, state.lastIsDeleted, state.objectType, state.parentID, state.categoryIDs,
                 state.fold.previousVersion, state.fold.previousIsDeleted, state.fold.previousOwnFields.map { Data($0) },
                 state.fold.count,
             ])
+        // parent_id and object_type are indexed: set apart, and only when they changed, so that a new
+        // fact of an object rewrites no page of change_log_objects_by_parent or _by_type.
+        try db.cachedStatement(sql: "UPDATE change_log_objects SET parent_id = ?2 WHERE object_id = ?1 AND parent_id IS NOT ?2")
+            .execute(arguments: [id, state.parentID])
+        try db.cachedStatement(sql: "UPDATE change_log_objects SET object_type = ?2 WHERE object_id = ?1 AND object_type IS NOT ?2")
+            .execute(arguments: [id, state.objectType])
     }
 
     /// Folds every fact of the object again, `fact` among them, from the rows' own fields (a fact

@@ -56,7 +56,7 @@ struct ProjectionWriteVolumeTests {
         #expect(priceChange.contains("item_variations"), "the test must see the variation's own page written: \(priceChange)")
         #expect(priceChange.contains("price_history"))
         for index in ["item_variations_by_item", "item_variations_by_sku", "item_variations_by_upc", "catalog_objects_by_parent",
-                      "catalog_objects_by_type"] {
+                      "catalog_objects_by_type", "change_log_objects_by_parent", "change_log_objects_by_type"] {
             #expect(!priceChange.contains(index), "a price change rewrote \(index): \(priceChange.sorted())")
         }
 
@@ -69,7 +69,7 @@ struct ProjectionWriteVolumeTests {
         }
         #expect(rename.contains("catalog_items"))
         for index in ["item_categories", "item_categories_by_category", "item_variations_by_sku", "catalog_objects_by_parent",
-                      "catalog_objects_by_type"] {
+                      "catalog_objects_by_type", "change_log_objects_by_parent", "change_log_objects_by_type"] {
             #expect(!rename.contains(index), "an unchanged key rewrote \(index): \(rename.sorted())")
         }
 

@@ -81,12 +81,12 @@ package enum CatalogTable: String, Sendable, CaseIterable, Codable {
         Self.changedColumnsUpdateSQL(table: rawValue, columns: indexedColumns)
     }
 
-    /// `UPDATE table SET c = ?2, ... WHERE id = ?1 AND (c IS NOT ?2 OR ...)`.
-    static func changedColumnsUpdateSQL(table: String, columns: [String]) -> String? {
+    /// `UPDATE table SET c = ?2, ... WHERE key = ?1 AND (c IS NOT ?2 OR ...)`.
+    static func changedColumnsUpdateSQL(table: String, columns: [String], key: String = "id") -> String? {
         guard !columns.isEmpty else { return nil }
         let sets = columns.enumerated().map { "\($1) = ?\($0 + 2)" }
         let differs = columns.enumerated().map { "\($1) IS NOT ?\($0 + 2)" }
-        return "UPDATE \(table) SET \(sets.joined(separator: ", ")) WHERE id = ?1 AND (\(differs.joined(separator: " OR ")))"
+        return "UPDATE \(table) SET \(sets.joined(separator: ", ")) WHERE \(key) = ?1 AND (\(differs.joined(separator: " OR ")))"
     }
 
     /// The positions of `indexedColumns` in `typedColumns` (and so in `ObjectRow.values`).

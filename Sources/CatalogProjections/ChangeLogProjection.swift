@@ -212,11 +212,14 @@ struct ChangeLogWriter: Sendable {
             ])
         // parent_id and object_type are indexed: set apart, and only when they changed, so that a new
         // fact of an object rewrites no page of change_log_objects_by_parent or _by_type.
-        try db.cachedStatement(sql: "UPDATE change_log_objects SET parent_id = ?2 WHERE object_id = ?1 AND parent_id IS NOT ?2")
-            .execute(arguments: [id, state.parentID])
-        try db.cachedStatement(sql: "UPDATE change_log_objects SET object_type = ?2 WHERE object_id = ?1 AND object_type IS NOT ?2")
-            .execute(arguments: [id, state.objectType])
+        try db.cachedStatement(sql: Self.parentUpdateSQL).execute(arguments: [id, state.parentID])
+        try db.cachedStatement(sql: Self.typeUpdateSQL).execute(arguments: [id, state.objectType])
     }
+
+    static let parentUpdateSQL = CatalogTable.changedColumnsUpdateSQL(table: "change_log_objects", columns: ["parent_id"],
+                                                                      key: "object_id")!
+    static let typeUpdateSQL = CatalogTable.changedColumnsUpdateSQL(table: "change_log_objects", columns: ["object_type"],
+                                                                    key: "object_id")!
 
     /// Folds every fact of the object again, `fact` among them, from the rows' own fields (a fact
     /// that sorts before one already folded). A payload that did not parse stays one that does not.

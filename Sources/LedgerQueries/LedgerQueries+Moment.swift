@@ -160,8 +160,8 @@ extension LedgerQueries {
     static func items(at point: AsOf, category: CatalogObjectID?, among candidates: Set<CatalogObjectID>?,
                       readByIDUpTo limit: Int = candidatesReadByID, projection: ProjectionQueries) throws -> [FactInForce] {
         guard let candidates, candidates.count <= limit else {
-            let items = try projection.factsInForce(ofType: .item, at: point, category: category).filter(\.isShown)
-            return candidates.map { candidates in items.filter { candidates.contains($0.objectID) } } ?? items
+            return try projection.factsInForce(ofType: .item, at: point, category: category)
+                .filter { $0.isShown && (candidates?.contains($0.objectID) ?? true) }
         }
         return try projection.factsInForce(of: Array(candidates), at: point).filter { fact in
             fact.isShown && fact.objectType == .item && fact.parentID == nil

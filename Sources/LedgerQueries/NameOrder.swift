@@ -1,24 +1,19 @@
 import CatalogModel
-import CatalogProjections
 import Foundation
 
 /// The catalog's name order: by name (none as ""), then id, both compared as UTF-8 bytes. It is the
 /// order of the index the catalog now is read from (`ProjectionQueries.shownNow`, SQLite's binary
 /// collation), so a past moment lists its items in the order the present does.
 enum NameOrder {
-    /// `facts` in name order. The keys are laid out in one buffer and compared with `memcmp`: sorting
-    /// 25,000 items by pairs of Strings (a copy and a Unicode comparison per step) was 70 % of the time
-    /// of a page of the catalog at a past moment.
-    static func sorted(_ facts: [FactInForce]) -> [FactInForce] {
-        sorted(facts, name: \.name, id: \.objectID)
-    }
-
+    /// `elements` in name order.
     static func sorted<Element>(_ elements: [Element], name: (Element) -> String?, id: (Element) -> CatalogObjectID) -> [Element] {
         order(of: Array(elements.indices), name: { name(elements[$0]) }, id: { id(elements[$0]) }).map { elements[$0] }
     }
 
     /// `positions` in the name order of what `name` and `id` say of each (positions in a caller's
-    /// array: only they move while sorting).
+    /// array: only they move while sorting). The keys are laid out in one buffer and compared with
+    /// `memcmp`: sorting 25,000 items by pairs of Strings (a copy and a Unicode comparison per step)
+    /// was 70 % of the time of a page of the catalog at a past moment.
     static func order(of positions: [Int], name: (Int) -> String?, id: (Int) -> CatalogObjectID) -> [Int] {
         var bytes: [UInt8] = []
         var keys: [(name: Range<Int>, id: Range<Int>)] = []

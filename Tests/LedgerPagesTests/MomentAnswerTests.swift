@@ -35,8 +35,6 @@ import Testing
         return points
     }
 
-    /// The catalog at a point as the fold of the log gives it: every category and item of the state as
-    /// of the point, items sorted by name, each word of `search` in the item's or a variation's name.
     /// The catalog's name order, stated plainly: names (none as "") then ids, as UTF-8 bytes.
     static func nameOrder(_ a: (name: String?, id: CatalogObjectID), _ b: (name: String?, id: CatalogObjectID)) -> Bool {
         let (an, bn) = (Array((a.name ?? "").utf8), Array((b.name ?? "").utf8))
@@ -54,6 +52,8 @@ import Testing
         #expect(sorted[3].id.rawValue == "ID1" && sorted[4].id.rawValue == "ID10", "equal names by id")
     }
 
+    /// The catalog at a point as the fold of the log gives it: every category and item of the state as
+    /// of the point, items sorted by name, each word of `search` in the item's or a variation's name.
     static func folded(_ reader: LedgerReader, asOf point: AsOf, search: String? = nil,
                        category: CatalogObjectID? = nil) throws -> (categories: [(id: CatalogObjectID, name: String?)], items: [CatalogMoment.Item], itemCount: Int) {
         let state = try reader.state(asOf: point).state

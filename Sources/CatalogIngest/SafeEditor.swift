@@ -21,13 +21,19 @@ public struct SafeEditor: Sendable {
     public let ledger: Ledger
     public let client: SquareCatalogClient?
     public let merchantID: MerchantID
+    /// The answers over this ledger, for the diagnosis of a rejected edit; nil: made when one is needed.
+    let queries: LedgerQueries?
     let logger: Logger
     /// The batch-upsert limits an edit of many objects is split into (Square's; smaller in tests).
     public var upsertLimits = UpsertLimits.square
 
     /// `client` may be nil for a ledger that only takes app reports.
-    public init(ledger: Ledger, client: SquareCatalogClient?, merchantID: MerchantID, logger: Logger) {
+    /// `queries`: the ledger's answers when the caller keeps them (a server's merchant), so a rejection's
+    /// diagnosis uses their history index as the conflict routes do.
+    public init(ledger: Ledger, client: SquareCatalogClient?, merchantID: MerchantID, queries: LedgerQueries? = nil,
+                logger: Logger) {
         self.ledger = ledger
+        self.queries = queries
         self.client = client
         self.merchantID = merchantID
         self.logger = logger
@@ -294,10 +300,11 @@ public struct SafeEditor: Sendable {
             let codes = (try? SquareErrorBody(body: rejected.errorBody))?.errors.map(\.code.rawValue) ?? []
             result.errorCodes = codes
             if codes.contains("VERSION_MISMATCH") {
-                // The one diagnosis path, as `LedgerQueries.conflicts` takes it: the diagnosis index
-                // over the whole durable log, so `edit` and `conflicts` answer alike for one incident.
-                let events = try ledger.reader.allEvents()
-                result.diagnosis = DiagnosisAnswer(try DiagnosisIndex(events: events).diagnose(outcome), history: CatalogHistory(events: events))
+                // The one diagnosis path, as `catledger conflicts` and the conflict routes take it, so they
+                // answer alike for one incident: the events the diagnosis reads, found through the history
+                // index (not the whole log, which an edit must not read however long the log grows).
+                let queries = self.queries ?? LedgerQueries(reader: ledger.reader, logger: logger)
+                result.diagnosis = try queries.diagnosisAnswer(outcome)
             }
         default:
             break

@@ -20,6 +20,12 @@ extension HistoryIndex {
             correlation_id TEXT NOT NULL, sequence INTEGER NOT NULL,
             PRIMARY KEY (correlation_id, sequence)) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS location_answers (sequence INTEGER PRIMARY KEY);
+        CREATE TABLE IF NOT EXISTS edit_keys (
+            idempotency_key TEXT NOT NULL, sequence INTEGER NOT NULL,
+            PRIMARY KEY (idempotency_key, sequence)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS object_writes (
+            object_id TEXT NOT NULL, sequence INTEGER NOT NULL,
+            PRIMARY KEY (object_id, sequence)) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS index_checkpoint (
             id INTEGER PRIMARY KEY CHECK (id = 1), next_sequence INTEGER NOT NULL,
             anchor_sequence INTEGER, anchor_recorded_at INTEGER, anchor_key INTEGER);
@@ -30,8 +36,7 @@ extension HistoryIndex {
         try database.write { db in
             let version = try Int.fetchOne(db, sql: "PRAGMA user_version") ?? 0
             if version != 0 && version != schemaVersion {
-                for table in ["object_facts", "object_children", "sku_objects", "edit_requests", "location_answers",
-                              "index_checkpoint"] {
+                for table in tables + ["index_checkpoint"] {
                     try db.execute(sql: "DROP TABLE IF EXISTS \(table)")
                 }
             }
@@ -40,8 +45,12 @@ extension HistoryIndex {
         }
     }
 
+    /// The index's tables besides its checkpoint.
+    static let tables = ["object_facts", "object_children", "sku_objects", "edit_requests", "location_answers",
+                         "edit_keys", "object_writes"]
+
     static func clear(_ db: Database) throws {
-        try db.execute(sql: "DELETE FROM object_facts; DELETE FROM object_children; DELETE FROM sku_objects; DELETE FROM edit_requests; DELETE FROM location_answers; DELETE FROM index_checkpoint")
+        for table in tables + ["index_checkpoint"] { try db.execute(sql: "DELETE FROM \(table)") }
     }
 
     /// Indexes the catalog facts among `events` (in sequence order). The first learning of a fact
@@ -52,30 +61,43 @@ extension HistoryIndex {
         let sku = try db.cachedStatement(sql: "INSERT OR IGNORE INTO sku_objects (sku, object_id) VALUES (?, ?)")
         let edit = try db.cachedStatement(sql: "INSERT OR IGNORE INTO edit_requests (correlation_id, sequence) VALUES (?, ?)")
         let locations = try db.cachedStatement(sql: "INSERT OR IGNORE INTO location_answers (sequence) VALUES (?)")
+        let key = try db.cachedStatement(sql: "INSERT OR IGNORE INTO edit_keys (idempotency_key, sequence) VALUES (?, ?)")
+        let write = try db.cachedStatement(sql: "INSERT OR IGNORE INTO object_writes (object_id, sequence) VALUES (?, ?)")
         for event in events {
             let header: CatalogFactHeader
             var payload: [UInt8] = []
+            let sequence = Int64(bitPattern: event.sequence)
             switch event.body {
             case .objectObserved(let observation): header = observation.header; payload = observation.payload
             case .objectDeleted(let deletion): header = deletion.header
-            case .localEditProposed:
+            case .localEditProposed(let proposal):
                 // Who asked for the edit whose accepted objects carry this correlation id.
-                try edit.execute(arguments: [event.correlationID, Int64(bitPattern: event.sequence)])
+                try edit.execute(arguments: [event.correlationID, sequence])
+                try key.execute(arguments: [proposal.idempotencyKey, sequence])
+                continue
+            case .upsertRejected(let rejection):
+                try key.execute(arguments: [rejection.idempotencyKey, sequence])
+                continue
+            case .upsertAccepted(let acceptance):
+                for id in Set(acceptance.newVersions.map(\.objectID)) { try write.execute(arguments: [id.rawValue, sequence]) }
+                continue
+            case .writeAccepted(let acceptance):
+                for id in Set(acceptance.movedVersions.map(\.objectID)) { try write.execute(arguments: [id.rawValue, sequence]) }
                 continue
             case .locationsObserved:
-                try locations.execute(arguments: [Int64(bitPattern: event.sequence)])
+                try locations.execute(arguments: [sequence])
                 continue
             case .priceHistoryRetained(let record):
                 // Read with the object's facts, so price history keeps what retention dropped.
                 let id = record.objectID.rawValue
-                try fact.execute(arguments: [id, LogCheckpoint.keyDigest(event.dedupeKey), Int64(bitPattern: event.sequence)])
+                try fact.execute(arguments: [id, LogCheckpoint.keyDigest(event.dedupeKey), sequence])
                 for parent in record.parentIDs { try child.execute(arguments: [parent.rawValue, id]) }
                 for value in Set(record.changes.compactMap(\.sku)) { try sku.execute(arguments: [value, id]) }
                 continue
             default: continue
             }
             let id = header.objectID.rawValue
-            try fact.execute(arguments: [id, LogCheckpoint.keyDigest(event.dedupeKey), Int64(bitPattern: event.sequence)])
+            try fact.execute(arguments: [id, LogCheckpoint.keyDigest(event.dedupeKey), sequence])
             if let parent = header.parentID { try child.execute(arguments: [parent.rawValue, id]) }
             // Price history by item and by SKU look into variation payloads, so the index does too.
             if header.objectType == .itemVariation, !payload.isEmpty {

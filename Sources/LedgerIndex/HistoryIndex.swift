@@ -20,7 +20,7 @@ public final class HistoryIndex: Sendable {
     /// Events folded per write transaction during a catch-up.
     static let batchEvents = 20_000
     /// Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-    static let schemaVersion = 3
+    static let schemaVersion = 4
 
     public let reader: LedgerReader
     let database: DatabaseQueue
@@ -133,6 +133,23 @@ public final class HistoryIndex: Sendable {
                                                  arguments: [id])
             }
             return sequences.sorted()
+        }
+    }
+
+    /// Sequences of the edit proposals (`localEditProposed`) and rejections (`upsertRejected`) with
+    /// idempotency key `key`, ascending.
+    public func keySequences(idempotencyKey key: String) throws -> [UInt64] {
+        try database.read { db in
+            try UInt64.fetchAll(db, sql: "SELECT sequence FROM edit_keys WHERE idempotency_key = ? ORDER BY sequence",
+                                arguments: [key])
+        }
+    }
+
+    /// Sequences of our accepted writes (`upsertAccepted`, `writeAccepted`) that gave `id` a version, ascending.
+    public func writeSequences(of id: CatalogObjectID) throws -> [UInt64] {
+        try database.read { db in
+            try UInt64.fetchAll(db, sql: "SELECT sequence FROM object_writes WHERE object_id = ? ORDER BY sequence",
+                                arguments: [id.rawValue])
         }
     }
 

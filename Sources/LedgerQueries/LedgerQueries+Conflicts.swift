@@ -67,8 +67,48 @@ extension LedgerQueries {
 
     /// One incident by its rejection's sequence or its request's idempotency key; nil when there is none.
     public func conflict(named incident: String) throws -> ConflictAnswer? {
-        let diagnoses = try diagnosisIndex()
-        guard let rejection = diagnoses.rejection(named: incident) else { return nil }
-        return ConflictAnswer(sequence: rejection.sequence, diagnosis: try diagnoses.diagnose(rejection))
+        guard let index else {
+            let diagnoses = try diagnosisIndex()
+            guard let rejection = diagnoses.rejection(named: incident) else { return nil }
+            return ConflictAnswer(sequence: rejection.sequence, diagnosis: try diagnoses.diagnose(rejection))
+        }
+        try catchUp()
+        // The first rejection, in sequence order, whose sequence or key is `incident` (`DiagnosisIndex.rejection(named:)`).
+        var candidates = try index.keySequences(idempotencyKey: incident)
+        if let sequence = UInt64(incident), "\(sequence)" == incident { candidates.append(sequence) }
+        let rejection = try reader.events(at: candidates)
+            .first { if case .upsertRejected = $0.body { true } else { false } }
+        guard let rejection else { return nil }
+        return ConflictAnswer(sequence: rejection.sequence, diagnosis: try diagnose(rejection))
+    }
+
+    /// The diagnosis of `rejection` (an `upsertRejected` event) with everything learned since, as
+    /// `conflicts()` gives it. Through the history index it reads only the events the diagnosis reads
+    /// (`DiagnosisIndex.events(readBy:)`): the edits and rejections with its key, every fact of the
+    /// objects the edit named and our accepted writes of them; the whole log only without an index.
+    public func diagnose(_ rejection: LedgerEvent) throws -> VersionMismatchDiagnosis {
+        guard let index, case .upsertRejected(let rejected) = rejection.body else {
+            return try diagnosisIndex().diagnose(rejection)
+        }
+        try catchUp()
+        var sequences = Set(try index.keySequences(idempotencyKey: rejected.idempotencyKey))
+        sequences.insert(rejection.sequence)
+        let keyed = try reader.events(at: Array(sequences))
+        let edit = keyed.last { event in
+            if event.sequence < rejection.sequence, case .localEditProposed = event.body { true } else { false }
+        }
+        if let edit, case .localEditProposed(let proposal) = edit.body {
+            for id in VersionMismatchDiagnoser.objectIDs(readBy: proposal) {
+                sequences.formUnion(try index.factSequences(of: id))
+                sequences.formUnion(try index.writeSequences(of: id).filter { $0 < rejection.sequence })
+            }
+        }
+        return try DiagnosisIndex(events: try reader.events(at: Array(sequences))).diagnose(rejection)
+    }
+
+    /// `rejection` diagnosed (`diagnose`) with the names its objects have now: an edit's answer.
+    public func diagnosisAnswer(_ rejection: LedgerEvent) throws -> DiagnosisAnswer {
+        let diagnosis = try diagnose(rejection)
+        return DiagnosisAnswer(diagnosis, history: try history(of: DiagnosisAnswer.namedIDs(diagnosis)))
     }
 }

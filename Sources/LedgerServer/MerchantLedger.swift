@@ -25,7 +25,7 @@ public final class MerchantLedger: Sendable {
     /// When a sync last completed and a webhook last arrived (the reconciling sync and the staleness metrics).
     public let health: SyncHealth
     init(merchantID: MerchantID, ledger: Ledger, syncer: CatalogSyncer?, syncRunner: CoalescingRunner?,
-         editor: SafeEditor, projection: ProjectionFollower?, health: SyncHealth) {
+         editor: SafeEditor, projection: ProjectionFollower?, queries: LedgerQueries, health: SyncHealth) {
         self.merchantID = merchantID
         self.health = health
         self.ledger = ledger
@@ -33,7 +33,7 @@ public final class MerchantLedger: Sendable {
         self.syncRunner = syncRunner
         self.editor = editor
         self.projection = projection
-        self.queries = LedgerQueries(reader: ledger.reader)
+        self.queries = queries
     }
 
     /// The SQLite read model (current rows and search); nil when projections are off.

@@ -3,6 +3,7 @@ import CatalogLedger
 import CatalogModel
 import CatalogProjections
 import Foundation
+import LedgerQueries
 import LedgerStorage
 import Logging
 import MerchantRegistry
@@ -128,9 +129,11 @@ struct MerchantOpener: Sendable {
                 }
             }
         }
-        let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, logger: merchantLogger)
+        let queries = LedgerQueries(reader: ledger.reader)
+        let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, queries: queries,
+                                logger: merchantLogger)
         return MerchantLedger(merchantID: merchantID, ledger: ledger, syncer: syncer, syncRunner: runner, editor: editor,
-                              projection: projection, health: health)
+                              projection: projection, queries: queries, health: health)
     }
 }
 

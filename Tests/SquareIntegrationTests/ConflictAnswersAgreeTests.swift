@@ -60,4 +60,37 @@ struct ConflictAnswersAgreeTests {
         #expect(try incident648(projector.export(after: 649)) == whole)
         try await copy.close()
     }
+
+    @Test("one incident through the history index (an edit's answer, the incident route): the whole log's diagnosis, by sequence and by key, with the same names")
+    func theIndexedDiagnosisIsTheWholeLogs() async throws {
+        let ledger = try await LedgerQueriesNamesTests.sample.get()
+        let root = Scratch.path("indexed-diagnosis")
+        defer { Scratch.remove(root) }
+        // A copy of the sample with a history index of its own (the sample's answers stay untouched).
+        let events = try ledger.reader.allEvents()
+        var options = LedgerOptions()
+        options.storage.durability = .none
+        let copy = try Ledger.open(layout: LedgerLayout(root: root), options: options)
+        _ = try await copy.append(events.map(\.content), recordedAt: events.map(\.recordedAt))
+        let indexed = LedgerQueries(reader: copy.reader)
+        let whole = LedgerQueries(reader: copy.reader, historyIndex: false)
+        #expect(indexed.historyPath == .index && whole.historyPath == .fullScan)
+        let expected = try whole.conflicts()
+        let history = try whole.fullHistory()
+        #expect(expected.count == 11)
+        for incident in expected {
+            let rejection = try copy.reader.event(at: incident.sequence)
+            #expect(try indexed.diagnose(rejection) == incident.diagnosis, "incident \(incident.sequence)")
+            #expect(try indexed.conflict(named: "\(incident.sequence)")?.diagnosis == incident.diagnosis)
+            #expect(try indexed.conflict(named: incident.diagnosis.idempotencyKey)?.sequence
+                        == whole.conflict(named: incident.diagnosis.idempotencyKey)?.sequence)
+            let answer = try indexed.diagnosisAnswer(rejection)
+            #expect(answer.names == DiagnosisAnswer(incident.diagnosis, history: history).names, "incident \(incident.sequence)")
+        }
+        // Names that are no incident: another event's sequence, an unknown key, a number past the log.
+        let notRejected = try #require(events.first { if case .upsertRejected = $0.body { false } else { true } })
+        for name in ["\(notRejected.sequence)", "no-such-key", "999999999", "0042", ""] {
+            #expect(try indexed.conflict(named: name)?.sequence == whole.conflict(named: name)?.sequence, "\(name)")
+        }
+    }
 }

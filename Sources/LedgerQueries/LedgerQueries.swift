@@ -47,9 +47,21 @@ public final class LedgerQueries: Sendable {
 
     /// Brings the history index up to the durable log (a no-op without one); `progress` is called
     /// with the next sequence to index and the last one, for a progress bar on a long first run.
+    /// Within `sharingReads`, only the first call catches up.
     public func catchUp(progress: ((_ next: UInt64, _ last: UInt64?) -> Void)? = nil) throws {
         guard let index else { return }
+        if let scope = ReadScope.current {
+            guard scope.needsCatchUp(self) else { return }
+        }
         _ = try index.catchUp(progress: progress)
+    }
+
+    /// Runs `body` (one page, one request) with its answers sharing their reads: the history index is
+    /// caught up once, at the first answer, and each object's facts are read from the log once, so a
+    /// page that asks about one object five ways reads its events once. Every answer in `body` sees
+    /// the log as of that first catch-up.
+    public func sharingReads<T>(_ body: () throws -> T) rethrows -> T {
+        try ReadScope.$current.withValue(ReadScope()) { try body() }
     }
 
     /// Every durable event folded into one history: for answers that look at everything around an
@@ -64,7 +76,14 @@ public final class LedgerQueries: Sendable {
     func history(of ids: [CatalogObjectID]) throws -> CatalogHistory {
         guard let index else { return try fullHistory() }
         try catchUp()
-        return try index.history(of: ids)
+        guard let scope = ReadScope.current else { return try index.history(of: ids) }
+        return CatalogHistory(events: try scope.factEvents(of: ids, queries: self) { missing in
+            var sequences: [CatalogObjectID: [UInt64]] = [:]
+            for id in missing { sequences[id] = try index.factSequences(of: id) }
+            let read = try reader.events(at: sequences.values.flatMap { $0 })
+            let bySequence = Dictionary(read.map { ($0.sequence, $0) }) { first, _ in first }
+            return sequences.mapValues { $0.compactMap { bySequence[$0] } }
+        })
     }
 
     func childIDs(of parent: CatalogObjectID) throws -> [CatalogObjectID] {
@@ -218,6 +237,41 @@ final class EventCache: @unchecked Sendable {
             let next = cached.last.map { $0.sequence + 1 } ?? 0
             cached += try reader.allEvents(from: next)
             return cached
+        }
+    }
+}
+
+/// The reads one `sharingReads` scope shares (a task-local, so answers deep in a page find it): which
+/// `LedgerQueries` it caught up, and the fact events of each object read so far.
+/// Thread-safety: `lock` guards both.
+final class ReadScope: @unchecked Sendable {
+    @TaskLocal static var current: ReadScope?
+
+    private let lock = NSLock()
+    private var caughtUp: Set<ObjectIdentifier> = []
+    private var facts: [ObjectIdentifier: [CatalogObjectID: [LedgerEvent]]] = [:]
+
+    /// Whether `queries` still needs its catch-up in this scope (true once).
+    func needsCatchUp(_ queries: LedgerQueries) -> Bool {
+        lock.withLock { caughtUp.insert(ObjectIdentifier(queries)).inserted }
+    }
+
+    /// The fact events of `ids` in sequence order, those not yet read in this scope read by `read`.
+    func factEvents(of ids: [CatalogObjectID], queries: LedgerQueries,
+                    read: (_ missing: [CatalogObjectID]) throws -> [CatalogObjectID: [LedgerEvent]]) throws -> [LedgerEvent] {
+        let key = ObjectIdentifier(queries)
+        let wanted = Set(ids)
+        let missing = lock.withLock { wanted.filter { facts[key]?[$0] == nil } }
+        let fetched = missing.isEmpty ? [:] : try read(Array(missing))
+        return lock.withLock {
+            for (id, events) in fetched { facts[key, default: [:]][id] = events }
+            var events: [LedgerEvent] = []
+            var seen = Set<UInt64>()
+            for id in wanted {
+                for event in facts[key]?[id] ?? [] where seen.insert(event.sequence).inserted { events.append(event) }
+            }
+            events.sort { $0.sequence < $1.sequence }
+            return events
         }
     }
 }

@@ -145,7 +145,7 @@ extension LedgerServer {
                 pageContext.timeZone = TimeZoneChoice.resolve(query: pageQuery.first("tz"), cookie: cookie(TimeZoneChoice.cookie, in: request),
                                                               serverDefault: service.configuration.pageTimeZone)
                 do {
-                    var page = try body(pageContext)
+                    var page = try merchant.queries.sharingReads { try body(pageContext) }
                     if let keep = pageContext.timeZone.setCookie { page.headers.append(("Set-Cookie", keep)) }
                     return response(page)
                 } catch {

@@ -26,10 +26,31 @@ public struct DiagnosisIndex: Sendable {
     public private(set) var rejections: [LedgerEvent] = []
     /// The highest sequence added, or nil before any event.
     public private(set) var highestSequence: UInt64?
+    /// The objects whose facts and accepted writes are kept; nil keeps every object's.
+    private let objects: Set<CatalogObjectID>?
 
-    public init() {}
+    public init() { objects = nil }
+
+    /// An index keeping the facts and accepted writes of `objects` only. A diagnosis reads only the
+    /// objects its rejection's edit named (`VersionMismatchDiagnoser.objectIDs(readBy:)`), so an index
+    /// restricted to those every edit of the log names (`objectsNamed(byEditsIn:)`) diagnoses every
+    /// incident as an unrestricted one does, holding the edited objects' events instead of every fact
+    /// of the catalog (a rebuild's memory).
+    public init(restrictedTo objects: Set<CatalogObjectID>) { self.objects = objects }
+
+    /// The objects the diagnosis of any rejection among `events` may read: those every edit names.
+    public static func objectsNamed<S: Sequence>(byEditsIn events: S) -> Set<CatalogObjectID> where S.Element == LedgerEvent {
+        var ids = Set<CatalogObjectID>()
+        for event in events {
+            if case .localEditProposed(let edit) = event.body { ids.formUnion(VersionMismatchDiagnoser.objectIDs(readBy: edit)) }
+        }
+        return ids
+    }
+
+    private func keeps(_ id: CatalogObjectID) -> Bool { objects?.contains(id) ?? true }
 
     public init<S: Sequence>(events: S) where S.Element == LedgerEvent {
+        objects = nil
         for event in events { add(event) }
     }
 
@@ -38,19 +59,19 @@ public struct DiagnosisIndex: Sendable {
         if highestSequence.map({ event.sequence > $0 }) ?? true { highestSequence = event.sequence }
         switch event.body {
         case .objectObserved(let observation):
-            factsByObject[observation.header.objectID, default: []].append(event)
+            if keeps(observation.header.objectID) { factsByObject[observation.header.objectID, default: []].append(event) }
         case .objectDeleted(let deletion):
-            factsByObject[deletion.header.objectID, default: []].append(event)
+            if keeps(deletion.header.objectID) { factsByObject[deletion.header.objectID, default: []].append(event) }
         case .localEditProposed(let edit):
             editsByKey[edit.idempotencyKey, default: []].append(event)
         case .upsertAccepted(let acceptance):
             var ids = Set<CatalogObjectID>()
-            for version in acceptance.newVersions where ids.insert(version.objectID).inserted {
+            for version in acceptance.newVersions where keeps(version.objectID) && ids.insert(version.objectID).inserted {
                 acceptedByObject[version.objectID, default: []].append(event)
             }
         case .writeAccepted(let acceptance):
             var ids = Set<CatalogObjectID>()
-            for version in acceptance.movedVersions where ids.insert(version.objectID).inserted {
+            for version in acceptance.movedVersions where keeps(version.objectID) && ids.insert(version.objectID).inserted {
                 acceptedByObject[version.objectID, default: []].append(event)
             }
         case .upsertRejected:

@@ -70,8 +70,9 @@ public enum ProjectionReplay {
             var cursor = try CatalogProjector.ledgerRead("events from 0") { try reader.events(from: 0) }
             var lastEvent: LedgerEvent?
             // What the diagnoses read, filled as the log is folded: a rejection is diagnosed with every
-            // event up to and including it, whatever the point admits.
-            var diagnoses = DiagnosisIndex()
+            // event up to and including it, whatever the point admits. Only the objects some edit names
+            // are kept (found by a first pass over the log's edits), not every fact of the catalog.
+            var diagnoses = DiagnosisIndex(restrictedTo: try Self.objectsNamedByEdits(reader: reader, throughSequence: throughSequence))
             // The change log: every version the point admits (all for the live projection), so a
             // replay answers history, prices and diffs up to its point (`catledger history --db`).
             let changeLog = ChangeLogWriter()
@@ -141,6 +142,18 @@ public enum ProjectionReplay {
     /// Writes the catalog tables and search index of `state` (every winning fact, tombstones
     /// included) into an empty, migrated projection, through the same row mapping and writer as
     /// the live projector.
+    /// The objects every edit through `throughSequence` (all when nil) names: all a diagnosis of the
+    /// fold may read (`DiagnosisIndex(restrictedTo:)`).
+    static func objectsNamedByEdits(reader: LedgerReader, throughSequence: UInt64?) throws -> Set<CatalogObjectID> {
+        var cursor = try CatalogProjector.ledgerRead("events from 0") { try reader.events(from: 0) }
+        var edits: [LedgerEvent] = []
+        while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }) {
+            if let last = throughSequence, event.sequence > last { break }
+            if case .localEditProposed = event.body { edits.append(event) }
+        }
+        return DiagnosisIndex.objectsNamed(byEditsIn: edits)
+    }
+
     public static func writeObjects(of state: CatalogState, in db: Database) throws {
         let writer = ProjectionWriter()
         let changes = state.objects.values.sorted { $0.header.objectID < $1.header.objectID }

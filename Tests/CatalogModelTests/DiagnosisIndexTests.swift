@@ -141,10 +141,13 @@ struct DiagnosisIndexTests {
         let whole = VersionMismatchDiagnoser(events: s.events)
         let wholeIndex = DiagnosisIndex(events: s.events)
         var incremental = DiagnosisIndex()
+        // A rebuild's index: only the objects some edit of the log names.
+        var restricted = DiagnosisIndex(restrictedTo: DiagnosisIndex.objectsNamed(byEditsIn: s.events))
         var classes = Set<VersionMismatchDiagnosis.Classification>()
         var incidents = 0
         for event in s.events {
             incremental.add(event)
+            restricted.add(event)
             guard case .upsertRejected = event.body else { continue }
             incidents += 1
             // The whole log: `catledger conflicts` and the server's conflict routes.
@@ -155,6 +158,7 @@ struct DiagnosisIndexTests {
             let prefix = s.events.prefix { $0.sequence <= event.sequence }
             let expectedThen = try VersionMismatchDiagnoser(events: prefix).diagnose(rejectionSequence: event.sequence)
             #expect(try incremental.diagnose(event) == expectedThen, "seed \(seed), incident \(event.sequence): window through it")
+            #expect(try restricted.diagnose(event) == expectedThen, "seed \(seed), incident \(event.sequence): restricted to edited objects")
             #expect(wholeIndex.events(readBy: event).count < s.events.count)
             expected.findings.forEach { classes.insert($0.classification) }
             classes.formUnion(expected.classifications)

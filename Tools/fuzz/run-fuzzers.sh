@@ -54,8 +54,11 @@ for target in "${targets[@]}"; do
     code=$?
     set -e
     executions="$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s+=$2} END {print s+0}')"
-    crashes="$(ls "$artifacts" | wc -l)"
-    summary+=("$(printf '%-16s %12s executions  %3s crash/timeout artifacts  corpus %s' "$target" "$executions" "$crashes" "$(ls "$corpus" | wc -l)")")
+    # crash-, timeout-, oom- and leak- files fail the run; a slow-unit- file (an input that took over
+    # libFuzzer's -report_slow_units, 10 s, e.g. while the machine was busy) is reported, to be replayed.
+    crashes="$(ls "$artifacts" | grep -vc '^slow-unit-' || true)"
+    slow="$(ls "$artifacts" | grep -c '^slow-unit-' || true)"
+    summary+=("$(printf '%-16s %12s executions  %3s crash/timeout artifacts  %3s slow units  corpus %s' "$target" "$executions" "$crashes" "$slow" "$(ls "$corpus" | wc -l)")")
     if [ "$code" -ne 0 ] || [ "$crashes" -ne 0 ]; then status=1; fi
 done
 echo

@@ -145,6 +145,13 @@ public final class HistoryIndex: Sendable {
         }
     }
 
+    /// Sequences of every edit proposal and rejection with an idempotency key (`edit_keys`), ascending.
+    public func keySequences() throws -> [UInt64] {
+        try database.read { db in
+            try UInt64.fetchAll(db, sql: "SELECT sequence FROM edit_keys ORDER BY sequence")
+        }
+    }
+
     /// Sequences of our accepted writes (`upsertAccepted`, `writeAccepted`) that gave `id` a version, ascending.
     public func writeSequences(of id: CatalogObjectID) throws -> [UInt64] {
         try database.read { db in

@@ -59,10 +59,21 @@ extension LedgerQueries {
     }
 
     /// Every rejected upsert, oldest first, each diagnosed from the events of the objects it names
-    /// (`DiagnosisIndex`, one diagnoser: `VersionMismatchDiagnoser`).
+    /// (`DiagnosisIndex`, one diagnoser: `VersionMismatchDiagnoser`). Through the history index, the
+    /// rejections are found in `edit_keys` and each is diagnosed as `diagnose` does, reading only its
+    /// events; without an index, from the whole log.
     public func conflicts() throws -> [ConflictAnswer] {
-        let diagnoses = try diagnosisIndex()
-        return try diagnoses.rejections.map { ConflictAnswer(sequence: $0.sequence, diagnosis: try diagnoses.diagnose($0)) }
+        guard let index else {
+            let diagnoses = try diagnosisIndex()
+            return try diagnoses.rejections.map { ConflictAnswer(sequence: $0.sequence, diagnosis: try diagnoses.diagnose($0)) }
+        }
+        return try sharingReads {
+            try catchUp()
+            let rejections = try reader.events(at: try index.keySequences()).filter {
+                if case .upsertRejected = $0.body { true } else { false }
+            }
+            return try rejections.map { ConflictAnswer(sequence: $0.sequence, diagnosis: try diagnose($0)) }
+        }
     }
 
     /// One incident by its rejection's sequence or its request's idempotency key; nil when there is none.

@@ -56,7 +56,7 @@ struct ConflictsCommand: AsyncParsableCommand {
                 }
                 answer = try access.queriesIfLedger()?.named(conflicts) ?? ConflictsAnswer(conflicts: conflicts, names: CatalogNames())
             } else {
-                answer = try access.asOfQueries().conflictsAnswer(filter)
+                answer = try access.queries().conflictsAnswer(filter)
             }
             if global.json { try printJSON(answer); return }
             let time = try global.timeDisplay()

@@ -38,10 +38,6 @@ public final class MerchantLedger: Sendable {
 
     /// The SQLite read model (current rows and search); nil when projections are off.
     public var projector: CatalogProjector? { projection?.projector }
-
-    /// The catalog history with every durable event, for the conflict endpoints (a diagnosis looks
-    /// at everything around an incident).
-    func history() throws -> CatalogHistory { try queries.fullHistory() }
 }
 
 /// What a webhook's signature is checked against: the subscription's notification URL and its keys.

@@ -137,8 +137,10 @@ extension LedgerQueries {
     /// The history of `id` and of its children that `filter` keeps, with names (as of now) and edit
     /// authors; nil when the ledger never learned `id`.
     public func history(of id: CatalogObjectID, filter: HistoryFilter = HistoryFilter()) throws -> HistoryAnswer? {
-        try HistoryAnswer(of: id, filter: filter, history: try history(of: try childIDs(of: id) + [id]),
-                          authors: { try self.editAuthors(correlationIDs: $0) }, names: { try self.names(of: $0) })
+        try sharingReads {
+            try HistoryAnswer(of: id, filter: filter, history: try history(of: try childIDs(of: id) + [id]),
+                              authors: { try self.editAuthors(correlationIDs: $0) }, names: { try self.names(of: $0) })
+        }
     }
 
     /// The actor and device of each edit request among `correlationIDs` (read through the index's

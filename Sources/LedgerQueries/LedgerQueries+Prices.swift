@@ -134,14 +134,20 @@ extension LedgerQueries {
     /// The prices of `id`: every variation's for an item, else the object's own; nil when the
     /// ledger never learned it.
     public func prices(of id: CatalogObjectID, sinceNanos: Int64? = nil, untilNanos: Int64? = nil) throws -> PricesAnswer? {
-        guard let type = try objectType(of: id) else { return nil }
-        return try prices(type == .item ? .item(id) : .object(id), sinceNanos: sinceNanos, untilNanos: untilNanos)
+        try sharingReads {
+            guard let type = try objectType(of: id) else { return nil }
+            return try prices(type == .item ? .item(id) : .object(id), sinceNanos: sinceNanos, untilNanos: untilNanos)
+        }
     }
 
     /// The price history of `subject`, only the changes whose Square time lies in the window (nil:
     /// no bound), with names; nil when the ledger never learned the object (for a SKU: no
     /// variation ever carried it).
     public func prices(_ subject: PriceSubject, sinceNanos: Int64? = nil, untilNanos: Int64? = nil) throws -> PricesAnswer? {
+        try sharingReads { try pricesInScope(subject, sinceNanos: sinceNanos, untilNanos: untilNanos) }
+    }
+
+    private func pricesInScope(_ subject: PriceSubject, sinceNanos: Int64?, untilNanos: Int64?) throws -> PricesAnswer? {
         try PricesAnswer(subject, sinceNanos: sinceNanos, untilNanos: untilNanos, changes: { subject in
             switch subject {
             case .object(let id): try isKnown(id) ? try priceHistory(of: id) : nil

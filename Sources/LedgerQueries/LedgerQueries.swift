@@ -60,8 +60,10 @@ public final class LedgerQueries: Sendable {
     /// caught up once, at the first answer, and each object's facts are read from the log once, so a
     /// page that asks about one object five ways reads its events once. Every answer in `body` sees
     /// the log as of that first catch-up.
+    /// An answer that asks several questions runs in one scope itself; inside a scope it joins it.
     public func sharingReads<T>(_ body: () throws -> T) rethrows -> T {
-        try ReadScope.$current.withValue(ReadScope()) { try body() }
+        if ReadScope.current != nil { return try body() }
+        return try ReadScope.$current.withValue(ReadScope()) { try body() }
     }
 
     /// Every durable event folded into one history: for answers that look at everything around an
@@ -142,9 +144,11 @@ public final class LedgerQueries: Sendable {
     /// nearest snapshot.
     public func object(_ id: CatalogObjectID, asOf point: AsOf) throws -> ObjectAsOf? {
         guard index != nil else { return ObjectAsOf(id, in: try reader.state(asOf: point).state, point: point) }
-        let parents = Set(try history(of: [id]).facts(of: id).compactMap(\.header.parentID))
-        let history = try history(of: [id] + parents.sorted() + childIDs(of: id))
-        return ObjectAsOf(id, in: history.state(asOf: point), point: point)
+        return try sharingReads {
+            let parents = Set(try history(of: [id]).facts(of: id).compactMap(\.header.parentID))
+            let history = try history(of: [id] + parents.sorted() + childIDs(of: id))
+            return ObjectAsOf(id, in: history.state(asOf: point), point: point)
+        }
     }
 
     /// Objects created, changed (field by field) and deleted between two points.

@@ -139,9 +139,6 @@ public enum ProjectionReplay {
         return summary
     }
 
-    /// Writes the catalog tables and search index of `state` (every winning fact, tombstones
-    /// included) into an empty, migrated projection, through the same row mapping and writer as
-    /// the live projector.
     /// The objects every edit through `throughSequence` (all when nil) names: all a diagnosis of the
     /// fold may read (`DiagnosisIndex(restrictedTo:)`).
     static func objectsNamedByEdits(reader: LedgerReader, throughSequence: UInt64?) throws -> Set<CatalogObjectID> {
@@ -154,6 +151,9 @@ public enum ProjectionReplay {
         return DiagnosisIndex.objectsNamed(byEditsIn: edits)
     }
 
+    /// Writes the catalog tables and search index of `state` (every winning fact, tombstones
+    /// included) into an empty, migrated projection, through the same row mapping and writer as
+    /// the live projector.
     public static func writeObjects(of state: CatalogState, in db: Database) throws {
         let writer = ProjectionWriter()
         let changes = state.objects.values.sorted { $0.header.objectID < $1.header.objectID }

@@ -110,10 +110,21 @@ public final class HistoryIndex: Sendable {
 
     /// Sequences of the distinct facts of `id` (the first learning of each), ascending.
     public func factSequences(of id: CatalogObjectID) throws -> [UInt64] {
-        try database.read { db in
-            try UInt64.fetchAll(db, sql: "SELECT sequence FROM object_facts WHERE object_id = ? ORDER BY sequence",
-                                arguments: [id.rawValue])
-        }
+        try sequences("SELECT sequence FROM object_facts WHERE object_id = ? ORDER BY sequence", [id.rawValue])
+    }
+
+    /// The events of the distinct facts of each of `ids` (`factSequences(of:)`), read from the log at once.
+    public func factEvents(of ids: some Sequence<CatalogObjectID>) throws -> [CatalogObjectID: [LedgerEvent]] {
+        var sequences: [CatalogObjectID: [UInt64]] = [:]
+        for id in Set(ids) { sequences[id] = try factSequences(of: id) }
+        let read = try reader.events(at: sequences.values.flatMap { $0 })
+        let bySequence = Dictionary(read.map { ($0.sequence, $0) }) { first, _ in first }
+        return sequences.mapValues { $0.compactMap { bySequence[$0] } }
+    }
+
+    /// The first column of `sql`'s rows, as sequences.
+    private func sequences(_ sql: String, _ arguments: StatementArguments = StatementArguments()) throws -> [UInt64] {
+        try database.read { db in try UInt64.fetchAll(db, sql: sql, arguments: arguments) }
     }
 
     /// Objects ever nested in or declared under `parent` (variations of an item, modifiers of a list).
@@ -139,32 +150,22 @@ public final class HistoryIndex: Sendable {
     /// Sequences of the edit proposals (`localEditProposed`) and rejections (`upsertRejected`) with
     /// idempotency key `key`, ascending.
     public func keySequences(idempotencyKey key: String) throws -> [UInt64] {
-        try database.read { db in
-            try UInt64.fetchAll(db, sql: "SELECT sequence FROM edit_keys WHERE idempotency_key = ? ORDER BY sequence",
-                                arguments: [key])
-        }
+        try sequences("SELECT sequence FROM edit_keys WHERE idempotency_key = ? ORDER BY sequence", [key])
     }
 
     /// Sequences of every edit proposal and rejection with an idempotency key (`edit_keys`), ascending.
     public func keySequences() throws -> [UInt64] {
-        try database.read { db in
-            try UInt64.fetchAll(db, sql: "SELECT sequence FROM edit_keys ORDER BY sequence")
-        }
+        try sequences("SELECT sequence FROM edit_keys ORDER BY sequence")
     }
 
     /// Sequences of our accepted writes (`upsertAccepted`, `writeAccepted`) that gave `id` a version, ascending.
     public func writeSequences(of id: CatalogObjectID) throws -> [UInt64] {
-        try database.read { db in
-            try UInt64.fetchAll(db, sql: "SELECT sequence FROM object_writes WHERE object_id = ? ORDER BY sequence",
-                                arguments: [id.rawValue])
-        }
+        try sequences("SELECT sequence FROM object_writes WHERE object_id = ? ORDER BY sequence", [id.rawValue])
     }
 
     /// Sequences of the recorded ListLocations answers (`locationsObserved`), ascending.
     public func locationAnswerSequences() throws -> [UInt64] {
-        try database.read { db in
-            try UInt64.fetchAll(db, sql: "SELECT sequence FROM location_answers ORDER BY sequence")
-        }
+        try sequences("SELECT sequence FROM location_answers ORDER BY sequence")
     }
 
     /// Variations that carried `sku` in any version.
@@ -178,9 +179,13 @@ public final class HistoryIndex: Sendable {
     /// A `CatalogHistory` holding every distinct fact of `ids` and nothing else: entity and price
     /// history of those objects computed from it equal those computed from the whole log.
     public func history(of ids: [CatalogObjectID]) throws -> CatalogHistory {
-        var sequences: [UInt64] = []
-        for id in Set(ids) { sequences += try factSequences(of: id) }
-        return CatalogHistory(events: try reader.events(at: sequences))
+        CatalogHistory(events: Self.merged(try factEvents(of: ids).values))
+    }
+
+    /// The events of several objects' facts (`factEvents(of:)`), each once, in sequence order.
+    public static func merged(_ facts: some Sequence<[LedgerEvent]>) -> [LedgerEvent] {
+        var seen = Set<UInt64>()
+        return facts.joined().filter { seen.insert($0.sequence).inserted }.sorted { $0.sequence < $1.sequence }
     }
 }
 

@@ -83,14 +83,16 @@ extension LedgerQueries {
             guard let rejection = diagnoses.rejection(named: incident) else { return nil }
             return ConflictAnswer(sequence: rejection.sequence, diagnosis: try diagnoses.diagnose(rejection))
         }
-        try catchUp()
-        // The first rejection, in sequence order, whose sequence or key is `incident` (`DiagnosisIndex.rejection(named:)`).
-        var candidates = try index.keySequences(idempotencyKey: incident)
-        if let sequence = UInt64(incident), "\(sequence)" == incident { candidates.append(sequence) }
-        let rejection = try reader.events(at: candidates)
-            .first { if case .upsertRejected = $0.body { true } else { false } }
-        guard let rejection else { return nil }
-        return ConflictAnswer(sequence: rejection.sequence, diagnosis: try diagnose(rejection))
+        return try sharingReads {
+            try catchUp()
+            // The first rejection, in sequence order, whose sequence or key is `incident` (`DiagnosisIndex.rejection(named:)`).
+            var candidates = try index.keySequences(idempotencyKey: incident)
+            if let sequence = UInt64(incident), "\(sequence)" == incident { candidates.append(sequence) }
+            let rejection = try reader.events(at: candidates)
+                .first { if case .upsertRejected = $0.body { true } else { false } }
+            guard let rejection else { return nil }
+            return ConflictAnswer(sequence: rejection.sequence, diagnosis: try diagnose(rejection))
+        }
     }
 
     /// The diagnosis of `rejection` (an `upsertRejected` event) with everything learned since, as
@@ -98,8 +100,10 @@ extension LedgerQueries {
     /// (`DiagnosisIndex.events(readBy:)`): the edits and rejections with its key, every fact of the
     /// objects the edit named and our accepted writes of them; the whole log only without an index.
     public func diagnose(_ rejection: LedgerEvent) throws -> VersionMismatchDiagnosis {
-        guard let index, case .upsertRejected(let rejected) = rejection.body else {
-            return try diagnosisIndex().diagnose(rejection)
+        guard let index else { return try diagnosisIndex().diagnose(rejection) }
+        guard case .upsertRejected(let rejected) = rejection.body else {
+            // Not a rejection: the diagnoser's own refusal, without reading the log.
+            return try DiagnosisIndex(events: [rejection]).diagnose(rejection)
         }
         try catchUp()
         var sequences = Set(try index.keySequences(idempotencyKey: rejected.idempotencyKey))
@@ -119,7 +123,9 @@ extension LedgerQueries {
 
     /// `rejection` diagnosed (`diagnose`) with the names its objects have now: an edit's answer.
     public func diagnosisAnswer(_ rejection: LedgerEvent) throws -> DiagnosisAnswer {
-        let diagnosis = try diagnose(rejection)
-        return DiagnosisAnswer(diagnosis, history: try history(of: DiagnosisAnswer.namedIDs(diagnosis)))
+        try sharingReads {
+            let diagnosis = try diagnose(rejection)
+            return DiagnosisAnswer(diagnosis, history: try history(of: DiagnosisAnswer.namedIDs(diagnosis)))
+        }
     }
 }

@@ -79,13 +79,7 @@ public final class LedgerQueries: Sendable {
         guard let index else { return try fullHistory() }
         try catchUp()
         guard let scope = ReadScope.current else { return try index.history(of: ids) }
-        return CatalogHistory(events: try scope.factEvents(of: ids, queries: self) { missing in
-            var sequences: [CatalogObjectID: [UInt64]] = [:]
-            for id in missing { sequences[id] = try index.factSequences(of: id) }
-            let read = try reader.events(at: sequences.values.flatMap { $0 })
-            let bySequence = Dictionary(read.map { ($0.sequence, $0) }) { first, _ in first }
-            return sequences.mapValues { $0.compactMap { bySequence[$0] } }
-        })
+        return CatalogHistory(events: try scope.factEvents(of: ids, queries: self) { try index.factEvents(of: $0) })
     }
 
     func childIDs(of parent: CatalogObjectID) throws -> [CatalogObjectID] {
@@ -269,13 +263,7 @@ final class ReadScope: @unchecked Sendable {
         let fetched = missing.isEmpty ? [:] : try read(Array(missing))
         return lock.withLock {
             for (id, events) in fetched { facts[key, default: [:]][id] = events }
-            var events: [LedgerEvent] = []
-            var seen = Set<UInt64>()
-            for id in wanted {
-                for event in facts[key]?[id] ?? [] where seen.insert(event.sequence).inserted { events.append(event) }
-            }
-            events.sort { $0.sequence < $1.sequence }
-            return events
+            return HistoryIndex.merged(wanted.map { facts[key]?[$0] ?? [] })
         }
     }
 }

@@ -2,9 +2,9 @@ import Hummingbird
 import NIOCore
 
 /// The request context of the ledger server's routes: Hummingbird's core context plus the
-/// connection's channel. A route that refuses a body it will not read (too large, too slow) closes
-/// the connection's input through it; otherwise the server would go on reading and discarding that
-/// body for as long as the client keeps sending.
+/// connection's channel. A route that refuses a body it will not read (too large, too slow) ends the
+/// connection's input through it; otherwise the server would go on reading that body for as long as
+/// the client keeps sending. The connection then closes after a bounded linger (`LingeringClose`).
 public struct LedgerRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
     /// The connection the request came on. Channels are thread-safe.
@@ -24,9 +24,10 @@ public struct LedgerRequestContext: RequestContext {
         channel.remoteAddress?.ipAddress ?? "unknown"
     }
 
-    /// Stops reading from the connection: the answer being prepared is still written, then the
-    /// connection closes instead of waiting for the rest of the request or a next one.
+    /// Stops reading requests from the connection: the answer being prepared is still written, then
+    /// the connection closes instead of waiting for the rest of the request or a next one. What the
+    /// client still sends meanwhile is drained and dropped, so the answer is not lost to a reset.
     func stopReading() {
-        channel.close(mode: .input, promise: nil)
+        LingeringClose.begin(on: channel)
     }
 }

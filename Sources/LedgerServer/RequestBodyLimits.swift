@@ -1,9 +1,10 @@
 // Bounded reading of request bodies. Every body a route reads is limited in size (a declared
 // Content-Length over the limit is refused before a byte of the body is read; an undeclared one is
 // cut where it passes the limit) and in time (the whole body must arrive within the configured
-// read timeout). A refused body is not drained: the answer carries `Connection: close` and the
-// connection's input is closed, so one abusive client holds one connection for a bounded time and
-// never more than `bytesMax` bytes of memory.
+// read timeout). A refused body is not read: the answer carries `Connection: close`, the routes
+// see the input end, and what the client still sends is dropped until the connection closes a
+// bounded time later (`LingeringClose`), so one abusive client holds one connection for a bounded
+// time and never more than `bytesMax` bytes of memory.
 
 import Hummingbird
 import NIOCore

@@ -199,6 +199,46 @@ struct HostileInputTests {
         }
     }
 
+    /// A body refused before it is read (too large, or its request refused) is still on its way when
+    /// the answer goes out. The server sends the answer and a FIN and drains the rest for a while
+    /// instead of resetting the connection, so a client still uploading reads the answer, not
+    /// ECONNRESET. (Found in CI: one 413 of the test above was a reset; with megabyte bodies the old
+    /// server reset most of them.)
+    @Test("a refused body still being sent gets its answer and a clean close, not a connection reset")
+    func refusedBodiesStillBeingSentAreAnswered() async throws {
+        try await Self.withServer { server in
+            let megabytes = [UInt8](repeating: UInt8(ascii: "x"), count: 3 << 20)
+            for index in 0..<12 {
+                // Over the 64 KiB webhook limit, through an HTTP client library.
+                let webhook = Self.notification(eventID: "huge-\(index)", extra: "\"" + String(decoding: megabytes, as: UTF8.self) + "\"")
+                Self.expectRefusal(try await Self.signedDelivery(server, webhook), 413, "too_large", "webhook \(index)")
+                // Refused for its token before its body is read.
+                let unauthorized = try await server.transport.send(SquareHTTPRequest(
+                    method: .post, path: Self.editPath,
+                    headers: ["authorization": "Bearer not-a-token", "content-type": "application/json"], body: megabytes),
+                    timeout: .seconds(30))
+                Self.expectRefusal(unauthorized, 401, "bad_token", "bad token \(index)")
+            }
+            // A raw client sending 8 MiB to the 4 MiB edit route while it reads: every byte is taken
+            // (no reset while sending), the 413 arrives, then the end of the connection.
+            let connection = try LoopbackConnection(port: server.port)
+            let bodyBytes = 8 << 20
+            try connection.send(Kit.head("POST", Self.editPath, headers: [
+                ("Content-Type", "application/json"), ("Content-Length", "\(bodyBytes)"), server.authorization]))
+            async let sent = onThread { () -> String in
+                do { try connection.send([UInt8](repeating: UInt8(ascii: " "), count: bodyBytes)) } catch { return "\(error)" }
+                return "ok"
+            }
+            let answered = try await onThread { () -> String in
+                let status = try connection.readResponse(timeout: .seconds(10))?.status ?? 0
+                return "\(status) closed \(try connection.waitForClose(timeout: .seconds(10)))"
+            }
+            let outcome = "\(answered), sent \(try await sent)"
+            #expect(outcome == "413 closed true, sent ok")
+            #expect(try server.events().isEmpty)
+        }
+    }
+
     // MARK: Invalid UTF-8
 
     @Test("invalid UTF-8: a signed webhook is kept byte for byte, an edit body is refused 400")

@@ -1,0 +1,88 @@
+// How a connection ends when its request's body is refused unread (too large, too slow, a refused
+// token, a merchant on the move). Closing the socket with the client's bytes still arriving makes the
+// kernel answer them with a reset, and a client library still uploading then reports the reset
+// ("connection reset by peer", "I/O on closed channel") instead of the answer it was sent. So the
+// server does what HTTP servers call a lingering close: the routes see the input end at once, as
+// before; the answer is written and followed by a FIN (the output is closed once it is flushed);
+// whatever the client goes on sending is read and dropped; and the socket closes when the client
+// closes its side or `lingerTime` after the FIN, whichever comes first. Memory stays bounded (nothing
+// is kept) and so does time.
+
+import NIOCore
+
+/// Drains and drops a connection's input from the moment it is added at the front of the pipeline,
+/// and turns the closing of its output into a bounded linger before the full close.
+///
+/// Thread-safety: a channel handler, used only on its channel's event loop.
+final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// How long the socket stays open for the client's remaining bytes after the answer's FIN.
+    static let lingerTime = TimeAmount.seconds(2)
+
+    private var lingering: Scheduled<Void>?
+    private var inputEnded = false
+
+    /// Adds the handler at the front of `channel`'s pipeline (on its event loop).
+    static func begin(on channel: any Channel) {
+        channel.eventLoop.execute {
+            // Added once: a second refusal on the same connection finds it there.
+            guard (try? channel.pipeline.syncOperations.handler(type: LingeringClose.self)) == nil else { return }
+            try? channel.pipeline.syncOperations.addHandler(LingeringClose(), position: .first)
+        }
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // What the handlers above see is what they saw when the input was closed: its end.
+        inputEnded = true
+        context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        context.read()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Dropped: the rest of a refused body, or whatever follows it.
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        context.read()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The client's own end of input was already announced above; the channel closes fully once
+        // its output is closed too.
+        if event as? ChannelEvent == .some(.inputClosed), inputEnded { return }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        switch mode {
+        case .input:
+            // Already ended for the handlers above; the socket goes on being drained.
+            promise?.succeed(())
+        case .output:
+            context.close(mode: .output, promise: promise)
+            guard lingering == nil else { return }
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            lingering = context.eventLoop.scheduleTask(in: Self.lingerTime) {
+                loopBound.value.close(mode: .all, promise: nil)
+            }
+        case .all:
+            lingering?.cancel()
+            context.close(mode: .all, promise: promise)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        lingering?.cancel()
+        lingering = nil
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        lingering?.cancel()
+        lingering = nil
+    }
+}

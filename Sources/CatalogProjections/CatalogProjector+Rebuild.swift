@@ -23,14 +23,17 @@ extension CatalogProjector {
     /// catalog (every winning fact), plus the diagnosis index (`DiagnosisIndex`: the fact events,
     /// edits and accepted upserts the conflicts' diagnoses read, one copy of each).
     @discardableResult
-    public func rebuild(progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
+    /// The fold commits every `eventsPerCommit` events (`ProjectionReplay.eventsPerCommit`), so
+    /// the shadow's WAL stays small whatever the log's length.
+    public func rebuild(eventsPerCommit: Int = ProjectionReplay.eventsPerCommit,
+                        progress: ((ProjectionProgress) -> Void)? = nil) throws -> UInt64? {
         let shadow = shadowPath
         try Self.removeDatabaseFiles(shadow)
         let queue = try Self.openShadow(path: shadow, cacheKiB: options.cacheKiB)
         // Stop at the tail seen now; the catch-up after the swap applies what came meanwhile.
         if let last = try Self.ledgerRead("last sequence", { try reader.lastSequence() }) {
             _ = try ProjectionReplay.build(into: queue, reader: reader, point: .latest, throughSequence: last,
-                                           describesPoint: false, progress: progress)
+                                           describesPoint: false, eventsPerCommit: eventsPerCommit, progress: progress)
         }
         try Self.finishShadow(queue, path: shadow)
         try replacePool {

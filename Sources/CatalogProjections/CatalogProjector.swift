@@ -225,3 +225,27 @@ public final class CatalogProjector: @unchecked Sendable {
         }
     }
 }
+
+extension CatalogProjector {
+    /// Runs `body` in a transaction that `body` may commit along the way (`commit` ends the
+    /// transaction and begins the next); what is left is committed at the end, or rolled back when
+    /// `body` throws. For files no one reads while they are written (a build's shadow).
+    static func writeInCommits(_ pool: any DatabaseWriter, _ location: @autoclosure () -> String,
+                               _ body: (Database, _ commit: () throws -> Void) throws -> Void) throws {
+        try databaseCall(location()) {
+            try pool.writeWithoutTransaction { db in
+                try db.beginTransaction(.immediate)
+                do {
+                    try body(db) {
+                        try db.commit()
+                        try db.beginTransaction(.immediate)
+                    }
+                    try db.commit()
+                } catch {
+                    if db.isInsideTransaction { try db.rollback() }
+                    throw error
+                }
+            }
+        }
+    }
+}

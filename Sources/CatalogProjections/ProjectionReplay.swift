@@ -29,6 +29,14 @@ public struct ReplaySummary: Sendable, Hashable, Codable {
 /// order of winners, not only the last one. The final state goes through the same row mapping
 /// and writer as the live projection.
 public enum ProjectionReplay {
+    /// Events folded per transaction of a build. A build's file is read by no one until it is done
+    /// (a rebuild's shadow, a replay's temporary file; a crash leaves one the next build deletes), so
+    /// it commits along the way: one transaction for the whole log held the whole projection in the
+    /// WAL until the end, and the final checkpoint then needed as much again on disk (64 GB for a
+    /// 32 GB projection of 10M events). Each commit lets SQLite's automatic checkpoint fold the WAL
+    /// into the file and start it over, so the WAL stays near this many events' rows.
+    public static let eventsPerCommit = 100_000
+
     /// Replays the catalog as of Square time `squareTime` as known at ledger time `knownAt` (nil:
     /// no limit) into a new file at `path` (replaced atomically if it exists).
     @discardableResult
@@ -53,8 +61,9 @@ public enum ProjectionReplay {
     /// passes `describesPoint: false` because a live projection describes no point in time (its
     /// only `projection_info` row is the checkpoint's anchor, stored here with the checkpoint).
     static func build(into database: any DatabaseWriter, reader: LedgerReader, point: AsOf,
-                      throughSequence: UInt64?, describesPoint: Bool = true,
+                      throughSequence: UInt64?, describesPoint: Bool = true, eventsPerCommit: Int = eventsPerCommit,
                       progress: ((ProjectionProgress) -> Void)? = nil) throws -> ReplaySummary {
+        precondition(eventsPerCommit > 0, "a commit holds at least one event")
         // The total is an upper bound: the scan stops early at the first event after K.
         var total: UInt64 = 0
         if progress != nil {
@@ -65,7 +74,7 @@ public enum ProjectionReplay {
         var summary = ReplaySummary(path: "", point: "\(point)", squareTimeMax: point.squareTimeMax,
                                     ledgerTimeMax: point.ledgerTimeMax, throughSequence: nil, liveObjects: 0,
                                     objects: 0, priceHistoryRows: 0, conflicts: 0)
-        try CatalogProjector.write(database, "replay \(point)") { db in
+        try CatalogProjector.writeInCommits(database, "replay \(point)") { db, commit in
             var state = CatalogState(filter: point)
             var cursor = try CatalogProjector.ledgerRead("events from 0") { try reader.events(from: 0) }
             var lastEvent: LedgerEvent?
@@ -79,6 +88,7 @@ public enum ProjectionReplay {
             let intervals = FactIntervalWriter()
             let live = point == .latest
             var counts = LedgerCountsWriter.Batch()
+            var eventsRead = 0
             while let event = try CatalogProjector.ledgerRead("events", { try cursor.next() }) {
                 if let k = point.ledgerTimeMax, event.recordedAt > k { break }
                 if let last = throughSequence, event.sequence > last { break }
@@ -90,6 +100,8 @@ public enum ProjectionReplay {
                     try intervals.apply(event, in: db)
                 }
                 if live { counts.add(event) }
+                eventsRead += 1
+                if eventsRead % eventsPerCommit == 0 { try commit() }
                 if let progress, event.sequence % 1_000 == 999 { progress(ProjectionProgress(processed: event.sequence + 1, total: total)) }
                 switch event.body {
                 case .objectObserved, .objectDeleted:

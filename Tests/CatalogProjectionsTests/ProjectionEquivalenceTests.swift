@@ -123,6 +123,42 @@ struct ProjectionEquivalenceTests {
         try await ledger.close()
     }
 
+    @Test("a rebuild committing every few events equals one committing once, and its shadow's WAL does not hold the whole build")
+    func rebuildCommitsAlongTheWay() async throws {
+        let seed = SeededGenerator.seed()
+        print("ProjectionEquivalenceTests.rebuildCommitsAlongTheWay seed \(seed) (set CATLEDGER_TEST_SEED to repeat)")
+        let directory = TemporaryLedger()
+        defer { directory.cleanUp() }
+        let ledger = try directory.open()
+        var history = GeneratedHistory(seed: seed)
+        // Past 1,000 events: the progress report at the 1,000th looks into the shadow mid-build.
+        while (try ledger.reader.lastSequence() ?? 0) < 1_500 { try await history.append(steps: 100, to: ledger) }
+        let last = try #require(try ledger.reader.lastSequence())
+
+        let once = try directory.projector("once.sqlite")
+        try once.rebuild(eventsPerCommit: Int.max)
+        let often = try directory.projector("often.sqlite")
+        // Halfway through, what the build committed is there for another connection to read: the
+        // WAL was checkpointed into the shadow and started over (one transaction kept it all).
+        var committedRows: [Int] = []
+        try often.rebuild(eventsPerCommit: 50) { report in
+            guard report.processed < report.total else { return }
+            var configuration = Configuration()
+            configuration.readonly = true
+            if let rows = try? DatabaseQueue(path: often.shadowPath, configuration: configuration)
+                .read({ try Int.fetchOne($0, sql: "SELECT count(*) FROM change_log") }) {
+                committedRows.append(rows)
+            }
+        }
+        #expect(!committedRows.isEmpty && committedRows.allSatisfy { $0 > 0 }, "rows committed mid-build: \(committedRows), seed \(seed)")
+        #expect(try often.checkpoint() == last && once.checkpoint() == last)
+        let a = try digests(once.database)
+        let b = try digests(often.database)
+        for table in ProjectionDigest.tableNames {
+            #expect(a[table] == b[table], "table \(table) differs, seed \(seed)")
+        }
+    }
+
     @Test("after retention, the followed projection and a rebuild both equal the fold, price history included")
     func retentionKeepsProjectionsConsistent() async throws {
         let seed = SeededGenerator.seed()

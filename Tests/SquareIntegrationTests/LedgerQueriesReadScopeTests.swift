@@ -52,3 +52,43 @@ struct LedgerQueriesReadScopeTests {
         }
     }
 }
+
+/// The change feed through the history index reads the page's range and the objects it names; its
+/// pages are the whole log's, from every cursor, at every size.
+@Suite("the change feed through the index")
+struct ChangeFeedThroughTheIndexTests {
+    @Test("pages from cursors across the cafe history, limits 1 to 1,000, equal the whole log's")
+    func indexedPagesAreTheWholeLogs() async throws {
+        let ledger = try await LedgerQueriesNamesTests.sample.get()
+        let indexed = LedgerQueries(reader: ledger.reader)
+        let wholeLog = LedgerQueries(reader: ledger.reader, historyIndex: false)
+        let last = try #require(try ledger.reader.lastSequence())
+        // Cursors: before the first event, every 29th sequence and the end; pages ending short of
+        // the log too. (The whole log's feed folds every event per page: more cursors cost minutes.)
+        let cursors: [UInt64?] = [nil] + stride(from: UInt64(0), through: last, by: 29).map { $0 } + [last]
+        var compared = 0, changes = 0
+        for after in cursors {
+            for limit in [1, 4, 1_000] {
+                for end in [last, last * 2 / 3] where after.map({ $0 <= end }) ?? true {
+                    let expected = try wholeLog.changes(after: after, through: end, limit: limit)
+                    let page = try indexed.changes(after: after, through: end, limit: limit)
+                    #expect(page == expected, "after \(after.map(String.init) ?? "nil"), limit \(limit), through \(end)")
+                    compared += 1
+                    changes += expected.changes.count
+                }
+            }
+        }
+        #expect(compared > 150 && changes > 500, "\(compared) pages, \(changes) changes")
+        // Followed page by page, the indexed feed ends where the log does.
+        var cursor: UInt64?
+        var pages = 0
+        repeat {
+            let page = try indexed.changes(after: cursor, through: last, limit: 3)
+            #expect(page == (try wholeLog.changes(after: cursor, through: last, limit: 3)))
+            cursor = page.through
+            pages += 1
+            if !page.more { break }
+        } while pages < 10_000
+        #expect(cursor == last)
+    }
+}

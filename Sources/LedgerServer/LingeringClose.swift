@@ -5,8 +5,9 @@
 // server does what HTTP servers call a lingering close: the routes see the input end at once, as
 // before; the answer is written and followed by a FIN (the output is closed once it is flushed);
 // whatever the client goes on sending is read and dropped; and the socket closes when the client
-// closes its side or `lingerTime` after the FIN, whichever comes first. Memory stays bounded (nothing
-// is kept) and so does time.
+// closes its side, when nothing has come for `lingerIdle`, or `lingerMax` after the FIN, whichever
+// comes first (nginx's lingering_timeout and lingering_time). Memory stays bounded (nothing is kept)
+// and so does time.
 
 import NIOCore
 
@@ -20,9 +21,13 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    /// How long the socket stays open for the client's remaining bytes after the answer's FIN.
-    static let lingerTime = TimeAmount.seconds(2)
+    /// How long the socket stays open after the answer's FIN while nothing comes from the client.
+    static let lingerIdle = TimeAmount.seconds(5)
+    /// How long it stays open after the FIN at most, however much the client goes on sending.
+    static let lingerMax = TimeAmount.seconds(30)
 
+    /// When the socket closes at the latest: set once the output is closed.
+    private var lingerDeadline: NIODeadline?
     private var lingering: Scheduled<Void>?
     private var inputEnded = false
 
@@ -43,7 +48,9 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        // Dropped: the rest of a refused body, or whatever follows it.
+        // Dropped: the rest of a refused body, or whatever follows it. A client still sending is
+        // given another `lingerIdle`.
+        if lingerDeadline != nil { scheduleClose(context) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
@@ -64,14 +71,22 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
             promise?.succeed(())
         case .output:
             context.close(mode: .output, promise: promise)
-            guard lingering == nil else { return }
-            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-            lingering = context.eventLoop.scheduleTask(in: Self.lingerTime) {
-                loopBound.value.close(mode: .all, promise: nil)
-            }
+            guard lingerDeadline == nil else { return }
+            lingerDeadline = .now() + Self.lingerMax
+            scheduleClose(context)
         case .all:
             lingering?.cancel()
             context.close(mode: .all, promise: promise)
+        }
+    }
+
+    /// The full close, `lingerIdle` from now or at the deadline, whichever is sooner.
+    private func scheduleClose(_ context: ChannelHandlerContext) {
+        guard let lingerDeadline else { return }
+        lingering?.cancel()
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        lingering = context.eventLoop.scheduleTask(deadline: min(.now() + Self.lingerIdle, lingerDeadline)) {
+            loopBound.value.close(mode: .all, promise: nil)
         }
     }
 

@@ -235,6 +235,21 @@ struct HostileInputTests {
             }
             let outcome = "\(answered), sent \(try await sent)"
             #expect(outcome == "413 closed true, sent ok")
+            // A client that sends nothing more after its answer and keeps the socket open is cut once
+            // the linger's idle time has passed: a write then finds the connection gone.
+            let idle = try LoopbackConnection(port: server.port)
+            try idle.send(Kit.head("POST", Self.editPath, headers: [
+                ("Content-Type", "application/json"), ("Content-Length", "\(bodyBytes)"), server.authorization]))
+            let cut = try await onThread { () -> String in
+                let status = try idle.readResponse(timeout: .seconds(10))?.status ?? 0
+                Thread.sleep(forTimeInterval: 7)
+                for _ in 0..<2 {
+                    do { try idle.send(" ") } catch { return "\(status) cut" }
+                    Thread.sleep(forTimeInterval: 0.2)
+                }
+                return "\(status) still open 7 s after the answer"
+            }
+            #expect(cut == "413 cut")
             #expect(try server.events().isEmpty)
         }
     }

@@ -207,15 +207,22 @@ struct HostileInputTests {
     @Test("a refused body still being sent gets its answer and a clean close, not a connection reset")
     func refusedBodiesStillBeingSentAreAnswered() async throws {
         try await Self.withServer { server in
-            let megabytes = [UInt8](repeating: UInt8(ascii: "x"), count: 3 << 20)
-            for index in 0..<12 {
-                // Over the 64 KiB webhook limit, through an HTTP client library.
-                let webhook = Self.notification(eventID: "huge-\(index)", extra: "\"" + String(decoding: megabytes, as: UTF8.self) + "\"")
-                Self.expectRefusal(try await Self.signedDelivery(server, webhook), 413, "too_large", "webhook \(index)")
+            // Through an HTTP client library, three times each (each body built and signed once: in a
+            // debug build that is seconds of a thread the servers of the suites beside this one need).
+            let megabyte = [UInt8](repeating: UInt8(ascii: "x"), count: 1 << 20)
+            let webhook = Self.notification(eventID: "huge", extra: "\"" + String(decoding: megabyte, as: UTF8.self) + "\"")
+            let signature = Kit.signature(webhook)
+            for index in 0..<3 {
+                // Over the 64 KiB webhook limit.
+                let answer = try await server.transport.send(SquareHTTPRequest(
+                    method: .post, path: "/webhooks/square",
+                    headers: ["content-type": "application/json", WebhookSignature.headerName: signature], body: webhook),
+                    timeout: .seconds(30))
+                Self.expectRefusal(answer, 413, "too_large", "webhook \(index)")
                 // Refused for its token before its body is read.
                 let unauthorized = try await server.transport.send(SquareHTTPRequest(
                     method: .post, path: Self.editPath,
-                    headers: ["authorization": "Bearer not-a-token", "content-type": "application/json"], body: megabytes),
+                    headers: ["authorization": "Bearer not-a-token", "content-type": "application/json"], body: megabyte),
                     timeout: .seconds(30))
                 Self.expectRefusal(unauthorized, 401, "bad_token", "bad token \(index)")
             }

@@ -61,16 +61,22 @@ STRICT_BUILD_FLAGS := --explicit-target-dependency-import-check error -Xswiftc -
 # First schemathesis fuzzes a live `catledger serve` against docs/openapi.json (bounded: well under a
 # minute), then headless Chromium drives the pages (screenshots in .build/screenshots) and renders the
 # price chart to PNG, read back by a script (Tools/browser-tests/check_chart.py), then every
-# Swift test runs, in three runs (the third: the PostgreSQL cluster tests, alone): first the suites that wait on child processes and sleep in their own
+# Swift test runs, in four runs (the last: the PostgreSQL cluster tests, alone): first the suites that wait on child processes and sleep in their own
 # threads (the CLI, kill and pipelined-commit tests: a waiting test holds one of the few threads of
 # Swift's cooperative pool, two on a 2-core machine), then everything else, whose servers and clients
-# need those threads to answer in time. The tests' whole output goes to .build/test-output.log too; when
+# need those threads to answer in time, then the server-load suites (below) by themselves. The tests' whole output goes to .build/test-output.log too; when
 # a test fails, its issues are printed again at the end, where a CI log that keeps only its tail still
 # shows them.
 BLOCKING_SUITES := CLITests\.|CatalogLedgerTests\.|LedgerStorageTests\.
 # The cluster tests run last and alone: their PostgreSQL server and lease expiries need the CPU that the
 # parallel runs above take (under them, a 10 s operation timeout and a few-second lease were seen to lapse).
 CLUSTER_SUITES := LedgerClusterTests\.
+# The server abuse and hostile-input suites run after everything else and before the cluster tests,
+# by themselves: thousands of loopback requests with 30 s answer timeouts and the server's 16 s request
+# deadline. Beside the long synchronous tests of the parallel run (folds, rebuilds, fault simulations
+# holding both of the cooperative pool's threads) their servers went unscheduled long enough for a
+# flood to take 185-280 s instead of 5 s, and requests timed out or were cut by the deadline.
+SERVER_LOAD_SUITES := ReliabilityTests\.HostileInputTests|ReliabilityTests\.ServerAbuseTests|ReliabilityTests\.ServerMemoryTests
 test: deps-test
 	$(SWIFT) build --build-tests $(STRICT_BUILD_FLAGS)
 	Tools/api-conformance/run-schemathesis.sh
@@ -78,7 +84,8 @@ test: deps-test
 	Tools/browser-tests/check_chart.py
 	@set -o pipefail; { status=0; \
 		$(SWIFT) test --skip-build --parallel --filter '$(BLOCKING_SUITES)' || status=$$?; \
-		$(SWIFT) test --skip-build --parallel --skip '$(BLOCKING_SUITES)|$(CLUSTER_SUITES)' || status=$$?; \
+		$(SWIFT) test --skip-build --parallel --skip '$(BLOCKING_SUITES)|$(CLUSTER_SUITES)|$(SERVER_LOAD_SUITES)' || status=$$?; \
+		$(SWIFT) test --skip-build --parallel --filter '$(SERVER_LOAD_SUITES)' || status=$$?; \
 		$(SWIFT) test --skip-build --filter '$(CLUSTER_SUITES)' || status=$$?; \
 		exit $$status; } 2>&1 | tee .build/test-output.log || { \
 		status=$$?; \

@@ -88,8 +88,8 @@ extension LedgerQueries {
                 if let parent = try parentAtCursor(id) { parents.insert(parent) }
             }
             var ids = touched.union(parents)
-            for parent in ids.sorted(by: { $0.rawValue < $1.rawValue }) { ids.formUnion(try childIDs(of: parent)) }
-            let facts = try state(of: ids.sorted { $0.rawValue < $1.rawValue }, through: end)
+            for parent in touched.union(parents) { ids.formUnion(try childIDs(of: parent)) }
+            let facts = try state(of: Array(ids), through: end)
             return ChangePage(changes: try Self.changes(touched: touched, after: after, state: facts, parentBefore: { try parentAtCursor($0) }),
                               through: through, more: more)
         }

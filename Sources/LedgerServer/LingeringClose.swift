@@ -29,7 +29,6 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
     /// When the socket closes at the latest: set once the output is closed.
     private var lingerDeadline: NIODeadline?
     private var lingering: Scheduled<Void>?
-    private var inputEnded = false
 
     /// Adds the handler at the front of `channel`'s pipeline (on its event loop).
     static func begin(on channel: any Channel) {
@@ -42,7 +41,6 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         // What the handlers above see is what they saw when the input was closed: its end.
-        inputEnded = true
         context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
         context.read()
     }
@@ -58,9 +56,9 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The client's own end of input was already announced above; the channel closes fully once
-        // its output is closed too.
-        if event as? ChannelEvent == .some(.inputClosed), inputEnded { return }
+        // The client's own end of input was announced above when the handler was added; the channel
+        // closes fully once its output is closed too.
+        if event as? ChannelEvent == .some(.inputClosed) { return }
         context.fireUserInboundEventTriggered(event)
     }
 
@@ -75,7 +73,6 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
             lingerDeadline = .now() + Self.lingerMax
             scheduleClose(context)
         case .all:
-            lingering?.cancel()
             context.close(mode: .all, promise: promise)
         }
     }
@@ -90,12 +87,7 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        lingering?.cancel()
-        lingering = nil
-        context.fireChannelInactive()
-    }
-
+    /// Also when the channel closes (its pipeline removes every handler).
     func handlerRemoved(context: ChannelHandlerContext) {
         lingering?.cancel()
         lingering = nil

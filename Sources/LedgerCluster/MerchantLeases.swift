@@ -225,7 +225,14 @@ public struct ClusterNode: Sendable {
     /// not in `merchants`), take or renew those that hash here. A merchant another node still holds
     /// unexpired waits for that node's own round (it releases it) or for the expiry. Call it more
     /// often than the lease duration (a third of it, say).
-    public func rebalance(merchants: [String]) async throws -> RebalanceOutcome {
+    ///
+    /// `beforeReleasing` gets the merchants about to be released, before the release: the node must
+    /// stop writing for them there, since another node may take a released lease at once (its
+    /// takeover restores the last shipment, so whatever this node still wrote after the release
+    /// would be answered and lost). After the release, the rest of the round (renewing the others)
+    /// can wait on their row locks for as long as a shipment holds them.
+    public func rebalance(merchants: [String],
+                          beforeReleasing: @Sendable ([String]) async -> Void = { _ in }) async throws -> RebalanceOutcome {
         try await heartbeat()
         var live = try await liveNodes().map(\.nodeID)
         if !live.contains(nodeID) { live.append(nodeID) }  // a heartbeat is live by definition
@@ -242,6 +249,7 @@ public struct ClusterNode: Sendable {
         var released: [String] = []
         if !elsewhere.isEmpty {
             let releasing = elsewhere.sorted()
+            await beforeReleasing(releasing)
             released = try await database.query { connection in
                 var ids: [String] = []
                 let rows = try await connection.query("""

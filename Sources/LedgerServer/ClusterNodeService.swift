@@ -114,7 +114,15 @@ final class ClusterNodeService: Service, @unchecked Sendable {
         let outcome: RebalanceOutcome
         let members: [ClusterMember]
         do {
-            outcome = try await node.rebalance(merchants: directory.merchantIDs.map(\.rawValue))
+            // A merchant that hashes elsewhere now is dropped here before its lease is released: an edit or
+            // an append answered by this node after another took the lease would be lost at its takeover.
+            outcome = try await node.rebalance(merchants: directory.merchantIDs.map(\.rawValue)) { [self] releasing in
+                await withTaskGroup(of: Void.self) { group in
+                    for merchantID in releasing {
+                        group.addTask { await self.lose(merchantID, reason: "it hashes to another node: released in the rebalance") }
+                    }
+                }
+            }
             members = try await node.liveNodes()
         } catch {
             // The leases run out by themselves (the local validity stops the appends first).

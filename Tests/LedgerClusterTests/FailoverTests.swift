@@ -270,11 +270,15 @@ extension PostgresClusterTests {
             }
             let database = try await ClusterDatabase.connect(url: url, logger: quietLogger)
             defer { Task { await database.close() } }
-            // Every merchant held, split over the three nodes, and shipped by its owner (its takeover: a full sync
-            // of the seller's catalog first).
-            try await waitUntil("every merchant held by one of three nodes and shipped", timeout: .seconds(60)) {
+            // Every merchant held, split over the three nodes, and shipped by its owner under the lease it holds
+            // now (its takeover: a full sync of the seller's catalog first). A shipment by an earlier owner is not
+            // enough: the victim's merchants must have its own shipment for the survivors to restore.
+            try await waitUntil("every merchant held by one of three nodes and shipped under its lease", timeout: .seconds(60)) {
                 let leases = try await database.leases().filter { $0.nodeID != nil && !$0.expired }
-                let shipped = try await SQL.integers(database, "SELECT count(DISTINCT merchant_id) FROM archive_shipments")
+                let shipped = try await SQL.integers(database, """
+                    SELECT count(*) FROM merchant_leases l JOIN archive_shipments s
+                      ON s.merchant_id = l.merchant_id AND s.epoch = l.epoch AND s.node_id = l.node_id
+                    """)
                 return leases.count == Self.merchants.count && Set(leases.compactMap(\.nodeID)).count == 3
                     && shipped == [Int64(Self.merchants.count)]
             }

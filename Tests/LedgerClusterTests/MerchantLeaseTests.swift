@@ -42,6 +42,33 @@ extension PostgresClusterTests {
             }
         }
 
+        /// A node's round tells it which merchants it is about to release while it still holds their
+        /// leases, so it stops writing for them before another node can take them (in `serve`, an edit
+        /// answered in between was lost at the other node's takeover); the merchants it keeps are not named.
+        @Test func aRoundNamesTheMerchantsItReleasesWhileTheirLeasesAreStillHeld() async throws {
+            try await withDatabases("release-first", count: 2) { databases in
+                let merchants = (1...20).map { "MERCHANT\($0)" }
+                let a = try ClusterNode(nodeID: "node-a", address: "127.0.0.1:8081", leaseDuration: .seconds(30), database: databases[0])
+                let b = try ClusterNode(nodeID: "node-b", address: "127.0.0.1:8082", leaseDuration: .seconds(30), database: databases[1])
+                let none = Holders()
+                _ = try await a.rebalance(merchants: merchants) { await none.record($0, holders: [:]) }
+                #expect(await none.named.isEmpty, "nothing to release while alone")
+                _ = try await b.rebalance(merchants: merchants)  // joins and waits for its share
+                let bShare = merchants.filter { Rendezvous.owner(of: $0, among: ["node-a", "node-b"]) == "node-b" }.sorted()
+                let seen = Holders()
+                let round = try await a.rebalance(merchants: merchants) { releasing in
+                    let rows = (try? await databases[0].leases()) ?? []
+                    await seen.record(releasing, holders: Dictionary(rows.map { ($0.merchantID, $0.nodeID ?? "-") }, uniquingKeysWith: { x, _ in x }))
+                }
+                #expect(round.released == bShare)
+                #expect(await seen.named == bShare)
+                let holders = await seen.holders
+                #expect(holders.count == bShare.count && holders.values.allSatisfy { $0 == "node-a" }, "held by node-a when named: \(holders)")
+                let bTakes = try await b.rebalance(merchants: merchants)
+                #expect(bTakes.acquired == bShare)
+            }
+        }
+
         /// Three nodes join one after another and one leaves: after each node's round the leases
         /// follow the rendezvous split of the live nodes, every merchant has exactly one holder, and a
         /// merchant's epoch rises by one per move.
@@ -197,5 +224,16 @@ extension PostgresClusterTests {
                 #expect(await clusterError { try await databases[0].fenced(merchant: "M1", epoch: 1) { _ in } }?.fenceRefusal?.currentEpoch == 2)
             }
         }
+    }
+}
+
+/// What a round's `beforeReleasing` was given, and who held those leases in the database at that moment.
+private actor Holders {
+    var named: [String] = []
+    var holders: [String: String] = [:]
+
+    func record(_ merchants: [String], holders all: [String: String]) {
+        named += merchants
+        for merchant in merchants { holders[merchant] = all[merchant] }
     }
 }

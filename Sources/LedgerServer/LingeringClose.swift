@@ -29,19 +29,35 @@ final class LingeringClose: ChannelDuplexHandler, RemovableChannelHandler {
     /// When the socket closes at the latest: set once the output is closed.
     private var lingerDeadline: NIODeadline?
     private var lingering: Scheduled<Void>?
+    /// Whether the handlers above are told that the input ended when this one is added.
+    private let announcesEnd: Bool
 
-    /// Adds the handler at the front of `channel`'s pipeline (on its event loop).
+    private init(announcesEnd: Bool) { self.announcesEnd = announcesEnd }
+
+    /// Adds the handler at the front of `channel`'s pipeline (on its event loop): the routes see the
+    /// input end, answer, and close the output.
     static func begin(on channel: any Channel) {
-        channel.eventLoop.execute {
-            // Added once: a second refusal on the same connection finds it there.
-            guard (try? channel.pipeline.syncOperations.handler(type: LingeringClose.self)) == nil else { return }
-            try? channel.pipeline.syncOperations.addHandler(LingeringClose(), position: .first)
-        }
+        channel.eventLoop.execute { add(to: channel.pipeline.syncOperations, announcingEnd: true) }
+    }
+
+    /// Ends the connection from a handler below the routes that has written its own last answer (an
+    /// unreadable request head, a request past its deadline): the input is drained and dropped from
+    /// now on, the output closed once flushed, and the socket after the linger. The handlers above are
+    /// not told anything: the connection is over for them when it closes.
+    static func end(_ context: ChannelHandlerContext) {
+        add(to: context.pipeline.syncOperations, announcingEnd: false)
+        context.close(mode: .output, promise: nil)
+    }
+
+    private static func add(to pipeline: ChannelPipeline.SynchronousOperations, announcingEnd: Bool) {
+        // Added once: a second refusal on the same connection finds it there.
+        guard (try? pipeline.handler(type: LingeringClose.self)) == nil else { return }
+        try? pipeline.addHandler(LingeringClose(announcesEnd: announcingEnd), position: .first)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         // What the handlers above see is what they saw when the input was closed: its end.
-        context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        if announcesEnd { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
         context.read()
     }
 

@@ -1,8 +1,8 @@
 // A request NIO's HTTP parser cannot read (a bare CR or NUL in a header, an obsolete folded line, two
 // Content-Lengths, Content-Length beside chunked, a broken chunk size) never reaches the routes. Without
 // this handler Hummingbird answers it with an empty 400; with it the client gets the one error shape of
-// every other answer (`{"code":"malformed_request",…}`), and the connection is closed, since nothing
-// after an unreadable head can be trusted to start a request.
+// every other answer (`{"code":"malformed_request",…}`), and the connection is closed (a lingering close,
+// `LingeringClose`), since nothing after an unreadable head can be trusted to start a request.
 
 import HTTPTypes
 import NIOCore
@@ -57,8 +57,10 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         fields[RequestID.headerName] = requestID
         context.write(wrapOutboundOut(.head(HTTPResponse(status: .badRequest, headerFields: fields))), promise: nil)
         context.write(wrapOutboundOut(.body(buffer)), promise: nil)
+        // Ended with a lingering close: what the client still sends (the body of the refused request) is
+        // drained, so the kernel does not answer it with a reset that would hide this answer.
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in loopBound.value.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in LingeringClose.end(loopBound.value) }
     }
 
     /// What was wrong, in words; never the parser's internals.

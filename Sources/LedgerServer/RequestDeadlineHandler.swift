@@ -26,7 +26,8 @@ final class RequestDeadlineHandler: ChannelInboundHandler, RemovableChannelHandl
             deadline?.cancel()
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             deadline = context.eventLoop.scheduleTask(in: timeout) {
-                loopBound.value.close(promise: nil)
+                // A lingering close: the client still sending is not answered with a reset.
+                LingeringClose.end(loopBound.value)
             }
         case .end:
             deadline?.cancel()

@@ -204,7 +204,7 @@ struct HostileInputTests {
     /// instead of resetting the connection, so a client still uploading reads the answer, not
     /// ECONNRESET. (Found in CI: one 413 of the test above was a reset; with megabyte bodies the old
     /// server reset most of them.)
-    @Test("a refused body still being sent gets its answer and a clean close, not a connection reset")
+    @Test("a refused body or a malformed head with its body still being sent gets its answer and a clean close, not a connection reset")
     func refusedBodiesStillBeingSentAreAnswered() async throws {
         try await Self.withServer { server in
             // Through an HTTP client library, three times each (each body built and signed once: in a
@@ -242,6 +242,22 @@ struct HostileInputTests {
             }
             let outcome = "\(answered), sent \(try await sent)"
             #expect(outcome == "413 closed true, sent ok")
+            // The same for a request whose head NIO's parser cannot read (two Content-Lengths), answered 400
+            // below the routes (`MalformedRequestHandler`) while its 8 MiB body is still on its way.
+            let malformed = try LoopbackConnection(port: server.port)
+            try malformed.send(Kit.head("POST", Self.editPath, headers: [
+                ("Content-Type", "application/json"), ("Content-Length", "\(bodyBytes)"), ("Content-Length", "3"),
+                server.authorization]))
+            async let malformedSent = onThread { () -> String in
+                do { try malformed.send([UInt8](repeating: UInt8(ascii: " "), count: bodyBytes)) } catch { return "\(error)" }
+                return "ok"
+            }
+            let malformedAnswered = try await onThread { () -> String in
+                let status = try malformed.readResponse(timeout: .seconds(10))?.status ?? 0
+                return "\(status) closed \(try malformed.waitForClose(timeout: .seconds(10)))"
+            }
+            let malformedOutcome = "\(malformedAnswered), sent \(try await malformedSent)"
+            #expect(malformedOutcome == "400 closed true, sent ok")
             // A client that sends nothing more after its answer and keeps the socket open is cut once
             // the linger's idle time has passed: a write then finds the connection gone.
             let idle = try LoopbackConnection(port: server.port)

@@ -59,8 +59,11 @@ public struct LedgerReader: Sendable {
                 if seen.sequence == sequence { result.append(try EventCursor.decode(seen)) }
                 continue
             }
-            if cursor == nil || pending == nil || sequence - pending!.sequence > forwardReadMax {
+            if cursor == nil {
                 cursor = try log.records(from: sequence)
+            } else if pending == nil || sequence - pending!.sequence > forwardReadMax {
+                // In the same segment, the cursor seeks with the index it already has.
+                try cursor!.skip(to: sequence)
                 pending = nil
             }
             while let record = try cursor!.next() {

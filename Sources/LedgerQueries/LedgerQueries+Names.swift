@@ -54,7 +54,9 @@ public struct CatalogNames: Sendable, Hashable {
     public init<Fact: NameableFact>(facts: (CatalogObjectID) -> [Fact], ids: some Sequence<CatalogObjectID>,
                                     asOf point: AsOf = .latest) {
         entries = [:]
-        for id in ids { entries[id] = Self.entry(facts(id), at: point) }
+        // Each id once: callers pass one id per price change or row, and an object with a hundred
+        // versions named a hundred times cost a hundred filters of its facts (most of an object page).
+        for id in Set(ids) { entries[id] = Self.entry(facts(id), at: point) }
         let parents = Set(entries.values.compactMap(\.parentID)).filter { entries[$0] == nil }
         for parent in parents { entries[parent] = Self.entry(facts(parent), at: point) }
     }
@@ -211,6 +213,10 @@ extension LedgerQueries {
     public func locationDirectory() throws -> LocationDirectory {
         guard let index else { return LocationDirectory(events: try events.all()) }
         try catchUp()
-        return LocationDirectory(events: try reader.events(at: try index.locationAnswerSequences()))
+        // Read once per `sharingReads` scope: a page names its objects and its prices' locations
+        // apart, and each read every recorded ListLocations answer again.
+        let read = { LocationDirectory(events: try self.reader.events(at: try index.locationAnswerSequences())) }
+        guard let scope = ReadScope.current else { return try read() }
+        return try scope.locationDirectory(of: self, read: read)
     }
 }

@@ -240,14 +240,24 @@ final class EventCache: @unchecked Sendable {
 }
 
 /// The reads one `sharingReads` scope shares (a task-local, so answers deep in a page find it): which
-/// `LedgerQueries` it caught up, and the fact events of each object read so far.
-/// Thread-safety: `lock` guards both.
+/// `LedgerQueries` it caught up, the fact events of each object read so far, and its location directory.
+/// Thread-safety: `lock` guards all three.
 final class ReadScope: @unchecked Sendable {
     @TaskLocal static var current: ReadScope?
 
     private let lock = NSLock()
     private var caughtUp: Set<ObjectIdentifier> = []
     private var facts: [ObjectIdentifier: [CatalogObjectID: [LedgerEvent]]] = [:]
+    private var locationDirectories: [ObjectIdentifier: LocationDirectory] = [:]
+
+    /// The recorded ListLocations answers of `queries`, read by `read` the first time in this scope.
+    func locationDirectory(of queries: LedgerQueries, read: () throws -> LocationDirectory) throws -> LocationDirectory {
+        let key = ObjectIdentifier(queries)
+        if let kept = lock.withLock({ locationDirectories[key] }) { return kept }
+        let directory = try read()
+        lock.withLock { locationDirectories[key] = directory }
+        return directory
+    }
 
     /// Whether `queries` still needs its catch-up in this scope (true once).
     func needsCatchUp(_ queries: LedgerQueries) -> Bool {

@@ -19,6 +19,10 @@ public struct LogCursor {
     private var sawFooter = false
     /// When the end of the active segment last listed the segments directory (see `newerSegmentExists`).
     private var lastEndListing: ContinuousClock.Instant?
+    /// The segment bases as `position()` last listed them, and the sparse index of the open segment
+    /// it loaded (nil: none, or damaged), for `skip(to:)`.
+    private var listedBases: [UInt64] = []
+    private var segmentIndex: SparseIndex?
 
     init(directory: LogDirectory, nextSequence: UInt64, minimumLedgerTime: Int64?) {
         self.directory = directory
@@ -29,6 +33,8 @@ public struct LogCursor {
     /// Opens the segment holding the start position and seeks with its sparse index.
     mutating func position() throws {
         let bases = try directory.segmentBases()
+        listedBases = bases
+        segmentIndex = nil
         guard !bases.isEmpty else { return }
         if let time = minimumLedgerTime {
             // The first segment whose footer says it reaches `time`; the active segment otherwise.
@@ -37,14 +43,40 @@ public struct LogCursor {
                 let footer = try Self.readFooter(directory: directory, base: base)
                 if footer.lastLedgerTime >= time { chosen = base; break }
             }
-            guard try open(base: chosen) else { return }
+            guard try open(base: chosen, listed: bases) else { return }
             if let entry = directory.loadIndex(base: chosen)?.entry(before: time) { seek(to: entry) }
             nextSequence = chosen
         } else {
             let base = bases.last(where: { $0 <= nextSequence }) ?? bases.first!
-            guard try open(base: base) else { return }
-            if let entry = directory.loadIndex(base: base)?.entry(atOrBefore: nextSequence) { seek(to: entry) }
+            guard try open(base: base, listed: bases) else { return }
+            segmentIndex = directory.loadIndex(base: base)
+            if let entry = segmentIndex?.entry(atOrBefore: nextSequence) { seek(to: entry) }
         }
+    }
+
+    /// Moves the cursor forward to `sequence` (from a cursor made by `LogReader.records(from:)`):
+    /// the next record returned is the first at or after it. Inside the open segment it keeps the
+    /// segment open and seeks with the sparse index already loaded (or reads on, when the index
+    /// points behind where the cursor is); elsewhere it positions afresh. A reader of many scattered
+    /// records (`LedgerReader.events(at:)`, an object page's few hundred facts) thus lists the
+    /// segments directory and loads an index once per segment, not once per record. A sequence
+    /// behind the cursor is a programming error.
+    public mutating func skip(to sequence: UInt64) throws {
+        precondition(sequence >= nextSequence, "a cursor only moves forward")
+        precondition(minimumLedgerTime == nil, "a cursor by ledger time is not skipped by sequence")
+        nextSequence = sequence
+        // Still inside the batch decoded last: `next()` skips to it.
+        if decodedIndex < decoded.count, let last = decoded.last, last.sequence >= sequence { return }
+        let segment = listedBases.last(where: { $0 <= sequence })
+        guard scanner != nil, !sawFooter, segment == segmentBase else {
+            scanner?.close()
+            scanner = nil
+            try position()
+            return
+        }
+        decoded = []
+        decodedIndex = 0
+        if let entry = segmentIndex?.entry(atOrBefore: sequence), entry.sequence > expectedBatchBase { seek(to: entry) }
     }
 
     static func readFooter(directory: LogDirectory, base: UInt64) throws -> SegmentFooter {
@@ -56,8 +88,9 @@ public struct LogCursor {
 
     /// Opens a segment for reading; false (and nothing changed) when it is the newest one and still
     /// being created, so it holds no records yet.
-    private mutating func open(base: UInt64) throws -> Bool {
-        if try SegmentScanner.isBeingCreated(directory: directory, base: base) { return false }
+    /// `listed`: the segment bases as the caller just listed them (nil: listed again here).
+    private mutating func open(base: UInt64, listed: [UInt64]? = nil) throws -> Bool {
+        if try SegmentScanner.isBeingCreated(directory: directory, base: base, listed: listed) { return false }
         scanner?.close()
         scanner = try SegmentScanner.open(directory: directory, base: base)
         segmentBase = base

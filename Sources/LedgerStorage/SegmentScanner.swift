@@ -43,8 +43,9 @@ struct SegmentScanner {
     /// True when `base` is the newest segment and it does not yet hold a complete header: a writer is
     /// creating it, or died doing so. It holds no records; readers treat it as empty and a writer open
     /// rewrites it (docs/FORMAT.md, validity rule).
-    static func isBeingCreated(directory: LogDirectory, base: UInt64) throws -> Bool {
-        guard try directory.segmentBases().last == base else { return false }
+    /// `listed`: the segment bases as the caller just listed them (nil: listed here).
+    static func isBeingCreated(directory: LogDirectory, base: UInt64, listed: [UInt64]? = nil) throws -> Bool {
+        guard try (listed ?? directory.segmentBases()).last == base else { return false }
         let file = try directory.fileSystem.open(directory.segmentPath(base: base), mode: .readOnly)
         defer { try? file.close() }
         return try file.size() < UInt64(LogFormat.segmentHeaderBytes)

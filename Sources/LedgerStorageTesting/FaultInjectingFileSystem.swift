@@ -22,6 +22,10 @@ package final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
     private var lockedPaths: Set<String> = []
     /// Incremented by `crash`; handles opened before a crash fail afterwards, like a dead process's.
     private var epoch = 0
+    private var listings = 0
+
+    /// How many times a directory was listed (`contentsOfDirectory`), for tests of what a reader costs.
+    package var directoryListings: Int { withLock { listings } }
 
     // Fault switches, read and written under `lock`.
     private var syncFailuresPending = 0
@@ -127,6 +131,7 @@ package final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
 
     package func contentsOfDirectory(_ path: FilePath) throws -> [String] {
         try withLock {
+            listings += 1
             guard directories.contains(path.string) else {
                 throw LedgerStorageError(.io(errno: ENOENT), "no such directory", location: LogLocation(file: path.string))
             }

@@ -97,6 +97,37 @@ struct RoundTripTests {
         }
     }
 
+    @Test("a cursor skipped forward lands on each target in every segment, listing the segments once per segment it enters")
+    func skipsForward() async throws {
+        let fileSystem = FaultInjectingFileSystem()
+        let directory = FilePath("/ledger")
+        let writer = try LogWriter.open(directory: directory, options: StorageTestSupport.smallOptions(), fileSystem: fileSystem)
+        _ = try await writer.append(StorageTestSupport.records(0..<500))
+        try writer.close()
+        let reader = LogReader(directory: directory, fileSystem: fileSystem)
+        let segments = try fileSystem.contentsOfDirectory(directory.appending(LogFormat.segmentsDirectoryName))
+            .filter { $0.hasSuffix("." + LogFormat.segmentExtension) }
+            .compactMap { UInt64($0.dropLast(LogFormat.segmentExtension.count + 1)) }.sorted()
+        #expect(segments.count > 3, "the small options roll segments: \(segments)")
+        // Targets inside one batch, across batches, at each segment's first record and past the end.
+        let targets: [UInt64] = [3, 4, 40, 41, 200] + segments.dropFirst().flatMap { [$0, $0 + 1] }.filter { $0 > 200 } + [499]
+        let listedBefore = fileSystem.directoryListings
+        var cursor = try reader.records(from: targets[0])
+        var found: [UInt64] = []
+        for target in targets {
+            if target > targets[0] { try cursor.skip(to: target) }
+            let record = try cursor.next()
+            #expect(record?.sequence == target && record?.payload == StorageTestSupport.payload(Int(target)), "target \(target)")
+            if let record { found.append(record.sequence) }
+        }
+        #expect(found == targets)
+        try cursor.skip(to: 500)
+        #expect(try cursor.next() == nil)
+        // One listing per segment entered at most (a cursor per target listed twice per target before).
+        let listings = fileSystem.directoryListings - listedBefore
+        #expect(listings <= segments.count + 1, "\(listings) listings for \(targets.count) targets in \(segments.count) segments")
+    }
+
     @Test("segments roll by age as well as by size")
     func rollsByAge() async throws {
         let fileSystem = FaultInjectingFileSystem()

@@ -50,8 +50,16 @@ extension PostgresClusterTests {
             let fake = try Scratch.directory("fake-postgres-bin")
             defer { Scratch.remove(fake) }
             let script = (fake as NSString).appendingPathComponent("initdb")
-            try "#!/bin/sh\necho 'initdb: could not create directory: simulated' >&2\nexit 1\n".write(toFile: script, atomically: true, encoding: .utf8)
-            chmod(script, 0o755)
+            // Written by a shell of its own, not by this process: a file this process writes can be
+            // open in a child another test forks at that moment, and exec then fails with ETXTBSY
+            // ("Text file busy", seen in `make test`).
+            let writer = Process()
+            writer.executableURL = URL(fileURLWithPath: "/bin/sh")
+            writer.arguments = ["-c", #"printf '#!/bin/sh\necho "initdb: could not create directory: simulated" >&2\nexit 1\n' > "$1" && chmod 755 "$1""#,
+                                "write-initdb", script]
+            try writer.run()
+            writer.waitUntilExit()
+            #expect(writer.terminationStatus == 0)
             let parent = try Scratch.directory("fake-postgres-parent")
             defer { Scratch.remove(parent) }
             do {

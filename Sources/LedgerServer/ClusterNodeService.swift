@@ -116,11 +116,21 @@ final class ClusterNodeService: Service, @unchecked Sendable {
         do {
             // A merchant that hashes elsewhere now is dropped here before its lease is released: an edit or
             // an append answered by this node after another took the lease would be lost at its takeover.
+            // Each is dropped at once (no new use) and its ledger closed; the release waits for the closes at
+            // most a quarter of a lease, so a long sync being closed does not hold up the other leases' renewals.
             outcome = try await node.rebalance(merchants: directory.merchantIDs.map(\.rawValue)) { [self] releasing in
-                await withTaskGroup(of: Void.self) { group in
-                    for merchantID in releasing {
-                        group.addTask { await self.lose(merchantID, reason: "it hashes to another node: released in the rebalance") }
+                let closes = Task {
+                    await withTaskGroup(of: Void.self) { group in
+                        for merchantID in releasing {
+                            group.addTask { await self.lose(merchantID, reason: "it hashes to another node: released in the rebalance") }
+                        }
                     }
+                }
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { await closes.value }
+                    group.addTask { [settings] in try? await Task.sleep(for: settings.leaseDuration / 4) }
+                    await group.next()
+                    group.cancelAll()
                 }
             }
             members = try await node.liveNodes()

@@ -183,7 +183,7 @@ extension LedgerQueries {
             }).subtracting(ids)
             if !parents.isEmpty { history = try self.history(of: ids + parents) }
         }
-        return requests.map { CatalogNames(history: history, ids: Set($0.ids), asOf: $0.point).merging(locations($0.point)) }
+        return requests.map { CatalogNames(history: history, ids: $0.ids, asOf: $0.point).merging(locations($0.point)) }
     }
 
     /// The display names of `ids` as of `point` from the projection's change log when `projection` is

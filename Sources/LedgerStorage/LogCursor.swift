@@ -19,8 +19,8 @@ public struct LogCursor {
     private var sawFooter = false
     /// When the end of the active segment last listed the segments directory (see `newerSegmentExists`).
     private var lastEndListing: ContinuousClock.Instant?
-    /// The segment bases as `position()` last listed them, and the sparse index of the open segment
-    /// it loaded (nil: none, or damaged), for `skip(to:)`.
+    /// The segment bases as `position()` last listed them, and the sparse index last loaded (of the
+    /// open segment when its `segmentBase` says so; nil: none, or damaged), for `skip(to:)`.
     private var listedBases: [UInt64] = []
     private var segmentIndex: SparseIndex?
 
@@ -34,7 +34,6 @@ public struct LogCursor {
     mutating func position() throws {
         let bases = try directory.segmentBases()
         listedBases = bases
-        segmentIndex = nil
         guard !bases.isEmpty else { return }
         if let time = minimumLedgerTime {
             // The first segment whose footer says it reaches `time`; the active segment otherwise.
@@ -76,6 +75,8 @@ public struct LogCursor {
         }
         decoded = []
         decodedIndex = 0
+        // The cursor may have crossed into this segment through a footer since the index was loaded.
+        if segmentIndex?.segmentBase != segmentBase { segmentIndex = directory.loadIndex(base: segmentBase) }
         if let entry = segmentIndex?.entry(atOrBefore: sequence), entry.sequence > expectedBatchBase { seek(to: entry) }
     }
 

@@ -126,6 +126,13 @@ struct RoundTripTests {
         // One listing per segment entered at most (a cursor per target listed twice per target before).
         let listings = fileSystem.directoryListings - listedBefore
         #expect(listings <= segments.count + 1, "\(listings) listings for \(targets.count) targets in \(segments.count) segments")
+        // Into a segment through its predecessor's footer (read on, not skipped), then a skip inside it.
+        let boundary = segments[2], further = (segments[2] + segments[3]) / 2
+        var crossing = try reader.records(from: boundary - 1)
+        #expect(try crossing.next()?.sequence == boundary - 1)
+        #expect(try crossing.next()?.sequence == boundary)
+        try crossing.skip(to: further)
+        #expect(try crossing.next()?.sequence == further)
     }
 
     @Test("segments roll by age as well as by size")

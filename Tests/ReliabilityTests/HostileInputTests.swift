@@ -228,35 +228,15 @@ struct HostileInputTests {
             }
             // A raw client sending 8 MiB to the 4 MiB edit route while it reads: every byte is taken
             // (no reset while sending), the 413 arrives, then the end of the connection.
-            let connection = try LoopbackConnection(port: server.port)
             let bodyBytes = 8 << 20
-            try connection.send(Kit.head("POST", Self.editPath, headers: [
-                ("Content-Type", "application/json"), ("Content-Length", "\(bodyBytes)"), server.authorization]))
-            async let sent = onThread { () -> String in
-                do { try connection.send([UInt8](repeating: UInt8(ascii: " "), count: bodyBytes)) } catch { return "\(error)" }
-                return "ok"
-            }
-            let answered = try await onThread { () -> String in
-                let status = try connection.readResponse(timeout: .seconds(10))?.status ?? 0
-                return "\(status) closed \(try connection.waitForClose(timeout: .seconds(10)))"
-            }
-            let outcome = "\(answered), sent \(try await sent)"
+            let outcome = try await Self.uploadWhileReading(server, bodyBytes: bodyBytes, headers: [
+                ("Content-Type", "application/json"), ("Content-Length", "\(bodyBytes)"), server.authorization])
             #expect(outcome == "413 closed true, sent ok")
             // The same for a request whose head NIO's parser cannot read (two Content-Lengths), answered 400
             // below the routes (`MalformedRequestHandler`) while its 8 MiB body is still on its way.
-            let malformed = try LoopbackConnection(port: server.port)
-            try malformed.send(Kit.head("POST", Self.editPath, headers: [
+            let malformedOutcome = try await Self.uploadWhileReading(server, bodyBytes: bodyBytes, headers: [
                 ("Content-Type", "application/json"), ("Content-Length", "\(bodyBytes)"), ("Content-Length", "3"),
-                server.authorization]))
-            async let malformedSent = onThread { () -> String in
-                do { try malformed.send([UInt8](repeating: UInt8(ascii: " "), count: bodyBytes)) } catch { return "\(error)" }
-                return "ok"
-            }
-            let malformedAnswered = try await onThread { () -> String in
-                let status = try malformed.readResponse(timeout: .seconds(10))?.status ?? 0
-                return "\(status) closed \(try malformed.waitForClose(timeout: .seconds(10)))"
-            }
-            let malformedOutcome = "\(malformedAnswered), sent \(try await malformedSent)"
+                server.authorization])
             #expect(malformedOutcome == "400 closed true, sent ok")
             // A client that sends nothing more after its answer and keeps the socket open is cut once
             // the linger's idle time has passed: a write then finds the connection gone.
@@ -275,6 +255,22 @@ struct HostileInputTests {
             #expect(cut == "413 cut")
             #expect(try server.events().isEmpty)
         }
+    }
+
+    /// Posts `bodyBytes` spaces to the edit route with `headers` from one thread while another reads
+    /// the answer and waits for the close: "STATUS closed BOOL, sent ok" (or the send's error).
+    static func uploadWhileReading(_ server: Kit.Server, bodyBytes: Int, headers: [(String, String)]) async throws -> String {
+        let connection = try LoopbackConnection(port: server.port)
+        try connection.send(Kit.head("POST", Self.editPath, headers: headers))
+        async let sent = onThread { () -> String in
+            do { try connection.send([UInt8](repeating: UInt8(ascii: " "), count: bodyBytes)) } catch { return "\(error)" }
+            return "ok"
+        }
+        let answered = try await onThread { () -> String in
+            let status = try connection.readResponse(timeout: .seconds(10))?.status ?? 0
+            return "\(status) closed \(try connection.waitForClose(timeout: .seconds(10)))"
+        }
+        return "\(answered), sent \(try await sent)"
     }
 
     // MARK: Invalid UTF-8

@@ -204,6 +204,7 @@ let package = Package(
             name: "WebhookInbox",
             dependencies: [
                 "CatalogModel",
+                "LedgerStorage",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),

@@ -6,29 +6,26 @@
 //
 // Thread-safety: jobs queue under `condition`; the thread runs them one at a time, in order.
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
+import LedgerStorage
 
 package final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     /// The executor of the ledger's maintenance: server compaction and periodic snapshots (created on
     /// first use; its thread lives as long as the process, and runs one job at a time).
-    public static let maintenance = BackgroundExecutor(name: "CatalogLedger.maintenance", niceIncrement: 10)
+    public static let maintenance = BackgroundExecutor(name: "maintenance", niceIncrement: 10)
 
     private let condition = NSCondition()
     private var jobs: [UnownedJob] = []
     /// Guarded by `condition`.
     private var niceApplied: Int32?
 
-    /// The nice value the thread actually got (nil before it started, or where it could not be changed).
+    /// The nice value the thread actually got (nil before it started, or where it could not be set).
     public var appliedNice: Int32? { condition.withLock { niceApplied } }
 
     public init(name: String, niceIncrement: Int32) {
         let thread = Thread { [unowned self] in
-            self.lowerPriority(by: niceIncrement)
+            let nice = ThreadIdentity.adopt(name: name, niceIncrement: niceIncrement)
+            self.condition.withLock { self.niceApplied = nice }
             self.runJobs()
         }
         thread.name = name
@@ -52,22 +49,5 @@ package final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
             condition.unlock()
             for job in batch { job.runSynchronously(on: asUnownedTaskExecutor()) }
         }
-    }
-
-    /// Linux applies `setpriority(PRIO_PROCESS, tid)` to the one thread; elsewhere (or without /proc)
-    /// this is a no-op and the work runs at normal priority.
-    private func lowerPriority(by increment: Int32) {
-        #if os(Linux)
-        // The kernel thread id, from /proc/thread-self -> "<pid>/task/<tid>" (gettid is not imported).
-        guard let link = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self"),
-              let last = link.split(separator: "/").last, let threadID = id_t(last) else { return }
-        errno = 0
-        let current = getpriority(__priority_which_t(PRIO_PROCESS.rawValue), threadID)
-        guard errno == 0 else { return }
-        let target = min(current + increment, 19)
-        if setpriority(__priority_which_t(PRIO_PROCESS.rawValue), threadID, target) == 0 {
-            condition.withLock { niceApplied = target }
-        }
-        #endif
     }
 }

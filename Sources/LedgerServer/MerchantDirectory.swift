@@ -54,14 +54,14 @@ public final class MerchantDirectory: @unchecked Sendable {
     }
 
     /// The threads merchants are opened on (a merchant's opens always on the same one).
-    static let openExecutors = (0..<4).map { BackgroundExecutor(name: "LedgerServer.merchant-open-\($0)", niceIncrement: 0) }
+    static let openExecutors = (0..<4).map { BackgroundExecutor(name: "merchant-open-\($0)", niceIncrement: 0) }
 
     /// The threads the work behind the answers runs on: every merchant's projection follower and
     /// webhook-inbox drain (a merchant's always on the same one), at a lower scheduling priority than
     /// the request path, so that with a thousand merchants busy at once the answers are not queued
     /// behind their followers and drains, and the followers' commits take turns on these few threads
     /// instead of each waking a thread of its own (docs/PERFORMANCE.md, "Many merchants").
-    static let backgroundLanes = (0..<2).map { BackgroundExecutor(name: "LedgerServer.background-\($0)", niceIncrement: 5) }
+    static let backgroundLanes = (0..<2).map { BackgroundExecutor(name: "background-\($0)", niceIncrement: 5) }
 
     /// The background lane of a merchant.
     static func backgroundLane(of merchantID: String) -> BackgroundExecutor { executor(of: merchantID, among: backgroundLanes) }

@@ -24,7 +24,7 @@ import ServiceLifecycle
 public final class ProjectionFollower: Service, @unchecked Sendable {
     /// The thread every follower's catch-up runs on (one catch-up at a time; they are rare: at
     /// start, after a failure, or a rebuild when the log no longer matches the projection).
-    static let catchUpExecutor = BackgroundExecutor(name: "CatalogProjections.catch-up", niceIncrement: 0)
+    static let catchUpExecutor = BackgroundExecutor(name: "catch-up", niceIncrement: 0)
 
     /// What a wait for a sequence came to.
     public enum Wait: Sendable, Equatable {

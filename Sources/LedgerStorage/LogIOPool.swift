@@ -25,15 +25,21 @@ public final class LogIOPool: @unchecked Sendable {
     public let threads: Int
 
     /// Starts `threads` worker threads and one timer thread; they live as long as the process.
-    public init(threads: Int, name: String = "LedgerStorage.io") {
+    public init(threads: Int, name: String = "log-io") {
         precondition(threads >= 1, "an I/O pool needs a thread")
         self.threads = threads
         for index in 0..<threads {
-            let thread = Thread { [self] in runJobs() }
+            let thread = Thread { [self] in
+                ThreadIdentity.adopt(name: "\(name)-\(index)")
+                runJobs()
+            }
             thread.name = "\(name)-\(index)"
             thread.start()
         }
-        let timer = Thread { [self] in runTimers() }
+        let timer = Thread { [self] in
+            ThreadIdentity.adopt(name: "\(name)-timer")
+            runTimers()
+        }
         timer.name = "\(name)-timer"
         timer.start()
     }

@@ -137,7 +137,10 @@ public final class LogWriter: @unchecked Sendable {
             // The stage holds the writer strongly until `close` stops it, like the commit thread.
             syncStage = SyncStage { [self] groups, waited in self.syncAndAcknowledge(groups, waitedNanoseconds: waited) }
         }
-        let thread = Thread { [self] in self.runCommitLoop() }
+        let thread = Thread { [self] in
+            ThreadIdentity.adopt(name: "log-commit")
+            self.runCommitLoop()
+        }
         thread.name = "LedgerStorage.LogWriter"
         thread.start()
     }

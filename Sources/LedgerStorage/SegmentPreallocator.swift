@@ -40,7 +40,10 @@ final class SegmentPreallocator: @unchecked Sendable {
 
     init(chunkBytes: Int) {
         zeros = [UInt8](repeating: 0, count: chunkBytes)
-        let thread = Thread { [self] in self.run() }
+        let thread = Thread { [self] in
+            ThreadIdentity.adopt(name: "log-preallocate")
+            self.run()
+        }
         thread.name = "LedgerStorage.LogWriter.preallocate"
         thread.start()
     }

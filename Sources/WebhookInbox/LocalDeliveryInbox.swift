@@ -1,6 +1,7 @@
 import CatalogModel
 import Foundation
 import GRDB
+import LedgerStorage
 
 /// The inbox of one data root on one node: `<data-root>/inbox.sqlite` (docs/FORMAT.md, "The webhook
 /// inbox"), SQLite in WAL mode with `synchronous = FULL`, so a commit is durable when it returns.
@@ -94,7 +95,10 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
         self.database = database
         self.clock = clock
         pendingDeliveries = pending
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            ThreadIdentity.adopt(name: "webhook-inbox")
+            run()
+        }
         thread.name = "webhook-inbox"
         thread.start()
     }

@@ -51,6 +51,9 @@ struct MerchantsBench: ParsableCommand {
     @Option(help: "With --square: edits per second through the edit route, over all active merchants (default: one per ten active merchants).")
     var editsPerSecond: Int?
 
+    @Option(help: "Write each delivery of the many-merchant run to this file: milliseconds from the phase's start to its scheduled time, its latency, and how late its request started (the load's own delay), one per line.")
+    var latencyLog: String?
+
     /// The subscription of `ledger-bench webhooks`, whose signed deliveries this benchmark sends too.
     static let notificationURL = WebhookBench.notificationURL
     static let signatureKey = WebhookBench.signatureKey
@@ -287,13 +290,14 @@ struct MerchantsBench: ParsableCommand {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
         }
-        let latencies = try await withThrowingTaskGroup(of: Double?.self) { group in
+        let latencies = try await withThrowingTaskGroup(of: (scheduled: Double, latency: Double?, late: Double).self) { group in
             for index in 0..<total {
                 let scheduled = loadStart + interval * index
                 if scheduled > ContinuousClock.now { try await Task.sleep(until: scheduled) }
                 if index == total * 9 / 10 { underLoad = ProcessFigures.now() }
                 let merchant = ids[index % active]
                 group.addTask {
+                    let late = seconds(ContinuousClock.now - scheduled) * 1000
                     // A catalog change on the seller's dashboard before one delivery in ten: the sync brings it in.
                     // Square sends that webhook once the change is made (the simulated seller's actor may be
                     // busy with its syncs' calls), so its ingest counts from then.
@@ -304,13 +308,16 @@ struct MerchantsBench: ParsableCommand {
                     }
                     // A delivery that fails or times out counts as not accepted (the figures say how many).
                     let status = try? await deliver(merchant)
-                    return status == 200 ? seconds(ContinuousClock.now - start) * 1000 : nil
+                    return (seconds(scheduled - loadStart) * 1000, status == 200 ? seconds(ContinuousClock.now - start) * 1000 : nil, late)
                 }
             }
-            var latencies: [Double] = []
-            for try await latency in group { if let latency { latencies.append(latency) } }
-            return latencies
+            return try await group.reduce(into: []) { $0.append($1) }
+        }.sorted { $0.scheduled < $1.scheduled }
+        if let latencyLog, registered > 1 {
+            try latencies.map { String(format: "%.1f %.2f %.2f", $0.scheduled, $0.latency ?? -1, $0.late) }.joined(separator: "\n")
+                .write(toFile: latencyLog, atomically: true, encoding: .utf8)
         }
+        let accepted = latencies.compactMap(\.latency)
         let editResults = try await edits.value
         var inboxCatchUp: Double?
         if webhookInbox {
@@ -347,8 +354,8 @@ struct MerchantsBench: ParsableCommand {
         let openMean = metric("catledger_merchant_open_duration_seconds_sum") / metric("catledger_merchant_open_duration_seconds_count") * 1000
         try await server.stop()
         return Run(registered: registered, active: active, startupSeconds: startup, idle: idle, underLoad: underLoad,
-                   warmUpSeconds: warmUp, deliveries: total, accepted: latencies.count, p50Milliseconds: percentile(latencies, 0.5),
-                   p99Milliseconds: percentile(latencies, 0.99), openAfterLoad: openAfterLoad,
+                   warmUpSeconds: warmUp, deliveries: total, accepted: accepted.count, p50Milliseconds: percentile(accepted, 0.5),
+                   p99Milliseconds: percentile(accepted, 0.99), openAfterLoad: openAfterLoad,
                    openMeanMilliseconds: openMean, inboxCatchUpSeconds: inboxCatchUp,
                    inboxLagMeanMilliseconds: webhookInbox
                        ? metric("catledger_inbox_lag_seconds_sum") / metric("catledger_inbox_lag_seconds_count") * 1000 : nil,

@@ -354,8 +354,8 @@ let package = Package(
             name: "SquareIntegrationTests",
             dependencies: [
                 "SquareAPI", "SquareSimulator", "CatalogIngest", "LedgerServer", "CatalogModel", "SquareWire", "CatalogLedger",
-                "CatalogProjections", "LedgerQueries", "LedgerStorage", "LedgerStorageTesting", "MerchantRegistry", "TestSupport",
-                "WebhookInbox",
+                "CatalogProjections", "LedgerIndex", "LedgerQueries", "LedgerStorage", "LedgerStorageTesting", "MerchantRegistry",
+                "TestSupport", "WebhookInbox",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

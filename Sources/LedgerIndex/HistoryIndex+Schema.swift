@@ -26,6 +26,9 @@ extension HistoryIndex {
         CREATE TABLE IF NOT EXISTS object_writes (
             object_id TEXT NOT NULL, sequence INTEGER NOT NULL,
             PRIMARY KEY (object_id, sequence)) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS inventory_counts (
+            object_id TEXT NOT NULL, sequence INTEGER NOT NULL,
+            PRIMARY KEY (object_id, sequence)) WITHOUT ROWID;
         CREATE TABLE IF NOT EXISTS index_checkpoint (
             id INTEGER PRIMARY KEY CHECK (id = 1), next_sequence INTEGER NOT NULL,
             anchor_sequence INTEGER, anchor_recorded_at INTEGER, anchor_key INTEGER);
@@ -47,7 +50,7 @@ extension HistoryIndex {
 
     /// The index's tables besides its checkpoint.
     static let tables = ["object_facts", "object_children", "sku_objects", "edit_requests", "location_answers",
-                         "edit_keys", "object_writes"]
+                         "edit_keys", "object_writes", "inventory_counts"]
 
     static func clear(_ db: Database) throws {
         for table in tables + ["index_checkpoint"] { try db.execute(sql: "DELETE FROM \(table)") }
@@ -63,6 +66,7 @@ extension HistoryIndex {
         let locations = try db.cachedStatement(sql: "INSERT OR IGNORE INTO location_answers (sequence) VALUES (?)")
         let key = try db.cachedStatement(sql: "INSERT OR IGNORE INTO edit_keys (idempotency_key, sequence) VALUES (?, ?)")
         let write = try db.cachedStatement(sql: "INSERT OR IGNORE INTO object_writes (object_id, sequence) VALUES (?, ?)")
+        let count = try db.cachedStatement(sql: "INSERT OR IGNORE INTO inventory_counts (object_id, sequence) VALUES (?, ?)")
         for event in events {
             let header: CatalogFactHeader
             var payload: [UInt8] = []
@@ -86,6 +90,12 @@ extension HistoryIndex {
                 continue
             case .locationsObserved:
                 try locations.execute(arguments: [sequence])
+                continue
+            case .webhookReceived(let receipt):
+                // Stock history reads the counts of its objects (`InventoryHistory`, which skips what does not read).
+                guard receipt.eventType == InventoryCountUpdate.eventType,
+                      let update = try? InventoryCountUpdate(body: receipt.body) else { continue }
+                for id in Set(update.counts.map(\.catalogObjectID)) { try count.execute(arguments: [id, sequence]) }
                 continue
             case .priceHistoryRetained(let record):
                 // Read with the object's facts, so price history keeps what retention dropped.

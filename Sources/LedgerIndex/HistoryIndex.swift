@@ -20,7 +20,7 @@ public final class HistoryIndex: Sendable {
     /// Events folded per write transaction during a catch-up.
     static let batchEvents = 20_000
     /// Bump when the schema or what is indexed changes: an index of another version is rebuilt.
-    static let schemaVersion = 4
+    static let schemaVersion = 5
 
     public let reader: LedgerReader
     let database: DatabaseQueue
@@ -161,6 +161,18 @@ public final class HistoryIndex: Sendable {
     /// Sequences of our accepted writes (`upsertAccepted`, `writeAccepted`) that gave `id` a version, ascending.
     public func writeSequences(of id: CatalogObjectID) throws -> [UInt64] {
         try sequences("SELECT sequence FROM object_writes WHERE object_id = ? ORDER BY sequence", [id.rawValue])
+    }
+
+    /// Sequences of the `inventory.count.updated` webhooks with a count of one of `ids`, ascending.
+    public func inventoryCountSequences(of ids: some Sequence<CatalogObjectID>) throws -> [UInt64] {
+        try database.read { db in
+            var sequences = Set<UInt64>()
+            for id in Set(ids) {
+                sequences.formUnion(try UInt64.fetchAll(db, sql: "SELECT sequence FROM inventory_counts WHERE object_id = ?",
+                                                        arguments: [id.rawValue]))
+            }
+            return sequences.sorted()
+        }
     }
 
     /// Sequences of the recorded ListLocations answers (`locationsObserved`), ascending.

@@ -1,3 +1,4 @@
+import CatalogLedger
 import CatalogModel
 import Foundation
 import SquareWire
@@ -70,13 +71,20 @@ public struct StockAnswer: Sendable, Encodable {
 
 extension LedgerQueries {
     /// The stock history of `id` (a variation, or an item: all its variations); nil when the ledger
-    /// never learned the object and holds no count for it. Counts come from the recorded webhooks
-    /// (the whole log is read: webhooks are not in the per-object index).
+    /// never learned the object and holds no count for it. Counts come from the recorded webhooks:
+    /// those the history index names for these objects (`inventory_counts`), the whole log without one.
     public func stock(of id: CatalogObjectID) throws -> StockAnswer? {
         let type = try objectType(of: id)
         let children = type == .item ? try childHistories(of: id) : []
         let objects = children.isEmpty ? [id] : children.map(\.id)
-        let counts = InventoryHistory.counts(in: try events.all(), of: Set(objects))
+        let webhooks: [LedgerEvent]
+        if let index {
+            try catchUp()
+            webhooks = try reader.events(at: try index.inventoryCountSequences(of: objects))
+        } else {
+            webhooks = try events.all()
+        }
+        let counts = InventoryHistory.counts(in: webhooks, of: Set(objects))
         guard type != nil || !counts.isEmpty else { return nil }
         let names = try self.names(of: objects + [id])
         var rows = counts.map { count in

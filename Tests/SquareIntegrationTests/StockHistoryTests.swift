@@ -2,6 +2,7 @@ import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerIndex
 import LedgerQueries
 import LedgerServer
 import SquareSimulator
@@ -67,6 +68,46 @@ import Testing
 
         let json = String(decoding: try JSONEncoder().encode(answer), as: UTF8.self)
         #expect(json.contains(#""quantity":"12""#) && json.contains(#""sold_out":true"#) && json.contains(#""schema_version":1"#), "\(json)")
+
+        // Through the history index, the answer is the whole log's.
+        #expect(queries.historyPath == .index)
+        let whole = LedgerQueries(reader: ledger.reader, historyIndex: false)
+        #expect(whole.historyPath == .fullScan)
+        for id in ["MUFFIN-REG", "MUFFIN"] {
+            #expect(try whole.stock(of: CatalogObjectID(id))?.rows == queries.stock(of: CatalogObjectID(id))?.rows, "\(id)")
+        }
+        try await ledger.close()
+    }
+
+    @Test("the history index names each count webhook under every object it counts, and nothing else")
+    func indexedCountWebhooks() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let ledger = try Kit.ledger(in: directory)
+        func webhook(_ body: [UInt8]) async throws -> UInt64 {
+            let outcome = try await ledger.append(try EventBuilder.webhookEvent(body: body, headers: [], signatureVerdict: .valid,
+                                                                                 correlationID: "webhook"))
+            return outcome.sequence
+        }
+        let first = try await webhook(Self.countWebhook(eventID: "count-1", quantity: "12", calculatedAt: "2026-11-01T10:00:00Z"))
+        _ = try await webhook(Array(#"{"event_id":"other","type":"catalog.version.updated","merchant_id":"M","data":{}}"#.utf8))
+        // Two counts of one object (two locations) and one of another, in one notification.
+        let both = try await webhook(Array("""
+            {"data":{"id":"count-3","object":{"inventory_counts":[\
+            {"calculated_at":"2026-11-02T10:00:00Z","catalog_object_id":"MUFFIN-REG","location_id":"HARBOR","quantity":"3","state":"IN_STOCK"},\
+            {"calculated_at":"2026-11-02T10:00:00Z","catalog_object_id":"MUFFIN-REG","location_id":"MAIN","quantity":"4","state":"IN_STOCK"},\
+            {"calculated_at":"2026-11-02T10:00:00Z","catalog_object_id":"SCONE-REG","location_id":"MAIN","quantity":"5","state":"IN_STOCK"}]},\
+            "type":"inventory_counts"},"event_id":"count-3","merchant_id":"\(Kit.merchant)","type":"inventory.count.updated"}
+            """.utf8))
+        // A count notification whose body does not read is not indexed (stock skips it too).
+        _ = try await webhook(Array(#"{"event_id":"broken","type":"inventory.count.updated","merchant_id":"M","data":{"object":7}}"#.utf8))
+
+        let index = try HistoryIndex(reader: ledger.reader)
+        try index.catchUp()
+        #expect(try index.inventoryCountSequences(of: [CatalogObjectID("MUFFIN-REG")]) == [first, both])
+        #expect(try index.inventoryCountSequences(of: [CatalogObjectID("SCONE-REG")]) == [both])
+        #expect(try index.inventoryCountSequences(of: [CatalogObjectID("MUFFIN-REG"), CatalogObjectID("SCONE-REG")]) == [first, both])
+        #expect(try index.inventoryCountSequences(of: [CatalogObjectID("MUFFIN")]).isEmpty)
         try await ledger.close()
     }
 

@@ -49,6 +49,13 @@ public struct LastSync: Sendable, Hashable {
 /// a crash or a Square outage mid-run makes the next run fetch the same changes again, and the
 /// ledger's dedupe keys turn the re-observed versions into duplicates instead of new events.
 ///
+/// A run appends as few times as its pages allow: `syncStarted` (and a locations answer) ride on
+/// the first page's append, and the last page rides with `syncCompleted`, so the usual incremental
+/// run of one page is one append and one sync of the log, not three. The order of the events is
+/// the same, and `syncCompleted` still comes after its pages in the log (a crash keeps a prefix of
+/// an append). A run that fails appends what it holds before the error goes on, so a failed run
+/// still leaves its `syncStarted` behind.
+///
 /// Runs must not overlap for one ledger (use `CoalescingRunner`); the mapping of responses to
 /// events is `ExchangeMapper`'s, shared with recording import. Thread-safety: an actor.
 public actor CatalogSyncer {
@@ -172,52 +179,72 @@ public actor CatalogSyncer {
         start.runID = runID
         start.mode = report.mode
         start.beginTime = beginTime
-        try await append(try mapper.events(for: start, state: CatalogState(), where: location), into: &report)
-        if full || locationsCheckedAt.map({ ContinuousClock.now - $0 >= locationsCheckInterval }) ?? true {
-            try await recordLocations(runID: runID, mapper: &mapper, report: &report)
+        // Events not yet appended: they ride on the next append (see the type's comment).
+        var held = try mapper.events(for: start, state: CatalogState(), where: location)
+        let outcomes: [AppendOutcome]
+        do {
+            if full || locationsCheckedAt.map({ ContinuousClock.now - $0 >= locationsCheckInterval }) ?? true {
+                held += try await recordLocations(runID: runID, mapper: &mapper, report: &report)
+            }
+
+            var cursor: String?
+            var latestTime: String?
+            repeat {
+                let page = try await client.searchPage(SquareSearchRequest(
+                    objectTypes: Self.allObjectTypes, includeDeletedObjects: true, beginTime: beginTime, cursor: cursor,
+                    limit: pageLimit))
+                var exchange = RecordedExchange(type: .squareResponse, at: "")
+                exchange.endpoint = "search"
+                exchange.status = 200
+                exchange.correlationID = runID
+                exchange.squareVersion = client.configuration.squareVersion
+                // The page as the client read it: its bytes are not decoded or read again.
+                let events = try mapper.events(for: exchange, response: page, state: CatalogState(), where: location)
+                report.pages += 1
+                report.objectsReceived += events.count - 1
+                held += events
+                // The first page's `latest_time` is the run's watermark: everything Square changed up to it
+                // is in this run's pages, and a change made while later pages are fetched is after it,
+                // so the next run (exclusive `begin_time`) fetches it. A later page's `latest_time` could
+                // be past changes this run never saw (`IngestSyncTests.watermarkIsTheFirstPages`).
+                latestTime = latestTime ?? page.latestTime
+                cursor = page.cursor
+                // The last page waits for `syncCompleted`.
+                if cursor != nil {
+                    try await append(held, into: &report)
+                    held = []
+                }
+            } while cursor != nil
+
+            var done = RecordedExchange(type: .syncCompleted, at: "")
+            done.runID = runID
+            done.mode = report.mode
+            // An empty catalog has no latest_time: keep the old watermark rather than lose it.
+            done.latestTime = latestTime ?? beginTime
+            report.latestTime = done.latestTime
+            held += try mapper.events(for: done, state: CatalogState(), where: location)
+            let appending = held
+            held = []
+            outcomes = try await append(appending, into: &report)
+        } catch {
+            // What the run learned before it failed is recorded (its start at least), not its completion.
+            if !held.isEmpty { _ = try? await append(held, into: &report) }
+            // The locations answer may be among what was not recorded: the next run reads them from
+            // the ledger and asks Square again.
+            cachedLocations = nil
+            locationsCheckedAt = nil
+            throw error
         }
-
-        var cursor: String?
-        var latestTime: String?
-        repeat {
-            let page = try await client.searchPage(SquareSearchRequest(
-                objectTypes: Self.allObjectTypes, includeDeletedObjects: true, beginTime: beginTime, cursor: cursor,
-                limit: pageLimit))
-            var exchange = RecordedExchange(type: .squareResponse, at: "")
-            exchange.endpoint = "search"
-            exchange.status = 200
-            exchange.correlationID = runID
-            exchange.squareVersion = client.configuration.squareVersion
-            // The page as the client read it: its bytes are not decoded or read again.
-            let events = try mapper.events(for: exchange, response: page, state: CatalogState(), where: location)
-            report.pages += 1
-            report.objectsReceived += events.count - 1
-            try await append(events, into: &report)
-            // The first page's `latest_time` is the run's watermark: everything Square changed up to it
-            // is in this run's pages, and a change made while later pages are fetched is after it,
-            // so the next run (exclusive `begin_time`) fetches it. A later page's `latest_time` could
-            // be past changes this run never saw (`IngestSyncTests.watermarkIsTheFirstPages`).
-            latestTime = latestTime ?? page.latestTime
-            cursor = page.cursor
-        } while cursor != nil
-
-        var done = RecordedExchange(type: .syncCompleted, at: "")
-        done.runID = runID
-        done.mode = report.mode
-        // An empty catalog has no latest_time: keep the old watermark rather than lose it.
-        done.latestTime = latestTime ?? beginTime
-        report.latestTime = done.latestTime
-        let outcomes = try await append(try mapper.events(for: done, state: CatalogState(), where: location), into: &report)
-        if let time = done.latestTime, case .appended(_, let recordedAt)? = outcomes.last {
+        if let time = report.latestTime, case .appended(_, let recordedAt)? = outcomes.last {
             cachedCompletion = .some(LastSync(latestTime: time, recordedAt: recordedAt))
         }
         return report
     }
 
-    /// Asks Square for the seller's locations and records the answer when it says something new
-    /// (`locationsObserved`). A failed call is logged and leaves the catalog sync going: the ledger
-    /// keeps the names it has.
-    private func recordLocations(runID: String, mapper: inout ExchangeMapper, report: inout SyncReport) async throws {
+    /// Asks Square for the seller's locations: the events that record the answer when it says
+    /// something new (`locationsObserved`), for the run to append. A failed call is logged and leaves
+    /// the catalog sync going: the ledger keeps the names it has.
+    private func recordLocations(runID: String, mapper: inout ExchangeMapper, report: inout SyncReport) async throws -> [PendingEvent] {
         if cachedLocations == nil { cachedLocations = .some(try ExchangeMapper.latestLocations(in: ledger.reader)) }
         let answer: SquareLocationsResponse
         do {
@@ -225,7 +252,7 @@ public actor CatalogSyncer {
         } catch {
             logger.warning("cannot list the locations; their names stay as recorded",
                            metadata: ["merchant": "\(merchantID)", "run": "\(runID)", "error": "\(error)"])
-            return
+            return []
         }
         locationsCheckedAt = ContinuousClock.now
         report.locationsChecked = true
@@ -236,10 +263,11 @@ public actor CatalogSyncer {
         exchange.body = String(decoding: answer.body, as: UTF8.self)
         mapper.latestLocations = cachedLocations ?? nil
         let events = try mapper.events(for: exchange, state: CatalogState(), where: "locations of \(merchantID)")
-        guard !events.isEmpty else { return }
-        try await append(events, into: &report)
+        guard !events.isEmpty else { return [] }
+        // Kept as recorded once the run appends them; a failed run forgets it (`run`).
         cachedLocations = .some(mapper.latestLocations)
         report.locationsRecorded = true
+        return events
     }
 
     @discardableResult

@@ -142,6 +142,81 @@ import Testing
     }
 }
 
+/// How many appends a sync run makes, and what a failed run leaves.
+@Suite struct SyncRunAppendTests {
+    typealias Kit = IngestKit
+
+    final class Appends: @unchecked Sendable {
+        private let lock = NSLock()
+        private var value = 0
+        var count: Int { lock.withLock { value } }
+        func add() { lock.withLock { value += 1 } }
+    }
+
+    static func syncer(_ ledger: Ledger, _ transport: any SquareTransport, pageLimit: Int, attempts: Int = 4,
+                       appends: Appends) -> CatalogSyncer {
+        CatalogSyncer(ledger: ledger, client: Kit.client(transport, attempts: attempts), merchantID: MerchantID(Kit.merchant),
+                      pageLimit: pageLimit, logger: Kit.logger, afterAppend: { appends.add() })
+    }
+
+    /// The kinds of one run's events, in ledger order.
+    static func kinds(_ ledger: Ledger, run: String) throws -> [EventKind] {
+        try ledger.reader.allEvents().filter { $0.correlationID == run }.map(\.kind)
+    }
+
+    @Test("a run appends once per page: its start rides on the first page, its completion on the last, in the same order")
+    func oneAppendPerPage() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+
+        let one = Appends()
+        let full = try await Self.syncer(ledger, simulator, pageLimit: 1000, appends: one).syncFull()
+        #expect(full.pages == 1)
+        #expect(one.count == 1, "one page, one append (start, locations, page and completion): \(one.count)")
+        let kinds = try Self.kinds(ledger, run: full.runID)
+        #expect(kinds.first == .syncStarted && kinds.last == .syncCompleted && kinds.contains(.syncPageReceived), "\(kinds)")
+
+        await simulator.applyDeviceEdit(.setVariationPrice(variationID: ids["#Latte_Small"]!, amount: 610))
+        let quiet = Appends()
+        let incremental = try await Self.syncer(ledger, simulator, pageLimit: 1000, appends: quiet).syncIncremental()
+        #expect(quiet.count == 1 && incremental.objectsReceived > 0)
+
+        let paged = Appends()
+        let many = try await Self.syncer(ledger, simulator, pageLimit: 5, appends: paged).syncFull()
+        #expect(many.pages > 2)
+        #expect(paged.count == many.pages, "\(paged.count) appends for \(many.pages) pages")
+        let manyKinds = try Self.kinds(ledger, run: many.runID)
+        #expect(manyKinds.first == .syncStarted && manyKinds.last == .syncCompleted)
+        #expect(manyKinds.filter { $0 == .syncPageReceived }.count == many.pages)
+        #expect(try await Kit.syncer(ledger, simulator).watermark() == many.latestTime)
+        try await ledger.close()
+    }
+
+    @Test("a run that fails before its first page leaves its start and no completion; the watermark stays")
+    func aFailedRunLeavesItsStart() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, _) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        try await Kit.syncer(ledger, simulator).syncFull()
+        let watermark = try await Kit.syncer(ledger, simulator).watermark()
+        let startsBefore = try Kit.events(ledger, kind: .syncStarted).count
+
+        let appends = Appends()
+        let failing = FaultOnNthSearch(simulator: simulator, failingSearch: 1, faults: 3)
+        await #expect(throws: SquareAPIError.self) {
+            try await Self.syncer(ledger, failing, pageLimit: 1000, attempts: 2, appends: appends).syncIncremental()
+        }
+        #expect(appends.count == 1)
+        #expect(try Kit.events(ledger, kind: .syncStarted).count == startsBefore + 1)
+        #expect(try Kit.events(ledger, kind: .syncCompleted).count == 1)
+        #expect(try await Kit.syncer(ledger, simulator).watermark() == watermark)
+        try await ledger.close()
+    }
+}
+
 /// Log records kept in memory, for tests of what a component logs.
 final class CapturedLog: @unchecked Sendable {
     struct Record { var level: Logger.Level; var message: String; var metadata: Logger.Metadata }

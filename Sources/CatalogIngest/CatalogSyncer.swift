@@ -210,10 +210,7 @@ public actor CatalogSyncer {
                 latestTime = latestTime ?? page.latestTime
                 cursor = page.cursor
                 // The last page waits for `syncCompleted`.
-                if cursor != nil {
-                    try await append(held, into: &report)
-                    held = []
-                }
+                if cursor != nil { try await append(taking: &held, into: &report) }
             } while cursor != nil
 
             var done = RecordedExchange(type: .syncCompleted, at: "")
@@ -223,12 +220,10 @@ public actor CatalogSyncer {
             done.latestTime = latestTime ?? beginTime
             report.latestTime = done.latestTime
             held += try mapper.events(for: done, state: CatalogState(), where: location)
-            let appending = held
-            held = []
-            outcomes = try await append(appending, into: &report)
+            outcomes = try await append(taking: &held, into: &report)
         } catch {
             // What the run learned before it failed is recorded (its start at least), not its completion.
-            if !held.isEmpty { _ = try? await append(held, into: &report) }
+            if !held.isEmpty { _ = try? await append(taking: &held, into: &report) }
             // The locations answer may be among what was not recorded: the next run reads them from
             // the ledger and asks Square again.
             cachedLocations = nil
@@ -270,8 +265,11 @@ public actor CatalogSyncer {
         return events
     }
 
+    /// Appends the events `held` and empties it, whether the append succeeds or not.
     @discardableResult
-    private func append(_ events: [PendingEvent], into report: inout SyncReport) async throws -> [AppendOutcome] {
+    private func append(taking held: inout [PendingEvent], into report: inout SyncReport) async throws -> [AppendOutcome] {
+        let events = held
+        held = []
         let outcomes = try await ledger.append(events)
         for outcome in outcomes {
             if outcome.isDuplicate { report.duplicates += 1 } else { report.eventsAppended += 1 }

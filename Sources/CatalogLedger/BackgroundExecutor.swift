@@ -23,13 +23,10 @@ package final class BackgroundExecutor: TaskExecutor, @unchecked Sendable {
     public var appliedNice: Int32? { condition.withLock { niceApplied } }
 
     public init(name: String, niceIncrement: Int32) {
-        let thread = Thread { [unowned self] in
-            let nice = ThreadIdentity.adopt(name: name, niceIncrement: niceIncrement)
+        ThreadIdentity.start(name: name, niceIncrement: niceIncrement) { [unowned self] nice in
             self.condition.withLock { self.niceApplied = nice }
             self.runJobs()
         }
-        thread.name = name
-        thread.start()
     }
 
     public func enqueue(_ job: consuming ExecutorJob) {

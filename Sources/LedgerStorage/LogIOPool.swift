@@ -29,19 +29,9 @@ public final class LogIOPool: @unchecked Sendable {
         precondition(threads >= 1, "an I/O pool needs a thread")
         self.threads = threads
         for index in 0..<threads {
-            let thread = Thread { [self] in
-                ThreadIdentity.adopt(name: "\(name)-\(index)")
-                runJobs()
-            }
-            thread.name = "\(name)-\(index)"
-            thread.start()
+            ThreadIdentity.start(name: "\(name)-\(index)") { [self] _ in runJobs() }
         }
-        let timer = Thread { [self] in
-            ThreadIdentity.adopt(name: "\(name)-timer")
-            runTimers()
-        }
-        timer.name = "\(name)-timer"
-        timer.start()
+        ThreadIdentity.start(name: "\(name)-timer") { [self] _ in runTimers() }
     }
 
     private static let sharedLock = NSLock()

@@ -54,12 +54,7 @@ final class SyncStage: @unchecked Sendable {
     /// with how long the stage waited for that set to fill; it returns how long its fdatasync took
     /// (0 when it did not sync).
     init(process: @escaping @Sendable (_ groups: [WrittenGroup], _ waitedNanoseconds: Int64) -> Int64) {
-        let thread = Thread { [self] in
-            ThreadIdentity.adopt(name: "log-sync")
-            self.run(process)
-        }
-        thread.name = "LedgerStorage.LogWriter.sync"
-        thread.start()
+        ThreadIdentity.start(name: "log-sync") { [self] _ in self.run(process) }
     }
 
     /// Hands over a written group; it is acknowledged or failed by the sync thread.

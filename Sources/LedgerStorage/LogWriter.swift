@@ -137,12 +137,7 @@ public final class LogWriter: @unchecked Sendable {
             // The stage holds the writer strongly until `close` stops it, like the commit thread.
             syncStage = SyncStage { [self] groups, waited in self.syncAndAcknowledge(groups, waitedNanoseconds: waited) }
         }
-        let thread = Thread { [self] in
-            ThreadIdentity.adopt(name: "log-commit")
-            self.runCommitLoop()
-        }
-        thread.name = "LedgerStorage.LogWriter"
-        thread.start()
+        ThreadIdentity.start(name: "log-commit") { [self] _ in self.runCommitLoop() }
     }
 
     /// With an I/O pool, queues a drain job unless one is queued or running. `condition` is held.

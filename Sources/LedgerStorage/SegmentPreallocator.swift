@@ -40,12 +40,7 @@ final class SegmentPreallocator: @unchecked Sendable {
 
     init(chunkBytes: Int) {
         zeros = [UInt8](repeating: 0, count: chunkBytes)
-        let thread = Thread { [self] in
-            ThreadIdentity.adopt(name: "log-preallocate")
-            self.run()
-        }
-        thread.name = "LedgerStorage.LogWriter.preallocate"
-        thread.start()
+        ThreadIdentity.start(name: "log-preallocate") { [self] _ in self.run() }
     }
 
     var chunkBytes: Int { zeros.count }

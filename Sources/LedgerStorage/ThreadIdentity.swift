@@ -13,6 +13,14 @@ import Darwin
 import Foundation
 
 public enum ThreadIdentity {
+    /// Starts a thread that runs `body` under `name` (Foundation's and the kernel's) at the process's
+    /// nice value plus `niceIncrement` (`adopt`); `body` gets the nice value applied.
+    public static func start(name: String, niceIncrement: Int32 = 0, _ body: @escaping @Sendable (_ appliedNice: Int32?) -> Void) {
+        let thread = Thread { body(adopt(name: name, niceIncrement: niceIncrement)) }
+        thread.name = name
+        thread.start()
+    }
+
     /// Names the calling thread (at most 15 bytes are kept, the kernel's limit) and sets its nice value
     /// to the process's plus `niceIncrement` (capped at 19). Returns the nice value applied, or nil
     /// where it could not be set (then the thread keeps the priority it was created with).

@@ -95,12 +95,7 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
         self.database = database
         self.clock = clock
         pendingDeliveries = pending
-        let thread = Thread { [self] in
-            ThreadIdentity.adopt(name: "webhook-inbox")
-            run()
-        }
-        thread.name = "webhook-inbox"
-        thread.start()
+        ThreadIdentity.start(name: "webhook-inbox") { [self] _ in run() }
     }
 
     /// Commits of accepted deliveries so far (each holds one or more deliveries).

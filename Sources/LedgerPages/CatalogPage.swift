@@ -99,7 +99,8 @@ extension Pages {
         let comparison = try context.queries.compare(from: from, to: to, search: search, category: category,
                                                      limit: comparedObjectsMax, projection: projection)
         let diff = comparison.diff
-        let context = try context.naming(diff.created + diff.deleted + diff.changed.map(\.objectID), asOf: to)
+        var context = context
+        context.names = comparison.names
         let created: [HTML] = diff.created.map { "<li>\(context.object($0))</li>" }
         let deleted: [HTML] = diff.deleted.map { "<li>\(context.object($0))</li>" }
         let changed: [HTML] = diff.changed.map { change in

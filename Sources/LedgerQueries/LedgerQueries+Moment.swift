@@ -39,6 +39,9 @@ public struct MomentComparison: Sendable {
     public var diff: CatalogTimeDiff
     /// False when more objects changed than the comparison shows.
     public var complete: Bool
+    /// The names of the compared objects (and their parents) as of the later point (`to`), by the
+    /// rule of `CatalogNames`, and the location names then.
+    public var names: CatalogNames
 }
 
 extension LedgerQueries {
@@ -106,7 +109,8 @@ extension LedgerQueries {
     /// time, from the projection: among the items `search` and `category` keep at either point (with
     /// their variations) when one is given, else among the first `limit` objects whose fact in force
     /// changed (`ProjectionQueries.objectsChanged`). The diff is `CatalogHistory.diff` of the two
-    /// states of those objects, folded from their facts.
+    /// states of those objects, folded from their facts. Named as of `to` from the state there
+    /// (`names(of:in:asOf:projection:)`).
     public func compare(from: AsOf, to: AsOf, search: String? = nil, category: CatalogObjectID? = nil, limit: Int = 200,
                         projection: ProjectionQueries) throws -> MomentComparison {
         let ids: [CatalogObjectID]
@@ -130,8 +134,10 @@ extension LedgerQueries {
             ids = changed.ids
             complete = changed.complete
         }
-        let diff = CatalogHistory.diff(try projection.state(of: ids, at: from), try projection.state(of: ids, at: to), from: from, to: to)
-        return MomentComparison(diff: diff, complete: complete)
+        let after = try projection.state(of: ids, at: to)
+        let diff = CatalogHistory.diff(try projection.state(of: ids, at: from), after, from: from, to: to)
+        let shown = diff.created + diff.deleted + diff.changed.map(\.objectID)
+        return MomentComparison(diff: diff, complete: complete, names: try names(of: shown, in: after, asOf: to, projection: projection))
     }
 
     /// The words of a search, lowercased (none for nil).

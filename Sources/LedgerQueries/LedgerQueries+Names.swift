@@ -75,6 +75,15 @@ public struct CatalogNames: Sendable, Hashable {
         for parent in Set(entries.values.compactMap(\.parentID)) where entries[parent] == nil { add(parent) }
     }
 
+    /// The names of exactly these facts, each the fact in force of its object at a point and carrying
+    /// JSON: by the rule, such a fact is also the one whose name shows (no parent added).
+    init(exactly facts: [ObjectFact]) {
+        entries = Dictionary(facts.map { fact in
+            (fact.header.objectID, Entry(type: fact.header.objectType, ownName: fact.ownName,
+                                         parentID: fact.header.parentID, isDeleted: fact.header.isDeleted))
+        }) { first, _ in first }
+    }
+
     /// What an object with these facts (in history order) is called at `point`.
     private static func entry<Fact: NameableFact>(_ facts: [Fact], at point: AsOf) -> Entry? {
         guard !facts.isEmpty else { return nil }
@@ -199,6 +208,30 @@ extension LedgerQueries {
         if !parents.isEmpty { facts.merge(try projection.namedFacts(of: parents)) { own, _ in own } }
         return CatalogNames(facts: { facts[$0] ?? [] }, ids: ids, asOf: point)
             .merging(Self.locationNames(try locationDirectory(), asOf: point))
+    }
+
+    /// The names of `ids` at `point`, as `names(of:asOf:projection:)` gives them, where `state` holds
+    /// facts in force at `point` (`ProjectionQueries.state(of:at:)`, of some of these ids or all). An
+    /// object whose fact in force there carries JSON is named by that fact alone (it is the rule's
+    /// fact in force and the one whose name shows), and so is its parent, read in force at `point`;
+    /// only the others (not yet learned at the point, a tombstone learned without JSON) read every
+    /// row of their change log (a comparison of 200 objects of a hundred versions each read 29,000).
+    public func names(of ids: some Sequence<CatalogObjectID>, in state: CatalogState, asOf point: AsOf,
+                      projection: ProjectionQueries) throws -> CatalogNames {
+        let ids = Set(ids)
+        func named(_ facts: CatalogState, _ ids: Set<CatalogObjectID>) -> [ObjectFact] {
+            ids.compactMap { id in facts[id].flatMap { $0.hasPayload ? $0 : nil } }
+        }
+        var exact = named(state, ids)
+        let parents = Set(exact.compactMap(\.header.parentID)).subtracting(ids)
+        if !parents.isEmpty {
+            let missing = parents.filter { state[$0] == nil }
+            exact += named(state, parents.subtracting(missing))
+            if !missing.isEmpty { exact += named(try projection.state(of: Array(missing), at: point), missing) }
+        }
+        let rest = ids.union(parents).subtracting(exact.map(\.header.objectID))
+        let others = try names(of: rest, asOf: point, projection: projection)
+        return CatalogNames(exactly: exact).merging(others)
     }
 
     /// The location names of `directory` at `point`, with the directory for names at other moments.

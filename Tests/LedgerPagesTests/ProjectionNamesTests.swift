@@ -51,6 +51,13 @@ import Testing
                 Issue.record("\(label): \(id) at \(point): projection \(projected.display(id)), fold \(folded.display(id))")
             }
             named += ids.filter { folded.name(of: $0) != nil }.count
+            // Named from a state of the facts in force at the point (a comparison's), holding every
+            // other object: the same names, parents included.
+            let held = ids.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+            let stated = try queries.names(of: ids, in: try projection.state(of: held, at: point), asOf: point, projection: projection)
+            let fromState = ids.filter { stated.entries[$0] != folded.entries[$0] }
+            #expect(fromState.isEmpty, "\(label): names from a state differ for \(fromState.prefix(5)) at \(point)")
+            #expect(stated.locations == indexed.locations, "\(label): locations at \(point)")
         }
         #expect(named > 0, "\(label): names to compare")
     }

@@ -131,6 +131,7 @@ public final class LogWriter: @unchecked Sendable {
             preallocator = nil
         }
         self.signal = AppendSignal.forDirectory(directory.root.lexicallyNormalized().string)
+        signal.writerOpened()
         publishActiveIndex(force: true)  // recovery rebuilt it in memory; an older file may be stale
         guard options.ioPool == nil else { return }  // commits run as drain jobs of the pool
         if options.durability == .always {
@@ -238,6 +239,7 @@ public final class LogWriter: @unchecked Sendable {
         defer {
             try? active.file.close()
             lock.release()
+            signal.writerClosed()
         }
         if failed == nil && unsyncedSince != nil {
             try active.file.sync()

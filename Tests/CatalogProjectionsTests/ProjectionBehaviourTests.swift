@@ -101,15 +101,20 @@ struct ProjectionBehaviourTests {
             try db.execute(sql: "PRAGMA locking_mode = EXCLUSIVE")
             try db.execute(sql: "UPDATE projection_checkpoint SET sequence = sequence")
         }
-        let release = Task.detached {
-            try await Task.sleep(for: .milliseconds(300))
-            try holder.close()
-        }
+        // Released from a thread of its own: the open below blocks its thread while it waits, and a
+        // task releasing it would need a cooperative thread, which other tests may all hold then
+        // (the open then timed out with "database is locked" when this ran beside them).
+        let released = DispatchSemaphore(value: 0)
+        Thread {
+            Thread.sleep(forTimeInterval: 0.3)
+            try? holder.close()
+            released.signal()
+        }.start()
         let started = ContinuousClock.now
         let reader = try ProjectionQueries.open(path: path)
         #expect(try reader.checkpoint() != nil)
         #expect(ContinuousClock.now - started >= .milliseconds(200), "the read waited for the lock")
-        try await release.value
+        released.wait()
         try await ledger.close()
     }
 

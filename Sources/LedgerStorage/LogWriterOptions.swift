@@ -55,7 +55,7 @@ public struct LogWriterOptions: Sendable {
     public init() {}
 
     /// Whether segments this writer creates get preallocated space (and the header flag that allows it).
-    var preallocates: Bool { durability == .always && preallocationBytes > 0 && ioPool == nil }
+    public var preallocates: Bool { durability == .always && preallocationBytes > 0 && ioPool == nil }
 
     public var activeIndexPublishIntervalNanoseconds: Int64 { max(0, activeIndexPublishInterval.wholeNanoseconds) }
 

@@ -68,8 +68,7 @@ public struct CatalogNames: Sendable, Hashable {
         entries = [:]
         func add(_ id: CatalogObjectID) {
             guard let fact = state[id] else { return }
-            entries[id] = Entry(type: fact.header.objectType, ownName: fact.ownName,
-                                parentID: fact.header.parentID, isDeleted: fact.header.isDeleted)
+            entries[id] = Self.entry(inForce: fact)
         }
         for id in ids { add(id) }
         for parent in Set(entries.values.compactMap(\.parentID)) where entries[parent] == nil { add(parent) }
@@ -78,10 +77,12 @@ public struct CatalogNames: Sendable, Hashable {
     /// The names of exactly these facts, each the fact in force of its object at a point and carrying
     /// JSON: by the rule, such a fact is also the one whose name shows (no parent added).
     init(exactly facts: [ObjectFact]) {
-        entries = Dictionary(facts.map { fact in
-            (fact.header.objectID, Entry(type: fact.header.objectType, ownName: fact.ownName,
-                                         parentID: fact.header.parentID, isDeleted: fact.header.isDeleted))
-        }) { first, _ in first }
+        entries = Dictionary(facts.map { ($0.header.objectID, Self.entry(inForce: $0)) }) { first, _ in first }
+    }
+
+    /// What an object is called by its fact in force alone (its own name, parent and tombstone flag).
+    private static func entry(inForce fact: ObjectFact) -> Entry {
+        Entry(type: fact.header.objectType, ownName: fact.ownName, parentID: fact.header.parentID, isDeleted: fact.header.isDeleted)
     }
 
     /// What an object with these facts (in history order) is called at `point`.

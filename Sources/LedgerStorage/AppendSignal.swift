@@ -11,7 +11,9 @@ final class AppendSignal: @unchecked Sendable {
     private var nextWaiterID: UInt64 = 0
     /// Waiters whose timeout fired before they registered.
     private var expired: Set<UInt64> = []
-    /// Writers of this process holding the directory (0 or 1: the writer lock is exclusive).
+    /// Writers of this process holding the directory (one at a time: the writer lock is exclusive). A
+    /// writer dropped without `close` (a crash a test simulates) keeps its count, so this process's
+    /// followers of that directory then notice other processes' appends at the safety net's pace.
     private var localWriters = 0
     /// Waits ended by their timeout rather than by a commit (a statistic for tests).
     private(set) var timedOutWaits = 0

@@ -175,7 +175,10 @@ import Testing
         let projection = try #require(context.projector).queries
         let reader = context.queries.reader
         let points = try Self.points().filter { $0.squareTimeMax != nil }
-        var changes = 0, tombstones = 0, nested = 0
+        var changes = 0
+        // Each comparison's objects and its names, checked after the loop against the log's names of
+        // all of them, read in one pass (`LedgerQueries.names(_:)`).
+        var named: [(ids: [CatalogObjectID], point: AsOf, names: CatalogNames)] = []
         for (index, to) in points.enumerated() where index % 3 == 0 {
             for from in [points[max(index - 4, 0)], points[index / 2], points[min(index + 7, points.count - 1)]] {
                 let from = AsOf(squareTimeMax: from.squareTimeMax, ledgerTimeMax: to.ledgerTimeMax)
@@ -184,17 +187,7 @@ import Testing
                 #expect(compared.complete)
                 #expect(compared.diff == whole, "\(from) to \(to)")
                 changes += whole.changed.count + whole.created.count + whole.deleted.count
-                // Named as of the later point as the log names them (each object and its parent).
-                let shown = whole.created + whole.deleted + whole.changed.map(\.objectID)
-                let logNames = try context.queries.names(of: shown, asOf: to)
-                let named = Set(shown).union(shown.compactMap { logNames.entries[$0]?.parentID })
-                for id in named {
-                    #expect(compared.names.entries[id] == logNames.entries[id], "\(id) as of \(to)")
-                    #expect(compared.names.name(of: id) == logNames.name(of: id))
-                }
-                #expect(compared.names.locations == logNames.locations)
-                tombstones += named.filter { compared.names.entries[$0]?.isDeleted ?? false }.count
-                nested += named.filter { (compared.names.entries[$0]?.parentID).map { !shown.contains($0) } ?? false }.count
+                named.append((ids: whole.created + whole.deleted + whole.changed.map(\.objectID), point: to, names: compared.names))
                 // Restricted to the items a search keeps (and their variations): the whole diff's entries for them.
                 let kept = try context.queries.compare(from: from, to: to, search: "bread", limit: .max, projection: projection)
                 let ids = Set(kept.diff.created + kept.diff.deleted + kept.diff.changed.map(\.objectID))
@@ -207,6 +200,19 @@ import Testing
             }
         }
         #expect(changes > 100, "the pairs compared moments that differ")
+        // Named as of the later point as the log names them (each object and its parent).
+        var tombstones = 0, nested = 0
+        for (comparison, logNames) in zip(named, try context.queries.names(named.map { (ids: $0.ids, point: $0.point) })) {
+            let shown = comparison.ids, names = comparison.names
+            let ids = Set(shown).union(shown.compactMap { logNames.entries[$0]?.parentID })
+            for id in ids {
+                #expect(names.entries[id] == logNames.entries[id], "\(id) as of \(comparison.point)")
+                #expect(names.name(of: id) == logNames.name(of: id))
+            }
+            #expect(names.locations == logNames.locations)
+            tombstones += ids.filter { names.entries[$0]?.isDeleted ?? false }.count
+            nested += ids.filter { (names.entries[$0]?.parentID).map { !shown.contains($0) } ?? false }.count
+        }
         #expect(tombstones > 0 && nested > 0, "deleted objects, and variations of items that did not change, were named (tombstones without JSON: ProjectionNamesTests)")
         let limited = try context.queries.compare(from: AsOf(squareTimeMax: 0), to: .latest, limit: 5, projection: projection)
         #expect(!limited.complete && limited.diff.created.count + limited.diff.changed.count <= 5)

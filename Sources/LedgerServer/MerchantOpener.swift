@@ -119,7 +119,7 @@ struct MerchantOpener: Sendable {
                 do {
                     let report = try await syncer.syncIncremental()
                     metrics.appended(report.eventsAppended, path: "sync")
-                    health.syncEnded(succeeded: true, at: clock.now())
+                    health.syncEnded(succeeded: true, at: clock.now(), watermark: report.latestTime)
                     metrics.syncRun(merchant: id, succeeded: true, duration: ContinuousClock.now - started)
                 } catch {
                     // The watermark did not move: the next trigger fetches the same changes again.

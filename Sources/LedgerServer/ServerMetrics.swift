@@ -24,7 +24,16 @@ public final class ServerMetrics: Sendable {
         case unknownMerchant = "unknown_merchant"
     }
 
+    /// What a recorded `catalog.version.updated` delivery did to its merchant's sync.
+    public enum WebhookSyncDecision: String, Sendable, CaseIterable {
+        /// It set off (or joined) a sync.
+        case triggered
+        /// A completed sync had already brought in the version it announced: no sync.
+        case alreadySynced = "already_synced"
+    }
+
     private let webhookCounters: [WebhookOutcome: Counter]
+    private let webhookSyncCounters: [WebhookSyncDecision: Counter]
     private let appendCounters: [String: Counter]
     private let authFailures: Counter
     /// Durable append latency as callers see it (group commit and fsync included).
@@ -46,6 +55,14 @@ public final class ServerMetrics: Sendable {
                 descriptor: .named("catledger_webhooks_total", help: "Webhook deliveries by outcome"), labels: [("outcome", outcome.rawValue)])
         }
         webhookCounters = webhooks
+        var decisions: [WebhookSyncDecision: Counter] = [:]
+        for decision in WebhookSyncDecision.allCases {
+            decisions[decision] = registry.makeCounter(
+                descriptor: .named("catledger_webhook_sync_decisions_total",
+                                   help: "Catalog change deliveries by what they did to the merchant's sync"),
+                labels: [("decision", decision.rawValue)])
+        }
+        webhookSyncCounters = decisions
         var appends: [String: Counter] = [:]
         for path in Self.appendPaths {
             appends[path] = registry.makeCounter(
@@ -74,6 +91,8 @@ public final class ServerMetrics: Sendable {
     }
 
     public func webhook(_ outcome: WebhookOutcome) { webhookCounters[outcome]!.increment() }
+
+    func webhookSync(_ decision: WebhookSyncDecision) { webhookSyncCounters[decision]!.increment() }
 
     public func authFailure() { authFailures.increment() }
 

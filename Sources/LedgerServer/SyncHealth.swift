@@ -2,6 +2,7 @@
 // The reconciling sync decides from it, and `/metrics` exports it (the staleness gauges).
 
 import Foundation
+import SquareWire
 
 /// The wall clock of the server's schedules: the reconciling sync's waits and the times the
 /// staleness gauges are measured against. Tests inject a manual one.
@@ -28,6 +29,8 @@ public final class SyncHealth: @unchecked Sendable {
     private var webhook: Date?
     private var failuresInARow = 0
     private var revoked: String?
+    /// Square's `latest_time` (nanoseconds) of the newest completed sync this process knows of.
+    private var syncedThrough: Int64?
 
     public init() {}
 
@@ -40,21 +43,44 @@ public final class SyncHealth: @unchecked Sendable {
     public var lastWebhook: Date? { lock.withLock { webhook } }
     public var consecutiveFailures: Int { lock.withLock { failuresInARow } }
 
-    /// The ledger's own last completed sync, known from the log at start (never moves time back).
-    public func seed(lastSuccess: Date) {
-        lock.withLock { success = max(success ?? lastSuccess, lastSuccess) }
+    /// The ledger's own last completed sync, known from the log at start: when it was recorded and
+    /// its watermark (Square's `latest_time`). Never moves either back.
+    public func seed(lastSuccess: Date, watermark: String? = nil) {
+        lock.withLock {
+            success = max(success ?? lastSuccess, lastSuccess)
+            advance(to: watermark)
+        }
     }
 
-    func syncEnded(succeeded: Bool, at time: Date) {
+    /// A sync ended at `time`; a completed one stored `watermark` (its `latest_time`) in the ledger.
+    func syncEnded(succeeded: Bool, at time: Date, watermark: String? = nil) {
         lock.withLock {
             attempt = time
             if succeeded {
                 success = time
                 failuresInARow = 0
+                advance(to: watermark)
             } else {
                 failuresInARow += 1
             }
         }
+    }
+
+    /// Holding `lock`.
+    private func advance(to watermark: String?) {
+        guard let time = watermark.flatMap(RFC3339.nanoseconds) else { return }
+        syncedThrough = max(syncedThrough ?? time, time)
+    }
+
+    /// Whether a completed sync already brought in the catalog as of `catalogUpdatedAt` (a
+    /// `catalog.version.updated` webhook's `data.object.catalog_version.updated_at`): true when it is
+    /// at or before that sync's watermark, Square's `latest_time` on the same clock. The next
+    /// incremental sync starts after that watermark and could bring in nothing older, so a
+    /// delivery announcing such a version (a burst's repeat, a redelivery, one arriving late) needs
+    /// no sync of its own. False when either time is unknown or unreadable.
+    public func syncCovers(catalogUpdatedAt: String?) -> Bool {
+        guard let announced = catalogUpdatedAt.flatMap(RFC3339.nanoseconds) else { return false }
+        return lock.withLock { syncedThrough.map { announced <= $0 } ?? false }
     }
 
     func webhookAccepted(at time: Date) { lock.withLock { webhook = time } }

@@ -167,7 +167,8 @@ public struct SyncReconciler: Service {
         guard FileManager.default.fileExists(atPath: root), let health = service.directory.health(of: id) else { return }
         await background(id) { merchant in
             if let completion = try? await merchant.syncer?.lastCompletion() {
-                health.seed(lastSuccess: Date(timeIntervalSince1970: Double(completion.recordedAt) / 1e9))
+                health.seed(lastSuccess: Date(timeIntervalSince1970: Double(completion.recordedAt) / 1e9),
+                            watermark: completion.latestTime)
             }
         }
     }

@@ -187,17 +187,24 @@ public struct WebhookReceiver: Sendable {
     /// What recorded deliveries set off: the staleness metrics' last webhook time (a redelivery too:
     /// Square is delivering), a revoked authorization pauses the merchant (a redelivery too: the first
     /// may have been recorded by a process that stopped before this), and a catalog change triggers
-    /// the merchant's sync.
+    /// the merchant's sync, unless a completed sync already brought in every version announced
+    /// (`SyncHealth.syncCovers`: a burst's repeats, redeliveries, late deliveries).
     private func recorded(_ notifications: [WebhookNotification], outcomes: [AppendOutcome], in merchant: MerchantLedger) async {
         merchant.health.webhookAccepted(at: service.configuration.clock.now())
         for notification in notifications where notification.eventType == Self.authorizationRevokedType {
             service.authorizationRevoked(merchant, eventID: notification.eventID)
         }
         service.metrics.appended(outcomes.filter { !$0.isDuplicate }.count, path: "webhook")
-        let changed = zip(notifications, outcomes).contains { notification, outcome in
+        let announced = zip(notifications, outcomes).filter { notification, outcome in
             !outcome.isDuplicate && notification.eventType == CatalogVersionUpdatedEvent.eventType
+        }.map(\.0)
+        guard !announced.isEmpty, let runner = merchant.syncRunner else { return }
+        if announced.allSatisfy({ merchant.health.syncCovers(catalogUpdatedAt: $0.catalogUpdatedAt) }) {
+            service.metrics.webhookSync(.alreadySynced)
+            return
         }
-        if changed, let runner = merchant.syncRunner { await runner.trigger() }
+        service.metrics.webhookSync(.triggered)
+        await runner.trigger()
     }
 
     // MARK: The webhook inbox (`serve --webhook-inbox`)

@@ -15,6 +15,9 @@ public actor SquareSimulator: SquareTransport {
     public let configuration: SimulatorConfiguration
     public internal(set) var engine: CatalogEngine
     let logger: Logger
+    /// The catalog's version (Unix milliseconds of its last change): what a `catalog.version.updated`
+    /// webhook announces as its `updated_at`.
+    public var catalogVersion: Int64 { engine.catalogVersion }
 
     var clockNanoseconds: Int64
     var chaosRandom: SeededRandom

@@ -48,11 +48,12 @@ enum ServerKit {
     /// The Authorization header's value for `token`.
     static func bearer(_ token: String) -> String { "Bearer \(token)" }
 
-    /// A `catalog.version.updated` body as Square sends it.
-    static func notification(eventID: String, merchant: String = Kit.merchant) -> [UInt8] {
+    /// A `catalog.version.updated` body as Square sends it, announcing the catalog version `catalogUpdatedAt`.
+    static func notification(eventID: String, merchant: String = Kit.merchant,
+                             catalogUpdatedAt: String = "2026-01-05T09:00:01.000Z") -> [UInt8] {
         SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
             merchantID: merchant, eventID: eventID, createdAt: "2026-01-05T09:00:01.123456789Z",
-            catalogUpdatedAt: "2026-01-05T09:00:01.000Z"))
+            catalogUpdatedAt: catalogUpdatedAt))
     }
 
     static func signature(_ body: [UInt8], key: String = Kit.signatureKey, url: String = Kit.notificationURL) -> String {

@@ -5,6 +5,7 @@ import LedgerServer
 import MerchantRegistry
 import SquareAPI
 import SquareSimulator
+import SquareWire
 
 /// `ledger-bench merchants --square`: the active merchants are sellers of their own in the simulated
 /// Square (`SquareOAuthSimulator`, each seller its own `SquareSimulator` with the cafe catalog and a
@@ -51,12 +52,22 @@ extension MerchantsBench {
                                       accessToken: SquareAccessToken("EAAAbench-no-seller"))
         }
 
-        /// A price change made on the seller's dashboard (a change the next sync brings in).
-        func dashboardChange(_ merchant: String, number: Int) async {
-            guard let seller = sellers[merchant], !seller.variations.isEmpty else { return }
+        /// A price change made on the seller's dashboard (a change the next sync brings in). Returns the
+        /// catalog version it made, as Square's webhook announces it (`updated_at`).
+        func dashboardChange(_ merchant: String, number: Int) async -> String? {
+            guard let seller = sellers[merchant], !seller.variations.isEmpty else { return nil }
             let variation = seller.variations[number % seller.variations.count]
-            _ = await seller.simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 100 + Int64(number % 10_000)),
-                                                       by: .dashboard)
+            let record = await seller.simulator.applyDeviceEdit(
+                .setVariationPrice(variationID: variation, amount: 100 + Int64(number % 10_000)), by: .dashboard)
+            return RFC3339.format(milliseconds: record.catalogVersion)
+        }
+
+        /// The seller's catalog version now, as a webhook sent now announces it: the app's own edits
+        /// moved it too (Square echoes them), and a delivery after no change repeats the last one (a
+        /// dashboard change sends a burst, and Square redelivers).
+        func catalogVersion(_ merchant: String) async -> String? {
+            guard let seller = sellers[merchant] else { return nil }
+            return RFC3339.format(milliseconds: await seller.simulator.catalogVersion)
         }
 
         /// One edit through the server's edit route: a price change, or (`stale`) one based on a version
@@ -90,6 +101,8 @@ extension MerchantsBench {
         var syncsFailed: Int
         var syncMeanMilliseconds: Double
         var eventsAppendedBySync: Int
+        /// Deliveries announcing a catalog version a completed sync had already brought in: no sync.
+        var deliveriesAlreadySynced: Int
     }
 }
 

@@ -195,10 +195,11 @@ struct MerchantsBench: ParsableCommand {
         }
         for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
             guard let square = run.square else { continue }
-            print(String(format: "  %-18@ edits: %d sent, %d accepted, %d refused by the version check (409), %d failed; p50 %.1f ms, p99 %.1f ms; syncs: %d completed, %d failed, mean %.1f ms, %d events brought; %d dashboard changes",
+            print(String(format: "  %-18@ edits: %d sent, %d accepted, %d refused by the version check (409), %d failed; p50 %.1f ms, p99 %.1f ms; syncs: %d completed, %d failed, mean %.1f ms, %d events brought; %d dashboard changes; %d deliveries already synced (no sync)",
                          label as NSString, square.editsSent, square.editsAccepted, square.editsRefusedStale, square.editsFailed,
                          square.editP50Milliseconds, square.editP99Milliseconds, square.syncsCompleted, square.syncsFailed,
-                         square.syncMeanMilliseconds, square.eventsAppendedBySync, square.dashboardChanges))
+                         square.syncMeanMilliseconds, square.eventsAppendedBySync, square.dashboardChanges,
+                         square.deliveriesAlreadySynced))
         }
         print(String(format: "  per idle merchant: %.1f KB resident, %.3f threads", perMerchantKB, perMerchantThreads))
         for (name, met) in targets.sorted(by: { $0.key < $1.key }) { print("  \(name): \(met ? "met" : "NOT met")") }
@@ -239,8 +240,12 @@ struct MerchantsBench: ParsableCommand {
             while try await service.inboxPending() ?? 0 > 0 { try await Task.sleep(for: .milliseconds(20)) }
         }
         let deliveries = WebhookBench.Deliveries()
-        @Sendable func deliver(_ merchant: String) async throws -> Int {
-            try await WebhookBench.send(transport, deliveries, merchant: merchant, timeout: .seconds(60))
+        /// With Square, a delivery announces the seller's catalog version (`announcing`; now when nil).
+        @Sendable func deliver(_ merchant: String, announcing: String? = nil) async throws -> Int {
+            var version = announcing
+            if version == nil, let sellers { version = await sellers.catalogVersion(merchant) }
+            return try await WebhookBench.send(transport, deliveries, merchant: merchant, catalogUpdatedAt: version,
+                                               timeout: .seconds(60))
         }
         // Warm-up: each active merchant's first delivery opens (and here creates) its ledger.
         let warmStart = ContinuousClock.now
@@ -302,12 +307,13 @@ struct MerchantsBench: ParsableCommand {
                     // Square sends that webhook once the change is made (the simulated seller's actor may be
                     // busy with its syncs' calls), so its ingest counts from then.
                     var start = scheduled
+                    var announced: String?
                     if let sellers, index % 10 == 0 {
-                        await sellers.dashboardChange(merchant, number: index)
+                        announced = await sellers.dashboardChange(merchant, number: index)
                         start = max(scheduled, ContinuousClock.now)
                     }
                     // A delivery that fails or times out counts as not accepted (the figures say how many).
-                    let status = try? await deliver(merchant)
+                    let status = try? await deliver(merchant, announcing: announced)
                     return (seconds(scheduled - loadStart) * 1000, status == 200 ? seconds(ContinuousClock.now - start) * 1000 : nil, late)
                 }
             }
@@ -343,7 +349,8 @@ struct MerchantsBench: ParsableCommand {
                 syncsCompleted: Int(delta("catledger_sync_runs_total", "\"completed\"")),
                 syncsFailed: Int(delta("catledger_sync_runs_total", "\"failed\"")),
                 syncMeanMilliseconds: delta("catledger_sync_duration_seconds_sum") / max(delta("catledger_sync_duration_seconds_count"), 1) * 1000,
-                eventsAppendedBySync: Int(delta("catledger_appended_events_total", "\"sync\"")))
+                eventsAppendedBySync: Int(delta("catledger_appended_events_total", "\"sync\"")),
+                deliveriesAlreadySynced: Int(delta("catledger_webhook_sync_decisions_total", "\"already_synced\"")))
         }
         let metrics = MetricsText(service.renderMetrics())
         func metric(_ name: String) -> Double { metrics.sum(name) }

@@ -54,14 +54,18 @@ struct WebhookBench: ParsableCommand {
         private var next = 0
         let prefix = UUID().uuidString.lowercased()
 
-        func make(merchant: String = WebhookBench.merchant) -> (body: [UInt8], signature: String) {
+        /// `catalogUpdatedAt`: the catalog version the delivery announces (Square sends the seller's
+        /// catalog version at the change).
+        func make(merchant: String = WebhookBench.merchant, catalogUpdatedAt: String = "2026-01-05T09:00:00.000Z")
+            -> (body: [UInt8], signature: String)
+        {
             let number = lock.withLock { () -> Int in
                 next += 1
                 return next
             }
             let body = SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
                 merchantID: merchant, eventID: "\(prefix)-\(number)",
-                createdAt: "2026-01-05T09:00:00.000000001Z", catalogUpdatedAt: "2026-01-05T09:00:00.000Z"))
+                createdAt: "2026-01-05T09:00:00.000000001Z", catalogUpdatedAt: catalogUpdatedAt))
             return (body, WebhookSignature.sign(body: body, notificationURL: WebhookBench.notificationURL,
                                                 signatureKey: WebhookBench.signatureKey))
         }
@@ -148,8 +152,9 @@ struct WebhookBench: ParsableCommand {
 
     /// One signed delivery for `merchant`; returns the HTTP status.
     static func send(_ transport: HTTPClientTransport, _ deliveries: Deliveries, merchant: String = WebhookBench.merchant,
-                     timeout: Duration = .seconds(10)) async throws -> Int {
-        let (body, signature) = deliveries.make(merchant: merchant)
+                     catalogUpdatedAt: String? = nil, timeout: Duration = .seconds(10)) async throws -> Int {
+        let (body, signature) = catalogUpdatedAt.map { deliveries.make(merchant: merchant, catalogUpdatedAt: $0) }
+            ?? deliveries.make(merchant: merchant)
         let response = try await transport.send(SquareHTTPRequest(
             method: .post, path: "/webhooks/square",
             headers: [WebhookSignature.headerName: signature, "content-type": "application/json"], body: body),

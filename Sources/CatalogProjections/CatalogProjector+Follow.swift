@@ -39,13 +39,14 @@ extension CatalogProjector {
         let reader = self.reader
         let trace = options.followTrace
         let profiles = options.followProfilesStatements
-        let minCommits = options.followCheckpointMinCommits
-        let maxDelay = options.followCheckpointMaxDelay
+        let policy = options
         let checkpointer = try options.followCheckpointInterval.map {
             try WALCheckpointer(path: databasePath, interval: $0, walFramesMax: options.followWALFramesMax, trace: trace,
                                 checkpointsOnCallingThread: commitsOnCallingThread,
                                 due: { sinceLast in
-                                    buffer.takeCommitsForCheckpoint { $0 >= minCommits || ($0 > 0 && sinceLast >= maxDelay) }
+                                    buffer.takeCommitsForCheckpoint { commits, largest in
+                                        policy.checkpointIsDue(commits: commits, largestCommit: largest, sinceLast: sinceLast)
+                                    }
                                 },
                                 onLargeWAL: { buffer.requestWALRestart() })
         }
@@ -88,7 +89,7 @@ extension CatalogProjector {
                     } catch let error as DatabaseError {
                         throw ProjectionError(.database, "\(error)", location: "events \(events[0].sequence)...\(last.sequence)")
                     }
-                    buffer.committed()
+                    buffer.committed(events: events.count)
                     applied?(last.sequence)
                 }
             }

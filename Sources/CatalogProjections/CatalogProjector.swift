@@ -27,8 +27,25 @@ public struct ProjectorOptions: Sendable {
     /// one event a second checkpoints each of them every `followCheckpointMaxDelay` instead of a
     /// thousand checkpoints (two syncs each) every second (docs/PERFORMANCE.md, "Many merchants").
     public var followCheckpointMinCommits = 32
+    /// A round also checkpoints a projection one of whose commits since its last checkpoint applied
+    /// at least this many events (a sync's page): a catalog a sync brought in has its pages written
+    /// and synced now, not with every other merchant's at the end of `followCheckpointMaxDelay`.
+    public var followCheckpointLargeCommitEvents = 32
     /// The longest a projection with commits waits for a checkpoint (see `followCheckpointMinCommits`).
-    public var followCheckpointMaxDelay: Duration = .seconds(30)
+    /// Well under Linux's 30 s before it writes a dirty page back itself (`vm.dirty_expire_centisecs`):
+    /// the checkpoint's syncs write each projection's WAL pages at its own time. Left to the kernel, a
+    /// thousand projections' pages (34 KiB per event, a gigabyte at 1,000 events a second) went out
+    /// in bursts of 100-300 MB every few seconds, and every sync of the disk waited behind them, the
+    /// inbox's that webhook answers wait for among them (docs/PERFORMANCE.md, "Many merchants").
+    public var followCheckpointMaxDelay: Duration = .seconds(10)
+    /// Whether a round of the interval checkpointer checkpoints a projection that committed
+    /// `commits` batches since its last checkpoint, the largest of `largestCommit` events,
+    /// `sinceLast` ago.
+    public func checkpointIsDue(commits: Int, largestCommit: Int, sinceLast: Duration) -> Bool {
+        guard commits > 0 else { return false }
+        return commits >= followCheckpointMinCommits || largestCommit >= followCheckpointLargeCommitEvents
+            || sinceLast >= followCheckpointMaxDelay
+    }
     /// While following, the WAL's size in frames (pages) above which the follower checkpoints on
     /// its own connection between two batches, so that the WAL starts over instead of growing
     /// while commits keep coming (see `WALCheckpointer`); nil lets it grow until a pause.

@@ -10,8 +10,9 @@ final class FollowBuffer: @unchecked Sendable {
     private var events: [LedgerEvent] = []
     private var firstReceivedAt = ContinuousClock.now
     private var walRestartWanted = false
-    /// Commits since the last WAL checkpoint (see `WALCheckpointer`).
+    /// Commits since the last WAL checkpoint, and the most events one of them applied (see `WALCheckpointer`).
     private var commitsSinceCheckpoint = 0
+    private var largestCommitSinceCheckpoint = 0
 
     func append(_ event: LedgerEvent) {
         let now = ContinuousClock.now
@@ -31,15 +32,21 @@ final class FollowBuffer: @unchecked Sendable {
         }
     }
 
-    /// Counts a commit of the follower.
-    func committed() { lock.withLock { commitsSinceCheckpoint += 1 } }
-
-    /// The commits since the last checkpoint, and starts counting again when `take` says a
-    /// checkpoint is due for that many.
-    func takeCommitsForCheckpoint(_ take: (Int) -> Bool) -> Bool {
+    /// Counts a commit of the follower that applied `events` events.
+    func committed(events: Int) {
         lock.withLock {
-            guard take(commitsSinceCheckpoint) else { return false }
+            commitsSinceCheckpoint += 1
+            largestCommitSinceCheckpoint = max(largestCommitSinceCheckpoint, events)
+        }
+    }
+
+    /// The commits since the last checkpoint and the most events one of them applied, and starts
+    /// counting again when `take` says a checkpoint is due for them.
+    func takeCommitsForCheckpoint(_ take: (_ commits: Int, _ largestCommit: Int) -> Bool) -> Bool {
+        lock.withLock {
+            guard take(commitsSinceCheckpoint, largestCommitSinceCheckpoint) else { return false }
             commitsSinceCheckpoint = 0
+            largestCommitSinceCheckpoint = 0
             return true
         }
     }

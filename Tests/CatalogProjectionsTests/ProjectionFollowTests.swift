@@ -139,6 +139,34 @@ struct ProjectionFollowTests {
         try await ledger.close()
     }
 
+    @Test("a round checkpoints after followCheckpointMinCommits commits, after one commit of followCheckpointLargeCommitEvents events (a sync's page), or once followCheckpointMaxDelay has passed; never with nothing committed")
+    func checkpointPolicy() {
+        let options = ProjectorOptions()
+        // The server's defaults: a thousand merchants each taking an event a second are checkpointed
+        // every 10 s (well before the kernel writes their WAL pages back itself after 30 s), and a
+        // sync's page of a catalog at the next round.
+        #expect(options.followCheckpointMinCommits == 32)
+        #expect(options.followCheckpointLargeCommitEvents == 32)
+        #expect(options.followCheckpointMaxDelay == .seconds(10))
+        #expect(!options.checkpointIsDue(commits: 0, largestCommit: 0, sinceLast: .seconds(3600)))
+        #expect(!options.checkpointIsDue(commits: 31, largestCommit: 1, sinceLast: .seconds(9)))
+        #expect(options.checkpointIsDue(commits: 32, largestCommit: 1, sinceLast: .seconds(1)))
+        #expect(!options.checkpointIsDue(commits: 3, largestCommit: 31, sinceLast: .seconds(9)))
+        #expect(options.checkpointIsDue(commits: 1, largestCommit: 32, sinceLast: .milliseconds(1)))
+        #expect(options.checkpointIsDue(commits: 1, largestCommit: 1, sinceLast: .seconds(10)))
+
+        // The follower's counts: the most events one commit applied, both started over by a checkpoint.
+        let buffer = FollowBuffer()
+        for _ in 0..<3 { buffer.committed(events: 1) }
+        buffer.committed(events: 40)
+        buffer.committed(events: 2)
+        var seen: (commits: Int, largest: Int)?
+        #expect(buffer.takeCommitsForCheckpoint { seen = ($0, $1); return options.checkpointIsDue(commits: $0, largestCommit: $1, sinceLast: .zero) })
+        #expect(seen?.commits == 5 && seen?.largest == 40)
+        #expect(!buffer.takeCommitsForCheckpoint { seen = ($0, $1); return $0 > 0 })
+        #expect(seen?.commits == 0 && seen?.largest == 0)
+    }
+
     @Test("a follower cancelled during its catch-up stops between two batches; the next one goes on from there, without a rebuild")
     func cancelledCatchUpStopsBetweenBatches() async throws {
         let directory = TemporaryLedger()

@@ -51,7 +51,7 @@ struct MerchantsBench: ParsableCommand {
     @Option(help: "With --square: edits per second through the edit route, over all active merchants (default: one per ten active merchants).")
     var editsPerSecond: Int?
 
-    @Option(help: "Write each delivery of the many-merchant run to this file: milliseconds from the phase's start to its scheduled time, its latency, and how late its request started (the load's own delay), one per line.")
+    @Option(help: "Write each delivery of the many-merchant run to this file: milliseconds from the phase's start to its scheduled time, its latency, and how late its request started (the load's own delay), one per line, after a first line with the phase's start in Unix seconds.")
     var latencyLog: String?
 
     /// The subscription of `ledger-bench webhooks`, whose signed deliveries this benchmark sends too.
@@ -276,7 +276,8 @@ struct MerchantsBench: ParsableCommand {
         let scrape = seconds(ContinuousClock.now - scrapeStart)
         let cpuAtStart = ProcessFigures.cpuMilliseconds()
         let loadStart = ContinuousClock.now
-        var underLoad = idle
+        var figuresUnderLoad: Task<ProcessFigures, Never>?
+        let phaseStartedAt = Date()
         // Edits through the edit route, paced on their own beside the webhooks.
         let edits = Task { () -> [(status: Int, milliseconds: Double)] in
             guard let sellers, editRate > 0 else { return [] }
@@ -299,7 +300,8 @@ struct MerchantsBench: ParsableCommand {
             for index in 0..<total {
                 let scheduled = loadStart + interval * index
                 if scheduled > ContinuousClock.now { try await Task.sleep(until: scheduled) }
-                if index == total * 9 / 10 { underLoad = ProcessFigures.now() }
+                // Read beside the schedule, not in it: listing 13,000 open files takes tens of milliseconds.
+                if index == total * 9 / 10 { figuresUnderLoad = Task { ProcessFigures.now() } }
                 let merchant = ids[index % active]
                 group.addTask {
                     let late = seconds(ContinuousClock.now - scheduled) * 1000
@@ -320,7 +322,8 @@ struct MerchantsBench: ParsableCommand {
             return try await group.reduce(into: []) { $0.append($1) }
         }.sorted { $0.scheduled < $1.scheduled }
         if let latencyLog, registered > 1 {
-            try latencies.map { String(format: "%.1f %.2f %.2f", $0.scheduled, $0.latency ?? -1, $0.late) }.joined(separator: "\n")
+            let header = String(format: "# phase started at %.3f (Unix seconds)", phaseStartedAt.timeIntervalSince1970)
+            try ([header] + latencies.map { String(format: "%.1f %.2f %.2f", $0.scheduled, $0.latency ?? -1, $0.late) }).joined(separator: "\n")
                 .write(toFile: latencyLog, atomically: true, encoding: .utf8)
         }
         let accepted = latencies.compactMap(\.latency)
@@ -360,7 +363,7 @@ struct MerchantsBench: ParsableCommand {
         }
         let openMean = metric("catledger_merchant_open_duration_seconds_sum") / metric("catledger_merchant_open_duration_seconds_count") * 1000
         try await server.stop()
-        return Run(registered: registered, active: active, startupSeconds: startup, idle: idle, underLoad: underLoad,
+        return Run(registered: registered, active: active, startupSeconds: startup, idle: idle, underLoad: await figuresUnderLoad?.value ?? idle,
                    warmUpSeconds: warmUp, deliveries: total, accepted: accepted.count, p50Milliseconds: percentile(accepted, 0.5),
                    p99Milliseconds: percentile(accepted, 0.99), openAfterLoad: openAfterLoad,
                    openMeanMilliseconds: openMean, inboxCatchUpSeconds: inboxCatchUp,

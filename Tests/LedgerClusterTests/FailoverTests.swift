@@ -61,10 +61,13 @@ struct ClusterNodes {
         return Node(id: id, port: port, root: root, process: child)
     }
 
-    /// A signed `catalog.version.updated` delivery as raw HTTP.
+    /// A signed `catalog.version.updated` delivery as raw HTTP. Like Square's, it announces a catalog
+    /// version no older than the changes made before it is sent (now: the simulated sellers' versions
+    /// follow the clock), so the server does not take it as synced already.
     static func request(merchant: String, eventID: String) -> [UInt8] {
+        let now = RFC3339.format(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
         let body = Array(SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
-            merchantID: merchant, eventID: eventID, createdAt: "2026-11-27T06:00:00Z", catalogUpdatedAt: "2026-11-27T06:00:00Z")))
+            merchantID: merchant, eventID: eventID, createdAt: "2026-11-27T06:00:00Z", catalogUpdatedAt: now)))
         let signature = WebhookSignature.sign(body: body, notificationURL: notificationURL, signatureKey: key)
         let head = "POST /webhooks/square HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             + "\(WebhookSignature.headerName): \(signature)\r\nContent-Length: \(body.count)\r\n\r\n"

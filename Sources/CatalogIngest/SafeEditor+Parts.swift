@@ -262,11 +262,8 @@ extension SafeEditor {
             response.status = status
             response.body = String(decoding: SquareJSON.encodeOrTrap(SquareErrorBody(errors: error.errors)), as: UTF8.self)
         }
-        let outcomes = try await append(response, response: read, location: "response to \(key)")
-        guard let first = outcomes.first else {
-            throw EditError(.invalidRequest, "Square's response produced no event", location: key)
-        }
-        return try editResult(editSequence: editSequence, outcomeSequence: first.sequence, key: key)
+        let outcome = try await appendOutcome(response, response: read, location: "response to \(key)")
+        return try editResult(editSequence: editSequence, outcome: outcome, key: key)
     }
 
     /// One result for the parts of an edit or delete: the first part's, with every version, the

@@ -235,7 +235,8 @@ public struct SafeEditor: Sendable {
             throw EditError(.invalidRequest, "the report produced no outcome event", location: key)
         }
         let outcomes = try await ledger.append(proposed + answered)
-        return try recorded("app report", editSequence: outcomes[0].sequence, outcomeSequence: outcomes[1].sequence, key: key)
+        return try recorded("app report", editSequence: outcomes[0].sequence,
+                            outcome: try event(answered[0], appendedAs: outcomes[1]), key: key)
     }
 
     /// For an accepted image attach or toggle the app reported without a read-back: the objects it
@@ -267,16 +268,13 @@ public struct SafeEditor: Sendable {
     private func record(_ response: RecordedExchange, read: SquareCatalogResponse? = nil,
                         followUp: SquareCatalogResponse? = nil, editSequence: UInt64,
                         key: String) async throws -> EditResult {
-        let outcomes = try await append(response, response: read, followUp: followUp, location: "response to \(key)")
-        guard let first = outcomes.first else {
-            throw EditError(.invalidRequest, "Square's response produced no event", location: key)
-        }
-        return try recorded("edit", editSequence: editSequence, outcomeSequence: first.sequence, key: key)
+        let outcome = try await appendOutcome(response, response: read, followUp: followUp, location: "response to \(key)")
+        return try recorded("edit", editSequence: editSequence, outcome: outcome, key: key)
     }
 
     /// The result of a recorded edit or report (`what`), logged once.
-    private func recorded(_ what: String, editSequence: UInt64, outcomeSequence: UInt64, key: String) throws -> EditResult {
-        let result = try editResult(editSequence: editSequence, outcomeSequence: outcomeSequence, key: key)
+    private func recorded(_ what: String, editSequence: UInt64, outcome: LedgerEvent, key: String) throws -> EditResult {
+        let result = try editResult(editSequence: editSequence, outcome: outcome, key: key)
         logger.info("\(what) recorded", metadata: [
             "key": "\(key)", "status": "\(result.status.rawValue)", "codes": "\(result.errorCodes)",
         ])
@@ -285,10 +283,14 @@ public struct SafeEditor: Sendable {
 
     /// The result of an edit as the ledger holds it: the outcome event at `outcomeSequence`.
     func editResult(editSequence: UInt64, outcomeSequence: UInt64, key: String) throws -> EditResult {
+        try editResult(editSequence: editSequence, outcome: ledger.reader.event(at: outcomeSequence), key: key)
+    }
+
+    /// The result of an edit whose outcome event is `outcome`.
+    func editResult(editSequence: UInt64, outcome: LedgerEvent, key: String) throws -> EditResult {
         var result = EditResult(status: .accepted, idempotencyKey: key, editSequence: editSequence,
-                                outcomeSequence: outcomeSequence, newVersions: [:], httpStatus: 200, errorCodes: [],
+                                outcomeSequence: outcome.sequence, newVersions: [:], httpStatus: 200, errorCodes: [],
                                 diagnosis: nil)
-        let outcome = try ledger.reader.event(at: outcomeSequence)
         switch outcome.body {
         case .upsertAccepted(let accepted):
             for version in accepted.newVersions { result.newVersions[version.objectID.rawValue] = version.version }
@@ -317,6 +319,28 @@ public struct SafeEditor: Sendable {
         let outcomes = try await ledger.append(
             try events(for: exchange, response: response, followUp: followUp, location: location))
         return outcomes
+    }
+
+    /// Appends Square's answer `exchange` and returns its first event (the outcome) as the ledger
+    /// holds it, without reading back what was just written.
+    func appendOutcome(_ exchange: RecordedExchange, response: SquareCatalogResponse? = nil,
+                       followUp: SquareCatalogResponse? = nil, location: String) async throws -> LedgerEvent {
+        let events = try events(for: exchange, response: response, followUp: followUp, location: location)
+        let outcomes = try await ledger.append(events)
+        guard let first = events.first, let outcome = outcomes.first else {
+            throw EditError(.invalidRequest, "Square's response produced no event", location: location)
+        }
+        return try event(first, appendedAs: outcome)
+    }
+
+    /// The event the ledger holds for `pending` after an append answered `outcome`: the one written
+    /// (its sequence and ledger time from the answer), or the one already recorded under its dedupe
+    /// key (read from the ledger).
+    func event(_ pending: PendingEvent, appendedAs outcome: AppendOutcome) throws -> LedgerEvent {
+        switch outcome {
+        case .appended(let sequence, let recordedAt): LedgerEvent(sequence: sequence, recordedAt: recordedAt, content: pending)
+        case .duplicate(let existing): try ledger.reader.event(at: existing)
+        }
     }
 
     /// The events `exchange` becomes; a body that cannot be read is an invalid request.

@@ -45,7 +45,7 @@ struct MerchantsBench: ParsableCommand {
     @Option(name: .customLong("seconds"), help: "Seconds of the delivery phase.")
     var phaseSeconds = 20
 
-    @Flag(help: "Against the simulated Square: each active merchant a seller with its own catalog and token; every webhook sets off that merchant's sync, one in ten follows a price change on its dashboard, and edits go through the edit route (one in ten based on a stale version, refused and diagnosed).")
+    @Flag(help: "Against the simulated Square: each active merchant a seller with its own catalog and token; each webhook announces the seller's catalog version and sets off that merchant's sync when a completed sync has not brought that version in yet, one in ten follows a price change on its dashboard, and edits go through the edit route (one in ten based on a stale version, refused and diagnosed).")
     var square = false
 
     @Option(help: "With --square: edits per second through the edit route, over all active merchants (default: one per ten active merchants).")
@@ -178,7 +178,7 @@ struct MerchantsBench: ParsableCommand {
             return
         }
         print("merchants on one server, \(perMerchantRate) webhook/s per active merchant, \(Int(seconds(phase))) s phase\(webhookInbox ? ", webhook inbox" : "")"
-              + (square ? ", simulated Square (syncs on every webhook; edits: \(editRate)/s, one merchant alone \(min(editRate, Self.oneSellerEditRate))/s)" : ""))
+              + (square ? ", simulated Square (a sync for each version not yet synced; edits: \(editRate)/s, one merchant alone \(min(editRate, Self.oneSellerEditRate))/s)" : ""))
         for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
             print(String(format: "  %-18@ start %.2f s; idle: %d threads, %.1f MB, %d files; %d active: p50 %.2f ms, p99 %.2f ms, %d/%d accepted; under load: %d threads, %.1f MB, %d files, %.2f ms CPU per delivery; first open %.1f ms (warm-up %.1f s); a scrape of /metrics %.1f ms",
                          label as NSString, run.startupSeconds, run.idle.threads, Double(run.idle.residentKilobytes) / 1024, run.idle.openFiles,

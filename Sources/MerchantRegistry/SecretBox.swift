@@ -114,7 +114,19 @@ public struct RegistryError: Error, CustomStringConvertible, Sendable {
 /// Hexadecimal text of bytes (lower case) and back (either case): secrets keys here, token digests in
 /// the server's token file.
 public enum HexDigits {
-    public static func encode(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+    /// Lower-case digits, two per byte. (Every request's id is made here: `String(format:)` per byte
+    /// took 1.3 % of a busy server's CPU.)
+    public static func encode(_ bytes: [UInt8]) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { buffer in
+            for (index, byte) in bytes.enumerated() {
+                buffer[2 * index] = digits[Int(byte >> 4)]
+                buffer[2 * index + 1] = digits[Int(byte & 0x0f)]
+            }
+            return bytes.count * 2
+        }
+    }
+
+    private static let digits: [UInt8] = Array("0123456789abcdef".utf8)
 
     /// Nil for an odd count of digits or a character that is not one.
     public static func decode(_ text: String) -> [UInt8]? {

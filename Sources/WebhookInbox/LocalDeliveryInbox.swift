@@ -229,20 +229,21 @@ public final class LocalDeliveryInbox: DeliveryInbox, @unchecked Sendable {
             try database.write { [self] db in
                 markedDone = 0
                 for (merchantID, id) in marks {
-                    try db.execute(sql: "UPDATE deliveries SET done_at = ? WHERE merchant_id = ? AND id <= ? AND done_at IS NULL",
-                                   arguments: [now, merchantID, id])
+                    try db.cachedStatement(sql: "UPDATE deliveries SET done_at = ? WHERE merchant_id = ? AND id <= ? AND done_at IS NULL")
+                        .execute(arguments: [now, merchantID, id])
                     markedDone += db.changesCount
                 }
                 if !marks.isEmpty { try purgeIfDue(db, now: now) }
                 return try batch.map { accept in
-                    try db.execute(sql: """
+                    try db.cachedStatement(sql: """
                         INSERT INTO deliveries (merchant_id, event_id, body, headers, received_at) VALUES (?, ?, ?, ?, ?)
                         ON CONFLICT (merchant_id, event_id) DO NOTHING
-                        """, arguments: [accept.merchantID, accept.eventID, Data(accept.body),
-                                         Self.encode(accept.headers), accept.receivedAt])
+                        """).execute(arguments: [accept.merchantID, accept.eventID, Data(accept.body),
+                                                 Self.encode(accept.headers), accept.receivedAt])
                     if db.changesCount == 1 { return .accepted(id: db.lastInsertedRowID) }
-                    let existing = try Int64.fetchOne(db, sql: "SELECT id FROM deliveries WHERE merchant_id = ? AND event_id = ?",
-                                                      arguments: [accept.merchantID, accept.eventID]) ?? 0
+                    let existing = try Int64.fetchOne(
+                        db.cachedStatement(sql: "SELECT id FROM deliveries WHERE merchant_id = ? AND event_id = ?"),
+                        arguments: [accept.merchantID, accept.eventID]) ?? 0
                     return .duplicate(id: existing)
                 }
             }

@@ -69,4 +69,27 @@ struct PooledWriterTests {
         #expect(during - before < 50, "threads before \(before), with 50 pooled writers \(during)")
         for writer in writers { try writer.close() }
     }
+
+    @Test("a submitted job wakes one idle worker, and a timer due later than the next one wakes no thread: no futile wake-ups")
+    func submitWakesOneWorker() async throws {
+        let pool = LogIOPool(threads: 4, name: "tests.pooled-wakeups.io")
+        let done = DispatchSemaphore(value: 0)
+        // One job at a time, each run to its end before the next: four idle workers each time.
+        for _ in 0..<200 {
+            pool.submit { done.signal() }
+            done.wait()
+        }
+        // A burst: every worker gets work, hardly any wakes for nothing (some may: a worker woken for a job
+        // another one took first).
+        for _ in 0..<200 { pool.submit { done.signal() } }
+        for _ in 0..<200 { done.wait() }
+        let afterJobs = pool.futileWakeUps
+        #expect(afterJobs.workers < 100, "futile worker wake-ups: \(afterJobs.workers) for 400 jobs on 4 workers")
+        // The timer thread sleeps until its soonest timer; timers due later do not wake it.
+        pool.submit(at: Date().addingTimeInterval(0.3)) { done.signal() }
+        for index in 0..<100 { pool.submit(at: Date().addingTimeInterval(3600 + Double(index))) {} }
+        done.wait()
+        let afterTimers = pool.futileWakeUps
+        #expect(afterTimers.timer - afterJobs.timer <= 2, "futile timer wake-ups: \(afterTimers.timer - afterJobs.timer)")
+    }
 }

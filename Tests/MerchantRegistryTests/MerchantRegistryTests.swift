@@ -127,4 +127,13 @@ struct MerchantRegistryTests {
             #expect(!FileManager.default.fileExists(atPath: root + "/" + SecretBox.keyFileName), "no key file made for a bad key")
         }
     }
+
+    @Test("hexadecimal digits: two lower-case digits per byte, and back")
+    func hexDigits() {
+        #expect(HexDigits.encode([]) == "")
+        #expect(HexDigits.encode([0x00, 0x0f, 0xa5, 0xff, 0x10]) == "000fa5ff10")
+        let bytes = (0..<256).map { UInt8($0) }
+        #expect(HexDigits.decode(HexDigits.encode(bytes)) == bytes)
+        #expect(HexDigits.decode("0G") == nil)
+    }
 }

@@ -5,6 +5,7 @@ import Foundation
 import LedgerServer
 import Logging
 import MerchantRegistry
+import NIOPosix
 import SquareAPI
 import SquareWire
 
@@ -57,6 +58,12 @@ struct MerchantsBench: ParsableCommand {
     /// The subscription of `ledger-bench webhooks`, whose signed deliveries this benchmark sends too.
     static let notificationURL = WebhookBench.notificationURL
     static let signatureKey = WebhookBench.signatureKey
+
+    /// The load (Square's delivery workers, the dashboard, the app's editing clients) runs on threads of
+    /// its own, as it would on other machines: its tasks take no thread of the server's cooperative
+    /// pool, its HTTP clients no event loop of the server's. It still shares the machine's cores.
+    static let loadExecutor = BackgroundExecutor(name: "bench-load", niceIncrement: 0)
+    static let loadEventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     /// Edits a second one seller's Square takes beside its syncs (`SellerRateLimiter.Policy.default`: 20 calls/s).
     static let oneSellerEditRate = 4
@@ -225,13 +232,13 @@ struct MerchantsBench: ParsableCommand {
         try await Task.sleep(for: .milliseconds(500))
         let idle = ProcessFigures.now()
 
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(
+        let client = HTTPClient(eventLoopGroupProvider: .shared(Self.loadEventLoops), configuration: HTTPClient.Configuration(
             connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections))))
         defer { _ = client.shutdown() }
         let transport = HTTPClientTransport(baseURL: server.baseURL, httpClient: client)
         // The app's edits come over connections of their own (an edit waits for Square; Square's
         // deliveries never queue behind it).
-        let editClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: HTTPClient.Configuration(
+        let editClient = HTTPClient(eventLoopGroupProvider: .shared(Self.loadEventLoops), configuration: HTTPClient.Configuration(
             connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections))))
         defer { _ = editClient.shutdown() }
         let editTransport = HTTPClientTransport(baseURL: server.baseURL, httpClient: editClient)
@@ -249,12 +256,14 @@ struct MerchantsBench: ParsableCommand {
         }
         // Warm-up: each active merchant's first delivery opens (and here creates) its ledger.
         let warmStart = ContinuousClock.now
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for (index, merchant) in ids.prefix(active).enumerated() {
-                if index >= 16 { try await group.next() }
-                group.addTask { _ = try await deliver(merchant) }
+        try await withTaskExecutorPreference(Self.loadExecutor) {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (index, merchant) in ids.prefix(active).enumerated() {
+                    if index >= 16 { try await group.next() }
+                    group.addTask { _ = try await deliver(merchant) }
+                }
+                try await group.waitForAll()
             }
-            try await group.waitForAll()
         }
         // With the inbox the answers came before the ledgers opened: the warm-up ends when they are in.
         try await inboxDrained()
@@ -279,7 +288,7 @@ struct MerchantsBench: ParsableCommand {
         var figuresUnderLoad: Task<ProcessFigures, Never>?
         let phaseStartedAt = Date()
         // Edits through the edit route, paced on their own beside the webhooks.
-        let edits = Task { () -> [(status: Int, milliseconds: Double)] in
+        let edits = Task(executorPreference: Self.loadExecutor) { () -> [(status: Int, milliseconds: Double)] in
             guard let sellers, editRate > 0 else { return [] }
             let count = Int(seconds(phase) * Double(editRate))
             let editInterval = Duration.nanoseconds(1_000_000_000 / Int64(editRate))
@@ -296,30 +305,32 @@ struct MerchantsBench: ParsableCommand {
                 return try await group.reduce(into: []) { $0.append($1) }
             }
         }
-        let latencies = try await withThrowingTaskGroup(of: (scheduled: Double, latency: Double?, late: Double).self) { group in
-            for index in 0..<total {
-                let scheduled = loadStart + interval * index
-                if scheduled > ContinuousClock.now { try await Task.sleep(until: scheduled) }
-                // Read beside the schedule, not in it: listing 13,000 open files takes tens of milliseconds.
-                if index == total * 9 / 10 { figuresUnderLoad = Task { ProcessFigures.now() } }
-                let merchant = ids[index % active]
-                group.addTask {
-                    let late = seconds(ContinuousClock.now - scheduled) * 1000
-                    // A catalog change on the seller's dashboard before one delivery in ten: the sync brings it in.
-                    // Square sends that webhook once the change is made (the simulated seller's actor may be
-                    // busy with its syncs' calls), so its ingest counts from then.
-                    var start = scheduled
-                    var announced: String?
-                    if let sellers, index % 10 == 0 {
-                        announced = await sellers.dashboardChange(merchant, number: index)
-                        start = max(scheduled, ContinuousClock.now)
+        let latencies = try await withTaskExecutorPreference(Self.loadExecutor) {
+            try await withThrowingTaskGroup(of: (scheduled: Double, latency: Double?, late: Double).self) { group in
+                for index in 0..<total {
+                    let scheduled = loadStart + interval * index
+                    if scheduled > ContinuousClock.now { try await Task.sleep(until: scheduled) }
+                    // Read beside the schedule, not in it: listing 13,000 open files takes tens of milliseconds.
+                    if index == total * 9 / 10 { figuresUnderLoad = Task { ProcessFigures.now() } }
+                    let merchant = ids[index % active]
+                    group.addTask {
+                        let late = seconds(ContinuousClock.now - scheduled) * 1000
+                        // A catalog change on the seller's dashboard before one delivery in ten: the sync brings it in.
+                        // Square sends that webhook once the change is made (the simulated seller's actor may be
+                        // busy with its syncs' calls), so its ingest counts from then.
+                        var start = scheduled
+                        var announced: String?
+                        if let sellers, index % 10 == 0 {
+                            announced = await sellers.dashboardChange(merchant, number: index)
+                            start = max(scheduled, ContinuousClock.now)
+                        }
+                        // A delivery that fails or times out counts as not accepted (the figures say how many).
+                        let status = try? await deliver(merchant, announcing: announced)
+                        return (seconds(scheduled - loadStart) * 1000, status == 200 ? seconds(ContinuousClock.now - start) * 1000 : nil, late)
                     }
-                    // A delivery that fails or times out counts as not accepted (the figures say how many).
-                    let status = try? await deliver(merchant, announcing: announced)
-                    return (seconds(scheduled - loadStart) * 1000, status == 200 ? seconds(ContinuousClock.now - start) * 1000 : nil, late)
                 }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
         }.sorted { $0.scheduled < $1.scheduled }
         if let latencyLog, registered > 1 {
             let header = String(format: "# phase started at %.3f (Unix seconds)", phaseStartedAt.timeIntervalSince1970)

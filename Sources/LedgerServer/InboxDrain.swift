@@ -20,7 +20,14 @@ import WebhookInbox
 /// durable; after a crash the pending ones drain again and the ledger drops those it holds (dedupe
 /// on the event id).
 ///
-/// Thread-safety: the per-merchant queues are guarded by `lock`.
+/// Deliveries that set nothing off may wait for company (`gatherDelay`): while none of a merchant's
+/// waiting deliveries is urgent (`isUrgent`: it sets off a sync, or pauses the merchant) and the
+/// oldest was accepted less than `gatherDelay` ago, its drain waits, woken by the next delivery for
+/// that merchant or the deadline, so that a merchant receiving a delivery a second gets one append
+/// (one fdatasync, one projection commit) for several. An urgent delivery is appended at once, with
+/// every delivery before it, so a delivery is always in the ledger before the sync it sets off.
+///
+/// Thread-safety: the per-merchant queues and the gathering drains' continuations are guarded by `lock`.
 final class InboxDrain: @unchecked Sendable {
     let inbox: any DeliveryInbox
     /// Appends a merchant's deliveries to its ledger and does what a recorded webhook triggers; nil
@@ -33,6 +40,11 @@ final class InboxDrain: @unchecked Sendable {
     private let batchMax: Int
     private let queuedMax: Int
     private let retryDelay: Duration
+    /// In the clock's nanoseconds; 0: no gathering.
+    private let gatherNanoseconds: Int64
+    private let isUrgent: @Sendable (InboxDelivery) -> Bool
+    /// The drains waiting for company, by merchant (guarded by `lock`).
+    private var gathering: [String: CheckedContinuation<Void, Never>] = [:]
     /// The clock the accept times come from (the server's): nanoseconds since the epoch.
     private let now: @Sendable () -> Int64
     private let lock = NSLock()
@@ -51,13 +63,17 @@ final class InboxDrain: @unchecked Sendable {
     }
 
     init(inbox: any DeliveryInbox, metrics: ServerMetrics, logger: Logger, batchMax: Int = 256, queuedMax: Int = 4096,
-         retryDelay: Duration = .seconds(1), now: @escaping @Sendable () -> Int64, record: @escaping Record) {
+         retryDelay: Duration = .seconds(1), gatherDelay: Duration = .zero,
+         isUrgent: @escaping @Sendable (InboxDelivery) -> Bool = { _ in true },
+         now: @escaping @Sendable () -> Int64, record: @escaping Record) {
         self.inbox = inbox
         self.metrics = metrics
         self.logger = logger
         self.batchMax = batchMax
         self.queuedMax = queuedMax
         self.retryDelay = retryDelay
+        self.gatherNanoseconds = max(0, gatherDelay.components.seconds * 1_000_000_000 + gatherDelay.components.attoseconds / 1_000_000_000)
+        self.isUrgent = isUrgent
         self.now = now
         self.record = record
     }
@@ -65,6 +81,8 @@ final class InboxDrain: @unchecked Sendable {
     /// Deliveries just accepted, in id order.
     func accepted(_ deliveries: [InboxDelivery]) {
         var start: [String] = []
+        var woken: [CheckedContinuation<Void, Never>] = []
+        defer { for continuation in woken { continuation.resume() } }
         lock.withLock {
             guard !stopped else { return }
             for delivery in deliveries {
@@ -75,6 +93,7 @@ final class InboxDrain: @unchecked Sendable {
                     queue.waiting.append(delivery)
                 }
                 queues[delivery.merchantID] = queue
+                if let continuation = gathering.removeValue(forKey: delivery.merchantID) { woken.append(continuation) }
                 if tasks[delivery.merchantID] == nil, !start.contains(delivery.merchantID) { start.append(delivery.merchantID) }
             }
             for merchantID in start { tasks[merchantID] = Task(executorPreference: MerchantDirectory.backgroundLane(of: merchantID)) { [self] in await drain(merchantID) } }
@@ -93,10 +112,13 @@ final class InboxDrain: @unchecked Sendable {
     /// Reads these merchants' pending deliveries back from the inbox and drains them (a cluster node:
     /// deliveries other nodes accepted for the merchants it owns).
     func rescan(_ merchants: [String]) {
+        var woken: [CheckedContinuation<Void, Never>] = []
+        defer { for continuation in woken { continuation.resume() } }
         lock.withLock {
             guard !stopped else { return }
             for merchantID in merchants {
                 queues[merchantID, default: Queue()].rescan = true
+                if let continuation = gathering.removeValue(forKey: merchantID) { woken.append(continuation) }
                 if tasks[merchantID] == nil { tasks[merchantID] = Task(executorPreference: MerchantDirectory.backgroundLane(of: merchantID)) { [self] in await drain(merchantID) } }
             }
         }
@@ -114,8 +136,43 @@ final class InboxDrain: @unchecked Sendable {
 
     /// Stops taking deliveries and waits for the drains in progress (what remains pending drains on the next start).
     func stop() async {
-        lock.withLock { stopped = true }
+        let woken = lock.withLock {
+            stopped = true
+            defer { gathering.removeAll() }
+            return Array(gathering.values)
+        }
+        for continuation in woken { continuation.resume() }
         await idle()
+    }
+
+    /// Whether `batch`, just taken from the merchant's queue, should wait for company: gathering is
+    /// on, it came from memory (not a read-back backlog), it was accepted less than the delay ago, and
+    /// none of it is urgent. Returns when it may be drained.
+    private func gatherDeadline(of batch: [InboxDelivery], scanned: Bool) -> Int64? {
+        guard gatherNanoseconds > 0, !scanned, let oldest = batch.map(\.receivedAt).min() else { return nil }
+        let deadline = oldest + gatherNanoseconds
+        guard now() < deadline, !batch.contains(where: isUrgent) else { return nil }
+        return deadline
+    }
+
+    /// Puts `batch` back at the head of the merchant's queue and waits until `deadline`, a delivery
+    /// for the merchant, or the stop, whichever comes first.
+    private func gather(_ batch: [InboxDelivery], of merchantID: String, until deadline: Int64) async {
+        let remaining = deadline - now()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waiting: Bool = lock.withLock {
+                queues[merchantID, default: Queue()].waiting.insert(contentsOf: batch, at: 0)
+                guard !stopped, remaining > 0 else { return false }
+                gathering[merchantID] = continuation
+                return true
+            }
+            guard waiting else { return continuation.resume() }
+            Task { [self] in
+                try? await Task.sleep(for: .nanoseconds(remaining))
+                // A later wait of the same merchant woken early re-evaluates and waits again: harmless.
+                lock.withLock { gathering.removeValue(forKey: merchantID) }?.resume()
+            }
+        }
     }
 
     private func drain(_ merchantID: String) async {
@@ -145,6 +202,10 @@ final class InboxDrain: @unchecked Sendable {
                 return (batch, false, queue.drainedThrough)
             }
             guard let next else { return }
+            if let deadline = gatherDeadline(of: next.batch, scanned: next.scan) {
+                await gather(next.batch, of: merchantID, until: deadline)
+                continue
+            }
             var batch = next.batch
             do {
                 if next.scan {

@@ -83,6 +83,13 @@ public struct LedgerServerConfiguration: Sendable {
     public var webhookInbox = false
     /// The most deliveries the inbox drain appends to one merchant's ledger in one batch.
     public var inboxDrainBatchMax = 256
+    /// How long a merchant's deliveries that set nothing off (a catalog version a completed sync
+    /// already brought in, another event type) may wait in the inbox for company before they are
+    /// appended to the ledger (`serve --inbox-gather`; 0: appended at once). A delivery that sets off a
+    /// sync or pauses the merchant is appended at once, with every delivery waiting before it. At a
+    /// delivery a second per merchant, each is otherwise an append, an fdatasync and a projection
+    /// commit of its own.
+    public var inboxGatherDelay: Duration = .zero
     /// Cluster mode (`serve --cluster-database`, docs/SCALING.md): this server is one node of several
     /// sharing a PostgreSQL database; it writes only for the merchants whose lease it holds. nil: the
     /// embedded single-node mode.

@@ -91,6 +91,11 @@ public final class LedgerService: Sendable {
             var drainLogger = logger
             drainLogger[metadataKey: "task"] = "inbox-drain"
             return InboxDrain(inbox: inbox, metrics: metrics, logger: drainLogger, batchMax: max(1, configuration.inboxDrainBatchMax),
+                              gatherDelay: configuration.inboxGatherDelay,
+                              isUrgent: { delivery in
+                                  guard let service = owner.service else { return true }
+                                  return WebhookReceiver(service: service, logger: service.logger).isUrgent(delivery)
+                              },
                               now: { [clock = configuration.clock] in clock.nanoseconds() }, record: record)
         }
         if let cluster {

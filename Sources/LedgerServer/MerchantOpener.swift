@@ -116,6 +116,7 @@ struct MerchantOpener: Sendable {
                     return
                 }
                 let started = ContinuousClock.now
+                health.syncStarted(at: clock.nanoseconds())
                 do {
                     let report = try await syncer.syncIncremental()
                     metrics.appended(report.eventsAppended, path: "sync")

@@ -30,6 +30,9 @@ public final class ServerMetrics: Sendable {
         case triggered
         /// A completed sync had already brought in the version it announced: no sync.
         case alreadySynced = "already_synced"
+        /// A sync that started after the delivery was accepted (it waited in the webhook inbox) brings
+        /// its version in: no sync of its own.
+        case runStartedSince = "run_started_since"
     }
 
     private let webhookCounters: [WebhookOutcome: Counter]

@@ -31,6 +31,11 @@ public final class SyncHealth: @unchecked Sendable {
     private var revoked: String?
     /// Square's `latest_time` (nanoseconds) of the newest completed sync this process knows of.
     private var syncedThrough: Int64?
+    /// A sync was asked for by a webhook and has not started yet (it will start later than now).
+    private var requested = false
+    /// When the newest run started (the server clock, nanoseconds), and whether it is still going.
+    private var runStartedAt: Int64?
+    private var running = false
 
     public init() {}
 
@@ -52,9 +57,33 @@ public final class SyncHealth: @unchecked Sendable {
         }
     }
 
+    /// A webhook asked the merchant's sync runner for a run (which starts later, or folds into one
+    /// not started yet).
+    func syncRequested() { lock.withLock { requested = true } }
+
+    /// A run started at `time` (nanoseconds): it brings in every change Square made before now.
+    func syncStarted(at time: Int64) {
+        lock.withLock {
+            requested = false
+            runStartedAt = time
+            running = true
+        }
+    }
+
+    /// Whether a run asked for by a webhook has yet to start: it will bring in any change Square made
+    /// before now, so a delivery accepted now needs no sync of its own.
+    public var syncRequestPending: Bool { lock.withLock { requested } }
+
+    /// Whether a run started at or after `time` (nanoseconds) and is still going or completed: what
+    /// Square changed before `time` is (or will be) in the ledger without another run.
+    public func runStarted(since time: Int64) -> Bool {
+        lock.withLock { runStartedAt.map { $0 >= time } == true && (running || failuresInARow == 0) }
+    }
+
     /// A sync ended at `time`; a completed one stored `watermark` (its `latest_time`) in the ledger.
     func syncEnded(succeeded: Bool, at time: Date, watermark: String? = nil) {
         lock.withLock {
+            running = false
             attempt = time
             if succeeded {
                 success = time

@@ -189,21 +189,34 @@ public struct WebhookReceiver: Sendable {
     /// may have been recorded by a process that stopped before this), and a catalog change triggers
     /// the merchant's sync, unless a completed sync already brought in every version announced
     /// (`SyncHealth.syncCovers`: a burst's repeats, redeliveries, late deliveries).
-    private func recorded(_ notifications: [WebhookNotification], outcomes: [AppendOutcome], in merchant: MerchantLedger) async {
+    ///
+    /// Deliveries drained from the inbox carry when they were accepted (`acceptedAt`): when a run
+    /// started since then (they waited for company, see `isUrgent`) and did not fail, it brings their
+    /// versions in, and they set off no run of their own.
+    private func recorded(_ notifications: [WebhookNotification], outcomes: [AppendOutcome], acceptedAt: [Int64]? = nil,
+                          in merchant: MerchantLedger) async {
         merchant.health.webhookAccepted(at: service.configuration.clock.now())
         for notification in notifications where notification.eventType == Self.authorizationRevokedType {
             service.authorizationRevoked(merchant, eventID: notification.eventID)
         }
         service.metrics.appended(outcomes.filter { !$0.isDuplicate }.count, path: "webhook")
-        let announced = zip(notifications, outcomes).filter { notification, outcome in
-            !outcome.isDuplicate && notification.eventType == CatalogVersionUpdatedEvent.eventType
+        let times = acceptedAt ?? notifications.map { _ in Int64.max }
+        let announced = zip(zip(notifications, times), outcomes).filter { delivery, outcome in
+            !outcome.isDuplicate && delivery.0.eventType == CatalogVersionUpdatedEvent.eventType
         }.map(\.0)
         guard !announced.isEmpty, let runner = merchant.syncRunner else { return }
-        if announced.allSatisfy({ merchant.health.syncCovers(catalogUpdatedAt: $0.catalogUpdatedAt) }) {
+        let health = merchant.health
+        let uncovered = announced.filter { !health.syncCovers(catalogUpdatedAt: $0.0.catalogUpdatedAt) }
+        if uncovered.isEmpty {
             service.metrics.webhookSync(.alreadySynced)
             return
         }
+        if let earliest = uncovered.map(\.1).min(), earliest != .max, health.runStarted(since: earliest) {
+            service.metrics.webhookSync(.runStartedSince)
+            return
+        }
         service.metrics.webhookSync(.triggered)
+        health.syncRequested()
         await runner.trigger()
     }
 
@@ -247,6 +260,21 @@ public struct WebhookReceiver: Sendable {
         return .encoded(Queued(status: "queued", eventID: notification.eventID))
     }
 
+    /// Whether a delivery waiting in the inbox must reach its ledger at once rather than wait for
+    /// company (`InboxDrain`'s gathering): it pauses the merchant, announces a catalog version no
+    /// completed sync brought in and no run asked for is about to start (its sync starts once it is
+    /// recorded), or cannot be read, or its merchant is not open (its last sync unknown). Versions
+    /// already synced or about to be, and other event types, set nothing off, and may wait.
+    func isUrgent(_ delivery: InboxDelivery) -> Bool {
+        guard let notification = try? WebhookNotification(body: delivery.body) else { return true }
+        if notification.eventType == Self.authorizationRevokedType { return true }
+        guard notification.eventType == CatalogVersionUpdatedEvent.eventType else { return false }
+        guard let merchant = service.directory.openMerchant(MerchantID(delivery.merchantID)) else { return true }
+        guard merchant.syncRunner != nil else { return false }
+        // A run a webhook asked for and not started yet brings this version in too.
+        return !merchant.health.syncCovers(catalogUpdatedAt: notification.catalogUpdatedAt) && !merchant.health.syncRequestPending
+    }
+
     /// Appends deliveries drained from the inbox to the merchant's ledger, each at the time it was
     /// accepted, as one batch, then does what recorded deliveries set off.
     func recordDrained(_ deliveries: [InboxDelivery], in merchant: MerchantLedger) async throws {
@@ -256,6 +284,6 @@ public struct WebhookReceiver: Sendable {
                                           keptHeaders: delivery.headers)
         }
         let outcomes = try await merchant.ledger.append(events, recordedAt: deliveries.map(\.receivedAt))
-        await recorded(notifications, outcomes: outcomes, in: merchant)
+        await recorded(notifications, outcomes: outcomes, acceptedAt: deliveries.map(\.receivedAt), in: merchant)
     }
 }

@@ -55,6 +55,7 @@ import Testing
                 #expect(await runner.runsStarted == 1)
                 #expect(try await decisions() == """
                     catledger_webhook_sync_decisions_total{decision="already_synced"} 2
+                    catledger_webhook_sync_decisions_total{decision="run_started_since"} 0
                     catledger_webhook_sync_decisions_total{decision="triggered"} 1
                     """)
 
@@ -73,6 +74,7 @@ import Testing
                 #expect(await runner.runsStarted == 3)
                 #expect(try await decisions() == """
                     catledger_webhook_sync_decisions_total{decision="already_synced"} 2
+                    catledger_webhook_sync_decisions_total{decision="run_started_since"} 0
                     catledger_webhook_sync_decisions_total{decision="triggered"} 3
                     """)
             }

@@ -31,6 +31,9 @@ struct MerchantsBench: ParsableCommand {
     @Flag(name: .customLong("webhook-inbox"), help: "Serve with --webhook-inbox: the answer waits for the data root's inbox (group-committed), the ledgers are appended behind; reports the drain too.")
     var webhookInbox = false
 
+    @Option(help: "With --webhook-inbox: seconds a merchant's deliveries that set nothing off may wait to be appended together (serve's --inbox-gather; 0: each at once).")
+    var inboxGather = 2.0
+
     @Option(help: "HTTP/1.1 connections the load keeps open to the server (as Square's many delivery workers do).")
     var connections = 64
 
@@ -223,10 +226,12 @@ struct MerchantsBench: ParsableCommand {
         let sellers = square ? try await SquareSellers.make(merchants: ids.prefix(active), registry: registry, root: root) : nil
 
         let started = ContinuousClock.now
-        let service = try await LedgerService.open(configuration: LedgerServerConfiguration(
+        var configuration = LedgerServerConfiguration(
             port: 0, dataRoot: root.path, merchantIDs: [], signatureKeys: [Self.signatureKey],
             notificationURL: Self.notificationURL, square: sellers?.configuration, squareTransport: sellers?.square,
-            syncSchedule: .off, ioThreads: ioThreads == 0 ? nil : ioThreads, webhookInbox: webhookInbox), logger: logger)
+            syncSchedule: .off, ioThreads: ioThreads == 0 ? nil : ioThreads, webhookInbox: webhookInbox)
+        configuration.inboxGatherDelay = .milliseconds(Int64(max(0, inboxGather) * 1000))
+        let service = try await LedgerService.open(configuration: configuration, logger: logger)
         let server = try await LedgerServer.start(service: service, logger: logger)
         let startup = seconds(ContinuousClock.now - started)
         try await Task.sleep(for: .milliseconds(500))

@@ -101,6 +101,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(name: .customLong("webhook-inbox"), help: "Answer each webhook once it is durable in the data root's inbox (one group commit for every merchant: many merchants' deliveries without one ledger commit each), and append it to its ledger right after; the answer says \"queued\" and has no sequence.")
     var webhookInbox = false
 
+    @Option(name: .customLong("inbox-gather"), help: ArgumentHelp("With --webhook-inbox: how long a merchant's deliveries that set nothing off (a catalog version already synced) may wait in the inbox to be appended to its ledger together (0: each at once). A delivery that sets off a sync is appended at once, with those waiting before it.", valueName: "INTERVAL"))
+    var inboxGather = "2s"
+
     @Option(name: .customLong("cluster-database"), help: ArgumentHelp("Cluster mode: run as one node of several sharing this PostgreSQL database (postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE). Each merchant is written by the node holding its lease; any node accepts its webhooks (into the database's inbox) and forwards its other requests to that node; each ledger is shipped to the database's segment archive. Needs --node-id and --node-address; see docs/SCALING.md.", valueName: "URL"))
     var clusterDatabase: String?
 
@@ -163,6 +166,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if let metricsListen, Self.hostPort(metricsListen) == nil {
             throw ValidationError("--metrics-listen takes HOST:PORT (e.g. 127.0.0.1:9090), not \"\(metricsListen)\"")
+        }
+        if case .failure(let error) = SyncSchedule.parseInterval(inboxGather) {
+            throw ValidationError("--inbox-gather: \(error)")
         }
         if case .failure(let error) = SyncSchedule.parseInterval(compactWindow) {
             throw ValidationError("--compact-window: \(error)")
@@ -239,6 +245,7 @@ struct ServeCommand: AsyncParsableCommand {
                 merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get(), ioThreads: ioThreads == 0 ? nil : ioThreads)
             settings.pageTimeZone = global.timeZoneName == nil ? nil : try global.timeZone()
             settings.webhookInbox = webhookInbox
+            settings.inboxGatherDelay = try SyncSchedule.parseInterval(inboxGather).get() ?? .zero
             if let clusterDatabase, let nodeID, let nodeAddress {
                 // Cluster mode takes webhooks into the cluster database's inbox.
                 settings.cluster = ClusterServing(

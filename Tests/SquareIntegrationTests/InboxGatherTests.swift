@@ -1,0 +1,189 @@
+import CatalogLedger
+import CatalogModel
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import LedgerServer
+import SquareAPI
+import SquareSimulator
+import SquareWire
+import Testing
+
+/// `serve --webhook-inbox --inbox-gather`: deliveries that set nothing off (a catalog version a
+/// completed sync already brought in) wait in the inbox to be appended together; a delivery that sets
+/// off a sync is appended at once, with every delivery waiting before it, and before its sync's events.
+@Suite struct InboxGatherTests {
+    typealias Kit = IngestKit
+
+    @Test("deliveries of versions already synced wait for company; a newer version is appended at once with them, before its sync; alone they are appended by the deadline")
+    func deliveriesThatSetNothingOffWaitForCompany() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        var configuration = ServerKit.configuration(root: root, square: simulator, debounce: .milliseconds(20))
+        configuration.webhookInbox = true
+        let gather = Duration.seconds(5)
+        configuration.inboxGatherDelay = gather
+        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        do {
+            let merchant = try #require(service.merchant(Kit.merchant))
+            let runner = try #require(merchant.syncRunner)
+            let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                func deliver(_ eventID: String, announcing version: String) async throws {
+                    let body = ServerKit.notification(eventID: eventID, catalogUpdatedAt: version)
+                    let answer = try await ServerWebhookTests.post(client, body, signature: ServerKit.signature(body))
+                    #expect(answer.status == .ok)
+                }
+                func receipts() async throws -> [String] { try await WebhookInboxTests.receipts(service, Kit.merchant) }
+                /// Polls until `eventID` is in the ledger; the seconds it took.
+                func secondsUntilRecorded(_ eventID: String, within limit: Duration) async throws -> Double {
+                    let start = ContinuousClock.now
+                    while try await !receipts().contains(eventID) {
+                        guard ContinuousClock.now - start < limit else { return .infinity }
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    let elapsed = ContinuousClock.now - start
+                    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+                }
+                /// Waits (at most ten seconds) until the merchant's sync runs started reach `count` and ended.
+                func syncsRan(_ count: Int) async throws {
+                    let start = ContinuousClock.now
+                    while await runner.runsStarted < count, ContinuousClock.now - start < .seconds(10) {
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                    await runner.waitUntilIdle()
+                    #expect(await runner.runsStarted == count)
+                }
+                let seeded = RFC3339.format(milliseconds: await simulator.catalogVersion)
+
+                // Nothing synced yet: the first delivery is appended at once and its sync runs.
+                try await deliver("first", announcing: seeded)
+                #expect(try await secondsUntilRecorded("first", within: .seconds(3)) < 3)
+                try await syncsRan(1)
+
+                // A burst's repeat and a late delivery: versions the sync brought in. They wait.
+                try await deliver("burst", announcing: seeded)
+                try await deliver("late", announcing: "2026-01-05T09:00:00.000Z")
+                try await Task.sleep(for: .milliseconds(500))
+                #expect(try await receipts() == ["first"])
+                #expect(try await service.inboxPending() == 2)
+
+                // A price change on the point of sale: its delivery announces a newer version. It is
+                // appended at once (long before the five seconds), with the three waiting before it, in order.
+                try await deliver("waiting", announcing: seeded)
+                let variation = try #require(ids["#Latte_Small"])
+                let change = await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 777), by: .pointOfSale)
+                try await deliver("change", announcing: RFC3339.format(milliseconds: change.catalogVersion))
+                #expect(try await secondsUntilRecorded("change", within: .seconds(3)) < 3)
+                #expect(try await receipts() == ["first", "burst", "late", "waiting", "change"])
+                try await syncsRan(2)
+                // The delivery is in the ledger before the sync it set off.
+                let events = try merchant.ledger.reader.allEvents()
+                let changeSequence = try #require(events.first { event in
+                    if case .webhookReceived(let receipt) = event.body { return receipt.eventID == "change" }
+                    return false
+                }?.sequence)
+                let secondRun = try #require(events.last { $0.kind == .syncStarted }?.sequence)
+                #expect(secondRun > changeSequence)
+                let latest = try #require(try merchant.ledger.reader.state(asOf: .latest).state[CatalogObjectID(variation)])
+                #expect(try CatalogObject(bytes: latest.payload).priceMoney?.amount == 777)
+
+                // Alone, a delivery that sets nothing off is appended once it has waited the delay.
+                let sent = ContinuousClock.now
+                try await deliver("alone", announcing: RFC3339.format(milliseconds: change.catalogVersion))
+                try await Task.sleep(for: .seconds(1))
+                #expect(try await !receipts().contains("alone"))
+                #expect(try await secondsUntilRecorded("alone", within: .seconds(15)) < 15)
+                #expect(ContinuousClock.now - sent >= gather)
+                // Marked done in the inbox (done marks ride on the next commit, at most 0.2 s later).
+                await service.inboxDrained()
+                let marking = ContinuousClock.now
+                while try await service.inboxPending() != 0, ContinuousClock.now - marking < .seconds(5) {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+                #expect(try await service.inboxPending() == 0)
+                #expect(await runner.runsStarted == 2)
+            }
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+    }
+
+    @Test("a delivery accepted while a sync it would ask for is about to start waits, and once that run has brought its change in, sets off no run of its own")
+    func aRunAboutToStartCoversTheDeliveriesThatWait() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        // A long debounce: the run the first change asks for is still to start when the second arrives.
+        var configuration = ServerKit.configuration(root: root, square: simulator, debounce: .seconds(1))
+        configuration.webhookInbox = true
+        configuration.inboxGatherDelay = .seconds(4)
+        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        do {
+            let merchant = try #require(service.merchant(Kit.merchant))
+            let runner = try #require(merchant.syncRunner)
+            let admin = try ServerKit.adminToken(root: root)
+            let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                func deliver(_ eventID: String, announcing version: Int64) async throws {
+                    let body = ServerKit.notification(eventID: eventID, catalogUpdatedAt: RFC3339.format(milliseconds: version))
+                    let answer = try await ServerWebhookTests.post(client, body, signature: ServerKit.signature(body))
+                    #expect(answer.status == .ok)
+                }
+                func receipts() async throws -> [String] { try await WebhookInboxTests.receipts(service, Kit.merchant) }
+                func waitFor(_ condition: () async throws -> Bool, within limit: Duration) async throws {
+                    let start = ContinuousClock.now
+                    while try await !condition(), ContinuousClock.now - start < limit { try await Task.sleep(for: .milliseconds(20)) }
+                }
+                // The first sync, set off by the first delivery.
+                try await deliver("first", announcing: await simulator.catalogVersion)
+                try await waitFor({ await runner.runsStarted == 1 }, within: .seconds(10))
+                await runner.waitUntilIdle()
+
+                let latte = try #require(ids["#Latte_Small"]), mocha = try #require(ids["#Latte_Large"])
+                let first = await simulator.applyDeviceEdit(.setVariationPrice(variationID: latte, amount: 701), by: .pointOfSale)
+                try await deliver("change-1", announcing: first.catalogVersion)
+                try await waitFor({ merchant.health.syncRequestPending }, within: .seconds(3))
+                #expect(merchant.health.syncRequestPending, "the run change-1 asked for waits out its debounce")
+                // Made and announced while that run is still to start: it brings this change in too.
+                let second = await simulator.applyDeviceEdit(.setVariationPrice(variationID: mocha, amount: 702), by: .pointOfSale)
+                try await deliver("change-2", announcing: second.catalogVersion)
+                try await Task.sleep(for: .milliseconds(300))
+                #expect(try await !receipts().contains("change-2"), "change-2 waits for company")
+
+                try await waitFor({ try await receipts().contains("change-2") }, within: .seconds(15))
+                await runner.waitUntilIdle()
+                #expect(await runner.runsStarted == 2, "one run for both changes")
+                let state = try merchant.ledger.reader.state(asOf: .latest).state
+                for (variation, amount) in [(latte, Int64(701)), (mocha, Int64(702))] {
+                    let fact = try #require(state[CatalogObjectID(variation)])
+                    #expect(try CatalogObject(bytes: fact.payload).priceMoney?.amount == amount)
+                }
+                // change-2 was recorded after that run started: it set off nothing (the run had either
+                // completed, its version then synced, or was still going).
+                let metrics = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: ServerKit.bearer(admin)])
+                let decisions = MetricsLines(String(buffer: metrics.body))
+                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="triggered"}"#) == 2)
+                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="already_synced"}"#)
+                    + decisions.value(#"catledger_webhook_sync_decisions_total{decision="run_started_since"}"#) == 1)
+            }
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+    }
+}
+
+/// The samples of a Prometheus text by series (name and labels as written).
+private struct MetricsLines {
+    let text: String
+    init(_ text: String) { self.text = text }
+
+    func value(_ series: String) -> Double {
+        text.split(separator: "\n").first { $0.hasPrefix(series + " ") }.flatMap { Double($0.split(separator: " ").last ?? "") } ?? 0
+    }
+}

@@ -60,6 +60,10 @@ final class InboxDrain: @unchecked Sendable {
         var rescan = false
         /// The highest id appended to the ledger by this drain.
         var drainedThrough: Int64 = 0
+        /// Gathering: the highest id of the deliveries at the head of `waiting` found not urgent (each
+        /// is looked at once), and the deadline a timer is armed for.
+        var calmThrough: Int64 = 0
+        var timerArmedFor: Int64?
     }
 
     init(inbox: any DeliveryInbox, metrics: ServerMetrics, logger: Logger, batchMax: Int = 256, queuedMax: Int = 4096,
@@ -146,12 +150,16 @@ final class InboxDrain: @unchecked Sendable {
     }
 
     /// Whether `batch`, just taken from the merchant's queue, should wait for company: gathering is
-    /// on, it came from memory (not a read-back backlog), it was accepted less than the delay ago, and
-    /// none of it is urgent. Returns when it may be drained.
-    private func gatherDeadline(of batch: [InboxDelivery], scanned: Bool) -> Int64? {
-        guard gatherNanoseconds > 0, !scanned, let oldest = batch.map(\.receivedAt).min() else { return nil }
+    /// on, it came from memory (not a read-back backlog), it is not a full batch, it was accepted less
+    /// than the delay ago, and none of it is urgent (each delivery is looked at once: a busy merchant's
+    /// drain, woken by every delivery, looks at the new ones only). Returns when it may be drained.
+    private func gatherDeadline(of batch: [InboxDelivery], merchantID: String, scanned: Bool) -> Int64? {
+        guard gatherNanoseconds > 0, !scanned, batch.count < batchMax, let oldest = batch.map(\.receivedAt).min() else { return nil }
         let deadline = oldest + gatherNanoseconds
-        guard now() < deadline, !batch.contains(where: isUrgent) else { return nil }
+        guard now() < deadline else { return nil }
+        let calmThrough = lock.withLock { queues[merchantID]?.calmThrough ?? 0 }
+        guard !batch.contains(where: { $0.id > calmThrough && isUrgent($0) }) else { return nil }
+        lock.withLock { queues[merchantID]?.calmThrough = batch.map(\.id).max() ?? calmThrough }
         return deadline
     }
 
@@ -160,13 +168,17 @@ final class InboxDrain: @unchecked Sendable {
     private func gather(_ batch: [InboxDelivery], of merchantID: String, until deadline: Int64) async {
         let remaining = deadline - now()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waiting: Bool = lock.withLock {
+            let (waiting, armTimer): (Bool, Bool) = lock.withLock {
                 queues[merchantID, default: Queue()].waiting.insert(contentsOf: batch, at: 0)
-                guard !stopped, remaining > 0 else { return false }
+                guard !stopped, remaining > 0 else { return (false, false) }
                 gathering[merchantID] = continuation
-                return true
+                // Woken by a delivery, the drain waits again for the same deadline: its timer is armed.
+                guard queues[merchantID]?.timerArmedFor != deadline else { return (true, false) }
+                queues[merchantID]?.timerArmedFor = deadline
+                return (true, true)
             }
             guard waiting else { return continuation.resume() }
+            guard armTimer else { return }
             Task { [self] in
                 try? await Task.sleep(for: .nanoseconds(remaining))
                 // A later wait of the same merchant woken early re-evaluates and waits again: harmless.
@@ -202,7 +214,7 @@ final class InboxDrain: @unchecked Sendable {
                 return (batch, false, queue.drainedThrough)
             }
             guard let next else { return }
-            if let deadline = gatherDeadline(of: next.batch, scanned: next.scan) {
+            if let deadline = gatherDeadline(of: next.batch, merchantID: merchantID, scanned: next.scan) {
                 await gather(next.batch, of: merchantID, until: deadline)
                 continue
             }

@@ -103,6 +103,8 @@ extension MerchantsBench {
         var eventsAppendedBySync: Int
         /// Deliveries announcing a catalog version a completed sync had already brought in: no sync.
         var deliveriesAlreadySynced: Int
+        /// Deliveries that waited in the inbox while a run started that brings their versions in: no sync.
+        var deliveriesCoveredByRun: Int
     }
 }
 

@@ -205,11 +205,11 @@ struct MerchantsBench: ParsableCommand {
         }
         for (label, run) in [("one merchant", one), ("\(registered) registered", many)] {
             guard let square = run.square else { continue }
-            print(String(format: "  %-18@ edits: %d sent, %d accepted, %d refused by the version check (409), %d failed; p50 %.1f ms, p99 %.1f ms; syncs: %d completed, %d failed, mean %.1f ms, %d events brought; %d dashboard changes; %d deliveries already synced (no sync)",
+            print(String(format: "  %-18@ edits: %d sent, %d accepted, %d refused by the version check (409), %d failed; p50 %.1f ms, p99 %.1f ms; syncs: %d completed, %d failed, mean %.1f ms, %d events brought; %d dashboard changes; %d deliveries already synced, %d brought in by a run started since they were accepted (no sync)",
                          label as NSString, square.editsSent, square.editsAccepted, square.editsRefusedStale, square.editsFailed,
                          square.editP50Milliseconds, square.editP99Milliseconds, square.syncsCompleted, square.syncsFailed,
                          square.syncMeanMilliseconds, square.eventsAppendedBySync, square.dashboardChanges,
-                         square.deliveriesAlreadySynced))
+                         square.deliveriesAlreadySynced, square.deliveriesCoveredByRun))
         }
         print(String(format: "  per idle merchant: %.1f KB resident, %.3f threads", perMerchantKB, perMerchantThreads))
         for (name, met) in targets.sorted(by: { $0.key < $1.key }) { print("  \(name): \(met ? "met" : "NOT met")") }
@@ -369,7 +369,8 @@ struct MerchantsBench: ParsableCommand {
                 syncsFailed: Int(delta("catledger_sync_runs_total", "\"failed\"")),
                 syncMeanMilliseconds: delta("catledger_sync_duration_seconds_sum") / max(delta("catledger_sync_duration_seconds_count"), 1) * 1000,
                 eventsAppendedBySync: Int(delta("catledger_appended_events_total", "\"sync\"")),
-                deliveriesAlreadySynced: Int(delta("catledger_webhook_sync_decisions_total", "\"already_synced\"")))
+                deliveriesAlreadySynced: Int(delta("catledger_webhook_sync_decisions_total", "\"already_synced\"")),
+                deliveriesCoveredByRun: Int(delta("catledger_webhook_sync_decisions_total", "\"run_started_since\"")))
         }
         let metrics = MetricsText(service.renderMetrics())
         func metric(_ name: String) -> Double { metrics.sum(name) }

@@ -311,7 +311,11 @@ struct MerchantsBench: ParsableCommand {
             }
         }
         let latencies = try await withTaskExecutorPreference(Self.loadExecutor) {
-            try await withThrowingTaskGroup(of: (scheduled: Double, latency: Double?, late: Double).self) { group in
+            // A discarding group frees each delivery's task as it ends (a group that returns results
+            // keeps them all until it is read at the end: twenty thousand tasks' memory, whose page
+            // faults took 3.6 % of the machine's samples); the results go to `outcomes`.
+            let outcomes = Outcomes<(scheduled: Double, latency: Double?, late: Double)>()
+            try await withThrowingDiscardingTaskGroup { group in
                 for index in 0..<total {
                     let scheduled = loadStart + interval * index
                     if scheduled > ContinuousClock.now { try await Task.sleep(until: scheduled) }
@@ -331,11 +335,12 @@ struct MerchantsBench: ParsableCommand {
                         }
                         // A delivery that fails or times out counts as not accepted (the figures say how many).
                         let status = try? await deliver(merchant, announcing: announced)
-                        return (seconds(scheduled - loadStart) * 1000, status == 200 ? seconds(ContinuousClock.now - start) * 1000 : nil, late)
+                        outcomes.append((seconds(scheduled - loadStart) * 1000,
+                                         status == 200 ? seconds(ContinuousClock.now - start) * 1000 : nil, late))
                     }
                 }
-                return try await group.reduce(into: []) { $0.append($1) }
             }
+            return outcomes.all
         }.sorted { $0.scheduled < $1.scheduled }
         if let latencyLog, registered > 1 {
             let header = String(format: "# phase started at %.3f (Unix seconds)", phaseStartedAt.timeIntervalSince1970)
@@ -391,4 +396,13 @@ struct MerchantsBench: ParsableCommand {
                    inboxCommitsOver100Milliseconds: webhookInbox ? commitsDelta() - commitsDelta(#"le="0.1""#) : nil,
                    scrapeMilliseconds: scrape * 1000, cpuMillisecondsPerDelivery: cpuPerDelivery, square: squareFigures)
     }
+}
+
+/// Results appended by the tasks of a discarding task group.
+final class Outcomes<Element: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var elements: [Element] = []
+
+    func append(_ element: Element) { lock.withLock { elements.append(element) } }
+    var all: [Element] { lock.withLock { elements } }
 }

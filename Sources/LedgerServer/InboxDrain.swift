@@ -6,6 +6,7 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import LedgerStorage
 import Logging
 import SquareWire
 import WebhookInbox
@@ -76,7 +77,7 @@ final class InboxDrain: @unchecked Sendable {
         self.batchMax = batchMax
         self.queuedMax = queuedMax
         self.retryDelay = retryDelay
-        self.gatherNanoseconds = max(0, gatherDelay.components.seconds * 1_000_000_000 + gatherDelay.components.attoseconds / 1_000_000_000)
+        self.gatherNanoseconds = max(0, gatherDelay.wholeNanoseconds)
         self.isUrgent = isUrgent
         self.now = now
         self.record = record

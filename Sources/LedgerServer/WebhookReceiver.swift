@@ -200,18 +200,17 @@ public struct WebhookReceiver: Sendable {
             service.authorizationRevoked(merchant, eventID: notification.eventID)
         }
         service.metrics.appended(outcomes.filter { !$0.isDuplicate }.count, path: "webhook")
-        let times = acceptedAt ?? notifications.map { _ in Int64.max }
-        let announced = zip(zip(notifications, times), outcomes).filter { delivery, outcome in
-            !outcome.isDuplicate && delivery.0.eventType == CatalogVersionUpdatedEvent.eventType
+        let announced = zip(notifications.indices, outcomes).filter { index, outcome in
+            !outcome.isDuplicate && notifications[index].eventType == CatalogVersionUpdatedEvent.eventType
         }.map(\.0)
         guard !announced.isEmpty, let runner = merchant.syncRunner else { return }
         let health = merchant.health
-        let uncovered = announced.filter { !health.syncCovers(catalogUpdatedAt: $0.0.catalogUpdatedAt) }
+        let uncovered = announced.filter { !health.syncCovers(catalogUpdatedAt: notifications[$0].catalogUpdatedAt) }
         if uncovered.isEmpty {
             service.metrics.webhookSync(.alreadySynced)
             return
         }
-        if let earliest = uncovered.map(\.1).min(), earliest != .max, health.runStarted(since: earliest) {
+        if let acceptedAt, let earliest = uncovered.map({ acceptedAt[$0] }).min(), health.runStarted(since: earliest) {
             service.metrics.webhookSync(.runStartedSince)
             return
         }

@@ -68,5 +68,5 @@ public struct LogWriterOptions: Sendable {
 
 extension Duration {
     /// The duration in whole nanoseconds, the unit LedgerStorage keeps its times in.
-    var wholeNanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+    package var wholeNanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
 }

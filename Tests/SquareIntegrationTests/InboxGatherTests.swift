@@ -15,6 +15,18 @@ import Testing
 @Suite struct InboxGatherTests {
     typealias Kit = IngestKit
 
+    /// Posts a signed `catalog.version.updated` delivery announcing `version`; it must be answered 200.
+    static func deliver(_ client: any TestClientProtocol, _ eventID: String, announcing version: String) async throws {
+        let body = ServerKit.notification(eventID: eventID, catalogUpdatedAt: version)
+        let answer = try await ServerWebhookTests.post(client, body, signature: ServerKit.signature(body))
+        #expect(answer.status == .ok)
+    }
+
+    /// Whether `eventID`'s delivery is in the merchant's ledger.
+    static func recorded(_ service: LedgerService, _ eventID: String) async throws -> Bool {
+        try await WebhookInboxTests.receipts(service, Kit.merchant).contains(eventID)
+    }
+
     @Test("deliveries of versions already synced wait for company; a newer version is appended at once with them, before its sync; alone they are appended by the deadline")
     func deliveriesThatSetNothingOffWaitForCompany() async throws {
         let root = try Kit.temporaryDirectory()
@@ -31,27 +43,12 @@ import Testing
             let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
             try await app.test(.router) { (client: any TestClientProtocol) async throws in
                 func deliver(_ eventID: String, announcing version: String) async throws {
-                    let body = ServerKit.notification(eventID: eventID, catalogUpdatedAt: version)
-                    let answer = try await ServerWebhookTests.post(client, body, signature: ServerKit.signature(body))
-                    #expect(answer.status == .ok)
+                    try await Self.deliver(client, eventID, announcing: version)
                 }
                 func receipts() async throws -> [String] { try await WebhookInboxTests.receipts(service, Kit.merchant) }
-                /// Polls until `eventID` is in the ledger; the seconds it took.
-                func secondsUntilRecorded(_ eventID: String, within limit: Duration) async throws -> Double {
-                    let start = ContinuousClock.now
-                    while try await !receipts().contains(eventID) {
-                        guard ContinuousClock.now - start < limit else { return .infinity }
-                        try await Task.sleep(for: .milliseconds(20))
-                    }
-                    let elapsed = ContinuousClock.now - start
-                    return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-                }
                 /// Waits (at most ten seconds) until the merchant's sync runs started reach `count` and ended.
                 func syncsRan(_ count: Int) async throws {
-                    let start = ContinuousClock.now
-                    while await runner.runsStarted < count, ContinuousClock.now - start < .seconds(10) {
-                        try await Task.sleep(for: .milliseconds(20))
-                    }
+                    _ = await ServerKit.eventually { await runner.runsStarted >= count }
                     await runner.waitUntilIdle()
                     #expect(await runner.runsStarted == count)
                 }
@@ -59,7 +56,7 @@ import Testing
 
                 // Nothing synced yet: the first delivery is appended at once and its sync runs.
                 try await deliver("first", announcing: seeded)
-                #expect(try await secondsUntilRecorded("first", within: .seconds(3)) < 3)
+                #expect(try await ServerKit.eventually(timeout: .seconds(3)) { try await Self.recorded(service, "first") })
                 try await syncsRan(1)
 
                 // A burst's repeat and a late delivery: versions the sync brought in. They wait.
@@ -75,7 +72,7 @@ import Testing
                 let variation = try #require(ids["#Latte_Small"])
                 let change = await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 777), by: .pointOfSale)
                 try await deliver("change", announcing: RFC3339.format(milliseconds: change.catalogVersion))
-                #expect(try await secondsUntilRecorded("change", within: .seconds(3)) < 3)
+                #expect(try await ServerKit.eventually(timeout: .seconds(3)) { try await Self.recorded(service, "change") })
                 #expect(try await receipts() == ["first", "burst", "late", "waiting", "change"])
                 try await syncsRan(2)
                 // The delivery is in the ledger before the sync it set off.
@@ -94,15 +91,11 @@ import Testing
                 try await deliver("alone", announcing: RFC3339.format(milliseconds: change.catalogVersion))
                 try await Task.sleep(for: .seconds(1))
                 #expect(try await !receipts().contains("alone"))
-                #expect(try await secondsUntilRecorded("alone", within: .seconds(15)) < 15)
+                #expect(try await ServerKit.eventually(timeout: .seconds(15)) { try await Self.recorded(service, "alone") })
                 #expect(ContinuousClock.now - sent >= gather)
                 // Marked done in the inbox (done marks ride on the next commit, at most 0.2 s later).
                 await service.inboxDrained()
-                let marking = ContinuousClock.now
-                while try await service.inboxPending() != 0, ContinuousClock.now - marking < .seconds(5) {
-                    try await Task.sleep(for: .milliseconds(20))
-                }
-                #expect(try await service.inboxPending() == 0)
+                #expect(try await ServerKit.eventually(timeout: .seconds(5)) { try await service.inboxPending() == 0 })
                 #expect(await runner.runsStarted == 2)
             }
         } catch {
@@ -129,31 +122,23 @@ import Testing
             // The first sync, run directly: the server knows the catalog as of its watermark.
             let initial = try await #require(merchant.syncer).syncIncremental()
             merchant.health.seed(lastSuccess: Date(), watermark: initial.latestTime)
-            let admin = try ServerKit.adminToken(root: root)
             let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
             try await app.test(.router) { (client: any TestClientProtocol) async throws in
                 func deliver(_ eventID: String, announcing version: Int64) async throws {
-                    let body = ServerKit.notification(eventID: eventID, catalogUpdatedAt: RFC3339.format(milliseconds: version))
-                    let answer = try await ServerWebhookTests.post(client, body, signature: ServerKit.signature(body))
-                    #expect(answer.status == .ok)
-                }
-                func receipts() async throws -> [String] { try await WebhookInboxTests.receipts(service, Kit.merchant) }
-                func waitFor(_ condition: () async throws -> Bool, within limit: Duration) async throws {
-                    let start = ContinuousClock.now
-                    while try await !condition(), ContinuousClock.now - start < limit { try await Task.sleep(for: .milliseconds(20)) }
+                    try await Self.deliver(client, eventID, announcing: RFC3339.format(milliseconds: version))
                 }
                 let latte = try #require(ids["#Latte_Small"]), large = try #require(ids["#Latte_Large"])
                 let first = await simulator.applyDeviceEdit(.setVariationPrice(variationID: latte, amount: 701), by: .pointOfSale)
                 try await deliver("change-1", announcing: first.catalogVersion)
-                try await waitFor({ merchant.health.syncRequestPending }, within: .seconds(5))
-                #expect(merchant.health.syncRequestPending, "the run change-1 asked for waits out its debounce")
+                #expect(await ServerKit.eventually(timeout: .seconds(5)) { merchant.health.syncRequestPending },
+                        "the run change-1 asked for waits out its debounce")
                 // Made and announced while that run is still to start: it brings this change in too.
                 let second = await simulator.applyDeviceEdit(.setVariationPrice(variationID: large, amount: 702), by: .pointOfSale)
                 try await deliver("change-2", announcing: second.catalogVersion)
                 try await Task.sleep(for: .milliseconds(300))
-                #expect(try await !receipts().contains("change-2"), "change-2 waits for company")
+                #expect(try await !Self.recorded(service, "change-2"), "change-2 waits for company")
 
-                try await waitFor({ try await receipts().contains("change-2") }, within: .seconds(30))
+                _ = try await ServerKit.eventually(timeout: .seconds(30)) { try await Self.recorded(service, "change-2") }
                 await runner.waitUntilIdle()
                 #expect(await runner.runsStarted == 1, "one run for both changes")
                 let state = try merchant.ledger.reader.state(asOf: .latest).state
@@ -163,8 +148,7 @@ import Testing
                 }
                 // change-2 was recorded after that run started: it set off nothing (the run had either
                 // completed, its version then synced, or was still going).
-                let metrics = try await client.execute(uri: "/metrics", method: .get, headers: [.authorization: ServerKit.bearer(admin)])
-                let decisions = MetricsLines(String(buffer: metrics.body))
+                let decisions = MetricsLines(SyncScheduleTests.metrics(service))
                 #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="triggered"}"#) == 1)
                 #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="already_synced"}"#)
                     + decisions.value(#"catledger_webhook_sync_decisions_total{decision="run_started_since"}"#) == 1)

@@ -1,6 +1,7 @@
 import CatalogLedger
 import CatalogModel
 import Foundation
+import GRDB
 import Hummingbird
 import HummingbirdTesting
 import HTTPTypes
@@ -11,7 +12,7 @@ import NIOCore
 import SquareAPI
 import SquareWire
 import Testing
-import WebhookInbox
+@testable import WebhookInbox
 
 /// `serve --webhook-inbox` (issue 23): a webhook is answered once it is durable in the data root's
 /// inbox, group-committed across merchants, and drained into its merchant's ledger in order, exactly
@@ -198,6 +199,61 @@ import WebhookInbox
         #expect(inbox.pendingCountNow == 0)
         #expect(try await inbox.pendingCount() == 0)
         inbox.close()
+    }
+
+    /// Done rows are deleted once past their retention, by an index (the purge rides on a commit of
+    /// accepts: it read the whole table, two days of a busy server's deliveries), at most
+    /// `purgeRowsMax` per commit, the rest at the next commits; pending rows and recent done rows stay.
+    @Test func donePastTheRetentionIsPurgedByTheIndexInBoundedSteps() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let now = Clock(1_000_000_000_000_000)
+        let inbox = try LocalDeliveryInbox.open(dataRoot: root.path, clock: { now.value })
+        let old = LocalDeliveryInbox.purgeRowsMax + 200
+        let ids = try await withThrowingTaskGroup(of: Int64.self) { group in
+            for index in 0..<(old + 2) {
+                group.addTask {
+                    guard case .accepted(let id) = try await inbox.accept(merchantID: "M", eventID: "evt-\(index)", body: [1],
+                                                                         headers: [], receivedAt: Int64(index)) else { return -1 }
+                    return id
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }.sorted()
+        }
+        #expect(ids.count == old + 2 && ids[0] > 0)
+        // The first `old` done now (the first marks' commit purges nothing yet: nothing is old enough).
+        try await inbox.markDone(merchantID: "M", through: ids[old - 1])
+        try await inbox.flushDoneMarks()
+        now.value += LocalDeliveryInbox.doneRetentionNanoseconds + 61_000_000_000
+        // One more done two days later: its commit purges the oldest `purgeRowsMax`, the next the rest.
+        try await inbox.markDone(merchantID: "M", through: ids[old])
+        try await inbox.flushDoneMarks()
+        let database = try DatabaseQueue(path: root.appendingPathComponent(LocalDeliveryInbox.fileName).path)
+        func rows() throws -> Int { try database.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM deliveries") ?? -1 } }
+        #expect(try rows() == 200 + 2)
+        _ = try await inbox.accept(merchantID: "M", eventID: "evt-late", body: [1], headers: [], receivedAt: 0)
+        #expect(try rows() == 200 + 3, "the purge waits for a commit with done marks")
+        try await inbox.markDone(merchantID: "M", through: ids[old])
+        try await inbox.flushDoneMarks()
+        #expect(try rows() == 3, "the recent done row and the two pending ones stay")
+        #expect(try await inbox.pendingCount() == 2)
+        let plan = try await database.read { db in
+            try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + LocalDeliveryInbox.purgeSQL, arguments: [0, 1])
+                .map { $0["detail"] as String? ?? "" }.joined(separator: "; ")
+        }
+        #expect(plan.contains("deliveries_done"), "\(plan)")
+        #expect(!plan.contains("SCAN deliveries"), "\(plan)")
+        inbox.close()
+    }
+
+    final class Clock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var nanoseconds: Int64
+        init(_ nanoseconds: Int64) { self.nanoseconds = nanoseconds }
+        var value: Int64 {
+            get { lock.withLock { nanoseconds } }
+            set { lock.withLock { nanoseconds = newValue } }
+        }
     }
 
     /// One merchant's backlog does not hold up another's: with 3,000 deliveries waiting for merchant A

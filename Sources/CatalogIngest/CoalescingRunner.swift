@@ -19,6 +19,8 @@ public actor CoalescingRunner {
     private let debounce: Duration
     /// Where the runs run (nil: the cooperative pool).
     private let executor: (any TaskExecutor)?
+    /// The runs' task priority (nil: the triggering task's).
+    private let priority: TaskPriority?
     private let operation: @Sendable () async -> Void
     private var phase = Phase.idle
     private var current: Task<Void, Never>?
@@ -32,10 +34,13 @@ public actor CoalescingRunner {
 
     /// `executor`: where the runs run, e.g. a server's low-priority background threads, so that under
     /// load the runs wait (and more triggers fold into each) rather than the requests; nil: the
-    /// cooperative pool.
-    public init(debounce: Duration = .zero, executor: (any TaskExecutor)? = nil, operation: @escaping @Sendable () async -> Void) {
+    /// cooperative pool. `priority`: the runs' task priority (nil: the triggering task's), e.g.
+    /// `.utility` on a server's background lane, whose urgent jobs (an edit) then run first.
+    public init(debounce: Duration = .zero, executor: (any TaskExecutor)? = nil, priority: TaskPriority? = nil,
+                operation: @escaping @Sendable () async -> Void) {
         self.debounce = debounce
         self.executor = executor
+        self.priority = priority
         self.operation = operation
     }
 
@@ -53,7 +58,7 @@ public actor CoalescingRunner {
     private func schedule() {
         phase = .scheduled
         let debounce = debounce
-        current = Task(executorPreference: executor) {
+        current = Task(executorPreference: executor, priority: priority) {
             if debounce > .zero { try? await Task.sleep(for: debounce) }
             await self.runNow()
         }

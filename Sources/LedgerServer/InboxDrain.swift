@@ -101,7 +101,7 @@ final class InboxDrain: @unchecked Sendable {
                 if let continuation = gathering.removeValue(forKey: delivery.merchantID) { woken.append(continuation) }
                 if tasks[delivery.merchantID] == nil, !start.contains(delivery.merchantID) { start.append(delivery.merchantID) }
             }
-            for merchantID in start { tasks[merchantID] = Task(executorPreference: MerchantDirectory.backgroundLane(of: merchantID)) { [self] in await drain(merchantID) } }
+            for merchantID in start { tasks[merchantID] = Task(executorPreference: MerchantDirectory.backgroundLane(of: merchantID), priority: .utility) { [self] in await drain(merchantID) } }
         }
     }
 
@@ -124,7 +124,7 @@ final class InboxDrain: @unchecked Sendable {
             for merchantID in merchants {
                 queues[merchantID, default: Queue()].rescan = true
                 if let continuation = gathering.removeValue(forKey: merchantID) { woken.append(continuation) }
-                if tasks[merchantID] == nil { tasks[merchantID] = Task(executorPreference: MerchantDirectory.backgroundLane(of: merchantID)) { [self] in await drain(merchantID) } }
+                if tasks[merchantID] == nil { tasks[merchantID] = Task(executorPreference: MerchantDirectory.backgroundLane(of: merchantID), priority: .utility) { [self] in await drain(merchantID) } }
             }
         }
     }

@@ -63,7 +63,7 @@ extension LedgerServer {
                 if let token = context.token {
                     edit.actor = actorName(token: token, claimed: edit.actor)
                 }
-                return answer(try await editing(refusalStatus: true) { try await merchant.editor.edit(edit) })
+                return answer(try await editing(merchant, refusalStatus: true) { try await merchant.editor.edit(edit) })
             }
         }
         router.post("merchants/:merchant/reports") { request, context in
@@ -76,7 +76,7 @@ extension LedgerServer {
                 if let token = context.token {
                     report.actor = actorName(token: token, claimed: report.actor)
                 }
-                return answer(try await editing(refusalStatus: false) { try await merchant.editor.report(report) })
+                return answer(try await editing(merchant, refusalStatus: false) { try await merchant.editor.report(report) })
             }
         }
         router.post("merchants/:merchant/sync") { _, context in
@@ -232,9 +232,16 @@ extension LedgerServer {
     /// edit 422, Square unreachable 502. With `refusalStatus` (the edit route), an edit Square refused
     /// answers `refusedEditStatus` with the same body; a report is answered 200 whatever the app's
     /// write became, since recording it succeeded.
-    private static func editing(refusalStatus: Bool, _ body: () async throws -> EditResult) async throws -> JSONAnswer {
+    ///
+    /// The edit runs on the merchant's background lane (its calls to Square, its appends, its
+    /// diagnosis), below the request path's priority: an edit waits for Square anyway, and a thousand
+    /// merchants' webhooks must not queue behind the edits' work (docs/PERFORMANCE.md, "Many merchants").
+    private static func editing(_ merchant: MerchantLedger, refusalStatus: Bool,
+                                _ body: () async throws -> EditResult) async throws -> JSONAnswer {
         do {
-            let result = try await body()
+            let result = try await withTaskExecutorPreference(MerchantDirectory.backgroundLane(of: merchant.merchantID.rawValue)) {
+                try await body()
+            }
             return .encoded(result, status: refusalStatus
                 ? editStatus(accepted: result.status == .accepted, squareStatus: result.httpStatus, errorCodes: result.errorCodes)
                 : 200)

@@ -107,8 +107,9 @@ struct MerchantOpener: Sendable {
         }
         let runner = syncer.map { syncer in
             // On the merchant's background lane with its follower and inbox drain: under load, syncs wait
-            // (and fold more webhooks into each run) rather than the requests.
-            CoalescingRunner(debounce: configuration.syncDebounce, executor: lane) {
+            // (and fold more webhooks into each run) rather than the requests, and the edits on the lane
+            // go first.
+            CoalescingRunner(debounce: configuration.syncDebounce, executor: lane, priority: .utility) {
                 [metrics, clock = configuration.clock] in
                 if let revocation = health.revocation {
                     merchantLogger.notice("sync skipped: the merchant's Square authorization was revoked",

@@ -79,7 +79,7 @@ public final class ProjectionFollower: Service, @unchecked Sendable {
     /// runs: `MerchantDirectory`). Readers see it following from the moment this returns.
     func start() -> Task<Void, Never> {
         lock.withLock { running = true }
-        return Task(executorPreference: executor) { [self] in
+        return Task(executorPreference: executor, priority: .utility) { [self] in
             defer { stopped() }
             try? await follow()
         }

@@ -13,11 +13,18 @@ import SquareWire
 /// which is what lets a concurrent write observe 429 RATE_LIMITED.
 public actor SquareSimulator: SquareTransport {
     public let configuration: SimulatorConfiguration
-    public internal(set) var engine: CatalogEngine
+    public internal(set) var engine: CatalogEngine {
+        // Not reading `oldValue` keeps the engine's mutations in place (no copy of the catalog).
+        didSet { publishedVersion.store(engine.catalogVersion) }
+    }
     let logger: Logger
     /// The catalog's version (Unix milliseconds of its last change): what a `catalog.version.updated`
     /// webhook announces as its `updated_at`.
     public var catalogVersion: Int64 { engine.catalogVersion }
+    /// The catalog's version read without waiting for the actor: Square's webhook sender reads the
+    /// seller's version while that seller's API requests are being served, not after them.
+    public nonisolated var currentCatalogVersion: Int64 { publishedVersion.load() }
+    private nonisolated let publishedVersion = PublishedVersion()
 
     var clockNanoseconds: Int64
     var chaosRandom: SeededRandom
@@ -182,4 +189,13 @@ enum SystemTime {
         let microseconds = Int64((Date().timeIntervalSince1970 * 1_000_000).rounded())
         return microseconds * 1000
     }
+}
+
+/// The last catalog version a simulator committed, readable from any thread.
+final class PublishedVersion: @unchecked Sendable {
+    private let lock = NSLock()
+    private var version: Int64 = 0
+
+    func store(_ new: Int64) { lock.withLock { version = new } }
+    func load() -> Int64 { lock.withLock { version } }
 }

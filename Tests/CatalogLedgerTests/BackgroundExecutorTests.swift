@@ -54,4 +54,53 @@ import Testing
         #expect(lowered == min(base + 7, 19))
         #endif
     }
+
+    /// A server's lane carries the followers', drains' and syncs' tasks (at `.utility`) and the edits:
+    /// an edit's job runs before the background jobs queued ahead of it, also one queued while a batch
+    /// of them runs, and the rest keep their order.
+    @Test("a job above .utility runs before the background jobs queued ahead of it")
+    func urgentJobsFirst() async throws {
+        let executor = BackgroundExecutor(name: "test.lane", niceIncrement: 0)
+        let order = Order()
+        let gate = DispatchSemaphore(value: 0)
+        let blocker = Task(executorPreference: executor, priority: .utility) {
+            order.append("blocker")
+            gate.wait()
+        }
+        while order.all.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        // Queued behind the blocker, in order; the first of them queues an edit while the batch runs.
+        var background: [Task<Void, Never>] = []
+        let lateEdit = Order.TaskBox()
+        for index in 0..<4 {
+            background.append(Task(executorPreference: executor, priority: .utility) {
+                order.append("background \(index)")
+                if index == 0 {
+                    lateEdit.task = Task(executorPreference: executor, priority: .high) { order.append("late edit") }
+                }
+            })
+        }
+        let edit = Task(executorPreference: executor, priority: .high) { order.append("edit") }
+        gate.signal()
+        await blocker.value
+        for task in background { await task.value }
+        await edit.value
+        await lateEdit.task?.value
+        #expect(order.all == ["blocker", "edit", "background 0", "late edit", "background 1", "background 2", "background 3"])
+    }
+
+    final class Order: @unchecked Sendable {
+        private let lock = NSLock()
+        private var names: [String] = []
+        func append(_ name: String) { lock.withLock { names.append(name) } }
+        var all: [String] { lock.withLock { names } }
+
+        final class TaskBox: @unchecked Sendable {
+            private let lock = NSLock()
+            private var stored: Task<Void, Never>?
+            var task: Task<Void, Never>? {
+                get { lock.withLock { stored } }
+                set { lock.withLock { stored = newValue } }
+            }
+        }
+    }
 }

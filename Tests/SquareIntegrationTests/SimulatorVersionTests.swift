@@ -26,6 +26,26 @@ import Testing
         #expect(await simulator.engine.catalogVersion == version)
     }
 
+    /// The version a webhook sender reads without waiting for the seller's actor follows every kind
+    /// of write: the API's upserts and deletes, the seed, and changes on other devices.
+    @Test func theVersionReadWithoutTheActorFollowsEveryWrite() async throws {
+        let simulator = Kit.simulator()
+        #expect(simulator.currentCatalogVersion == 0)
+        let ids = await simulator.seedCafeCatalog()
+        #expect(simulator.currentCatalogVersion == (await simulator.catalogVersion))
+        #expect(simulator.currentCatalogVersion > 0)
+        let client = Kit.client(simulator)
+        let upserted = try await client.batchUpsert(batches: [[Kit.newItem("Mocha", price: 500)]], idempotencyKey: "k1")
+        #expect(simulator.currentCatalogVersion == upserted.objects.first?.version)
+        let smallID = try #require(ids["#Latte_Small"])
+        let record = await simulator.applyDeviceEdit(.setVariationPrice(variationID: smallID, amount: 505), by: .dashboard)
+        #expect(simulator.currentCatalogVersion == record.catalogVersion)
+        let mochaID = try #require(upserted.idMappings.first { $0.clientObjectID == "#Mocha" }?.objectID)
+        _ = try await client.delete(objectID: mochaID)
+        #expect(simulator.currentCatalogVersion == (await simulator.catalogVersion))
+        #expect(simulator.currentCatalogVersion > record.catalogVersion)
+    }
+
     @Test func updatingAVariationLeavesItsItemVersionAndRenamingAnItemLeavesItsVariations() async throws {
         let simulator = Kit.simulator()
         let ids = await simulator.seedCafeCatalog()

@@ -34,7 +34,7 @@ struct MerchantsBench: ParsableCommand {
     @Option(help: "With --webhook-inbox: seconds a merchant's deliveries that set nothing off may wait to be appended together (serve's --inbox-gather; 0: each at once).")
     var inboxGather = 2.0
 
-    @Option(help: "HTTP/1.1 connections the load keeps open to the server (as Square's many delivery workers do).")
+    @Option(help: "HTTP/1.1 connections the deliveries keep open to the server (as Square's many delivery workers do); the edits have as many of their own.")
     var connections = 64
 
     @Option(help: "Merchants in the registry.")
@@ -237,10 +237,8 @@ struct MerchantsBench: ParsableCommand {
         try await Task.sleep(for: .milliseconds(500))
         let idle = ProcessFigures.now()
 
-        let client = HTTPClient(eventLoopGroupProvider: .shared(Self.loadEventLoops), configuration: HTTPClient.Configuration(
-            connectionPool: .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: max(1, connections))))
-        defer { _ = client.shutdown() }
-        let transport = HTTPClientTransport(baseURL: server.baseURL, httpClient: client)
+        let deliveryConnections = LoadConnections(loop: Self.loadEventLoops.next(), host: server.host, port: server.port,
+                                                  limit: max(1, connections))
         // The app's edits come over connections of their own (an edit waits for Square; Square's
         // deliveries never queue behind it).
         let editClient = HTTPClient(eventLoopGroupProvider: .shared(Self.loadEventLoops), configuration: HTTPClient.Configuration(
@@ -255,9 +253,9 @@ struct MerchantsBench: ParsableCommand {
         /// With Square, a delivery announces the seller's catalog version (`announcing`; now when nil).
         @Sendable func deliver(_ merchant: String, announcing: String? = nil) async throws -> Int {
             var version = announcing
-            if version == nil, let sellers { version = await sellers.catalogVersion(merchant) }
-            return try await WebhookBench.send(transport, deliveries, merchant: merchant, catalogUpdatedAt: version,
-                                               timeout: .seconds(60))
+            if version == nil, let sellers { version = sellers.catalogVersion(merchant) }
+            return try await WebhookBench.send(deliveryConnections, deliveries, merchant: merchant,
+                                               catalogUpdatedAt: version, timeout: .seconds(60))
         }
         // Warm-up: each active merchant's first delivery opens (and here creates) its ledger.
         let warmStart = ContinuousClock.now
@@ -384,6 +382,7 @@ struct MerchantsBench: ParsableCommand {
             return Int(metrics.sum(name, labelled: labelled) - metricsAtStart.sum(name, labelled: labelled))
         }
         let openMean = metric("catledger_merchant_open_duration_seconds_sum") / metric("catledger_merchant_open_duration_seconds_count") * 1000
+        await deliveryConnections.shutdown()
         try await server.stop()
         return Run(registered: registered, active: active, startupSeconds: startup, idle: idle, underLoad: await figuresUnderLoad?.value ?? idle,
                    warmUpSeconds: warmUp, deliveries: total, accepted: accepted.count, p50Milliseconds: percentile(accepted, 0.5),

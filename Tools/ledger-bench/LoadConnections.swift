@@ -20,19 +20,23 @@ final class LoadConnections: @unchecked Sendable {
         let head: HTTPRequestHead
         let body: ByteBuffer
         let promise: EventLoopPromise<Int>
+        let timeout: TimeAmount
         /// The connection it was written to (nil while it waits for one).
         var channel: Channel?
+        var timer: Scheduled<Void>?
         var finished = false
 
-        init(head: HTTPRequestHead, body: ByteBuffer, promise: EventLoopPromise<Int>) {
+        init(head: HTTPRequestHead, body: ByteBuffer, promise: EventLoopPromise<Int>, timeout: TimeAmount) {
             self.head = head
             self.body = body
             self.promise = promise
+            self.timeout = timeout
         }
 
         func finish(_ result: Result<Int, any Error>) {
             guard !finished else { return }
             finished = true
+            timer?.cancel()
             promise.completeWith(result)
         }
     }
@@ -93,18 +97,30 @@ final class LoadConnections: @unchecked Sendable {
     /// POSTs `body` to `path` and returns the answer's status; fails when no answer came within
     /// `timeout` (the connection is then closed), or the connection broke.
     func post(path: String, headers: [(String, String)], body: [UInt8], timeout: Duration) async throws -> Int {
+        try await request(path: path, headers: headers, body: body, timeout: timeout).get()
+    }
+
+    /// `post` without a task of its own for each request: the answer's status arrives on the loop
+    /// (the load paces and sends from one task; a task per delivery was most of the load's own CPU).
+    func request(path: String, headers: [(String, String)], body: [UInt8], timeout: Duration) -> EventLoopFuture<Int> {
         var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
         head.headers.add(name: "host", value: "\(host):\(port)")
         for (name, value) in headers { head.headers.add(name: name, value: value) }
         head.headers.add(name: "content-length", value: String(body.count))
-        let exchange = Exchange(head: head, body: ByteBuffer(bytes: body), promise: loop.makePromise(of: Int.self))
+        let exchange = Exchange(head: head, body: ByteBuffer(bytes: body), promise: loop.makePromise(of: Int.self),
+                                timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
+                                                          + timeout.components.attoseconds / 1_000_000_000))
         loop.execute { [self] in send(exchange) }
-        let timer = loop.scheduleTask(in: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
-                                                           + timeout.components.attoseconds / 1_000_000_000)) { [self] in
-            expire(exchange)
-        }
-        defer { timer.cancel() }
-        return try await exchange.promise.futureResult.get()
+        return exchange.promise.futureResult
+    }
+
+    /// Sleeps until `instant` by the loop's timer (not the dispatch timer a `Task.sleep` takes, whose
+    /// manager thread then woke for each delivery).
+    func sleep(until instant: ContinuousClock.Instant) async throws {
+        let wait = ContinuousClock.now.duration(to: instant)
+        guard wait > .zero else { return }
+        let nanoseconds = Int64(wait.components.seconds) * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
+        try await loop.scheduleTask(in: .nanoseconds(nanoseconds)) {}.futureResult.get()
     }
 
     /// Closes every connection; requests still waiting fail.
@@ -122,6 +138,7 @@ final class LoadConnections: @unchecked Sendable {
     private func send(_ exchange: Exchange) {
         loop.preconditionInEventLoop()
         guard !exchange.finished else { return }
+        exchange.timer = loop.scheduleTask(in: exchange.timeout) { [self] in expire(exchange) }
         guard !shutDown else { return exchange.finish(.failure(Failure(description: "the load stopped"))) }
         if let channel = idle.popLast() { return write(exchange, on: channel) }
         waiting.append(exchange)

@@ -3,6 +3,7 @@ import CatalogLedger
 import Foundation
 import Hummingbird
 import LedgerServer
+import NIOCore
 import Logging
 import SquareAPI
 import SquareWire
@@ -217,14 +218,15 @@ struct WebhookBench: ParsableCommand {
         return response.status
     }
 
-    /// One signed delivery over the many-merchant load's own connections; the answer's status.
-    static func send(_ connections: LoadConnections, _ deliveries: Deliveries, merchant: String,
-                     catalogUpdatedAt: String?, timeout: Duration) async throws -> Int {
+    /// One signed delivery over the many-merchant load's own connections; the answer's status, on the
+    /// connections' loop.
+    static func request(_ connections: LoadConnections, _ deliveries: Deliveries, merchant: String,
+                        catalogUpdatedAt: String?, timeout: Duration) -> EventLoopFuture<Int> {
         let (body, signature) = catalogUpdatedAt.map { deliveries.make(merchant: merchant, catalogUpdatedAt: $0) }
             ?? deliveries.make(merchant: merchant)
-        return try await connections.post(path: "/webhooks/square",
-                                          headers: [(WebhookSignature.headerName, signature), ("content-type", "application/json")],
-                                          body: body, timeout: timeout)
+        return connections.request(path: "/webhooks/square",
+                                   headers: [(WebhookSignature.headerName, signature), ("content-type", "application/json")],
+                                   body: body, timeout: timeout)
     }
 
     /// Closed loop: `concurrency` senders as fast as answers come back.

@@ -212,7 +212,10 @@ struct MerchantsBench: ParsableCommand {
                          square.syncMeanMilliseconds, square.eventsAppendedBySync, square.dashboardChanges,
                          square.deliveriesAlreadySynced, square.deliveriesCoveredByRun))
         }
-        print(String(format: "  per idle merchant: %.1f KB resident, %.3f threads", perMerchantKB, perMerchantThreads))
+        // A dispatch worker that comes and goes can leave the many-merchant server idling with one
+        // thread fewer than the one-merchant server: the counts say so rather than "-0.000".
+        print(String(format: "  per idle merchant: %.1f KB resident, %.3f threads (idle: %d threads with %d registered, %d with one)",
+                     perMerchantKB, max(0, perMerchantThreads), many.idle.threads, registered, one.idle.threads))
         for (name, met) in targets.sorted(by: { $0.key < $1.key }) { print("  \(name): \(met ? "met" : "NOT met")") }
     }
 

@@ -1,3 +1,4 @@
+import LedgerStorage
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -94,22 +95,16 @@ final class LoadConnections: @unchecked Sendable {
         self.limit = limit
     }
 
-    /// POSTs `body` to `path` and returns the answer's status; fails when no answer came within
-    /// `timeout` (the connection is then closed), or the connection broke.
-    func post(path: String, headers: [(String, String)], body: [UInt8], timeout: Duration) async throws -> Int {
-        try await request(path: path, headers: headers, body: body, timeout: timeout).get()
-    }
-
-    /// `post` without a task of its own for each request: the answer's status arrives on the loop
-    /// (the load paces and sends from one task; a task per delivery was most of the load's own CPU).
+    /// POSTs `body` to `path`: the answer's status, on the loop (the load paces and sends from one task;
+    /// a task per delivery was most of the load's own CPU). Fails when no answer came within `timeout`
+    /// (the connection is then closed), or the connection broke.
     func request(path: String, headers: [(String, String)], body: [UInt8], timeout: Duration) -> EventLoopFuture<Int> {
         var head = HTTPRequestHead(version: .http1_1, method: .POST, uri: path)
         head.headers.add(name: "host", value: "\(host):\(port)")
         for (name, value) in headers { head.headers.add(name: name, value: value) }
         head.headers.add(name: "content-length", value: String(body.count))
         let exchange = Exchange(head: head, body: ByteBuffer(bytes: body), promise: loop.makePromise(of: Int.self),
-                                timeout: .nanoseconds(Int64(timeout.components.seconds) * 1_000_000_000
-                                                          + timeout.components.attoseconds / 1_000_000_000))
+                                timeout: .nanoseconds(timeout.wholeNanoseconds))
         loop.execute { [self] in send(exchange) }
         return exchange.promise.futureResult
     }
@@ -119,8 +114,7 @@ final class LoadConnections: @unchecked Sendable {
     func sleep(until instant: ContinuousClock.Instant) async throws {
         let wait = ContinuousClock.now.duration(to: instant)
         guard wait > .zero else { return }
-        let nanoseconds = Int64(wait.components.seconds) * 1_000_000_000 + wait.components.attoseconds / 1_000_000_000
-        try await loop.scheduleTask(in: .nanoseconds(nanoseconds)) {}.futureResult.get()
+        try await loop.scheduleTask(in: .nanoseconds(wait.wholeNanoseconds)) {}.futureResult.get()
     }
 
     /// Closes every connection; requests still waiting fail.

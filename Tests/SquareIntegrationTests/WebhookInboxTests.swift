@@ -246,6 +246,29 @@ import Testing
         inbox.close()
     }
 
+    /// An inbox written before `deliveries.v2` opens with its pending deliveries and gains the index.
+    @Test func anInboxOfTheFirstSchemaOpensWithItsDeliveriesAndGainsThePurgeIndex() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let path = root.appendingPathComponent(LocalDeliveryInbox.fileName).path
+        do {
+            let old = try DatabaseQueue(path: path)
+            try LocalDeliveryInbox.migrator.migrate(old, upTo: "deliveries.v1")
+            try await old.write { db in
+                try db.execute(sql: "INSERT INTO deliveries (merchant_id, event_id, body, headers, received_at) VALUES ('M', 'evt-old', x'01', '', 1)")
+            }
+            try old.close()
+        }
+        let inbox = try LocalDeliveryInbox.open(dataRoot: root.path)
+        #expect(inbox.pendingCountNow == 1)
+        #expect(try await inbox.pending(merchantID: "M", after: 0, limit: 10).map(\.eventID) == ["evt-old"])
+        inbox.close()
+        let indexes = try await DatabaseQueue(path: path).read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'deliveries'")
+        }
+        #expect(indexes.contains("deliveries_done"))
+    }
+
     final class Clock: @unchecked Sendable {
         private let lock = NSLock()
         private var nanoseconds: Int64

@@ -113,7 +113,7 @@ import Testing
                     let pair = part.split(separator: "=", maxSplits: 1)
                     return (String(pair[0]), String(pair[1]))
                 },
-                headers: ["authorization": ServerKit.bearer(token)]), timeout: .seconds(30))
+                headers: ["authorization": ServerKit.bearer(token)]), timeout: ServerKit.requestTimeout)
             #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
             return try JSONScanner.parse(response.body)
         }

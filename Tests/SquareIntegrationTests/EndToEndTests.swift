@@ -59,7 +59,7 @@ import Testing
                     query: [(name: String, value: String)] = []) async throws -> SquareHTTPResponse
     {
         try await http.send(SquareHTTPRequest(method: .get, path: path, query: query,
-                                              headers: ["authorization": ServerKit.bearer(token)]), timeout: .seconds(10))
+                                              headers: ["authorization": ServerKit.bearer(token)]), timeout: ServerKit.requestTimeout)
     }
 
     @Test func anotherDevicesPriceChangeReachesTheLedgerAndAStaleEditIsDiagnosed() async throws {
@@ -162,7 +162,7 @@ import Testing
             let editResponse = try await http.send(SquareHTTPRequest(
                 method: .post, path: "/merchants/\(Kit.merchant)/edits",
                 headers: ["content-type": "application/json", "authorization": ServerKit.bearer(token)],
-                body: Array(try JSONEncoder().encode(edit))), timeout: .seconds(10))
+                body: Array(try JSONEncoder().encode(edit))), timeout: ServerKit.requestTimeout)
             #expect(editResponse.status == 409)  // a refusal is a 4xx with the result as its body
             let answer = try EditAnswer.decode(editResponse.body)
             #expect(answer.status == "rejected")
@@ -207,7 +207,7 @@ import Testing
         let response = try await http.send(SquareHTTPRequest(
             method: .post, path: "/webhooks/square",
             headers: [WebhookSignature.headerName: ServerKit.signature(body), "content-type": "application/json"],
-            body: body), timeout: .seconds(10))
+            body: body), timeout: ServerKit.requestTimeout)
         #expect(response.status == 200)
         try await server.stop()
         // The writer's lock is released: the ledger opens again and holds the delivery.

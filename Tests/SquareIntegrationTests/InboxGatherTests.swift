@@ -46,7 +46,7 @@ import Testing
                     try await Self.deliver(client, eventID, announcing: version)
                 }
                 func receipts() async throws -> [String] { try await WebhookInboxTests.receipts(service, Kit.merchant) }
-                /// Waits (at most ten seconds) until the merchant's sync runs started reach `count` and ended.
+                /// Waits (at most `ServerKit.eventually`'s bound) until the merchant's sync runs started reach `count` and ended.
                 func syncsRan(_ count: Int) async throws {
                     _ = await ServerKit.eventually { await runner.runsStarted >= count }
                     await runner.waitUntilIdle()

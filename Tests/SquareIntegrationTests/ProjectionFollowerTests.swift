@@ -31,16 +31,12 @@ import Testing
                          responseBody: #"{"catalog_object":\#(object),"id_mappings":[]}"#)
     }
 
-    /// The bound of one request: generous, since the whole suite runs in parallel on a small machine
-    /// (a request normally takes milliseconds).
-    static let requestTimeout: Duration = .seconds(60)
-
     /// Sends `report` over HTTP and returns the status.
     static func post(_ http: HTTPClientTransport, token: String, _ report: AppReport) async throws -> Int {
         try await http.send(SquareHTTPRequest(
             method: .post, path: "/merchants/\(Kit.merchant)/reports",
             headers: ["content-type": "application/json", "authorization": ServerKit.bearer(token)],
-            body: Array(try JSONEncoder().encode(report))), timeout: requestTimeout).status
+            body: Array(try JSONEncoder().encode(report))), timeout: ServerKit.requestTimeout).status
     }
 
     /// What the tests read of the variation route's answer (`catledger show --json`'s shape).
@@ -57,7 +53,7 @@ import Testing
     static func variation(_ http: HTTPClientTransport, token: String, _ id: String) async throws -> (status: Int, record: ProjectedVariation?) {
         let response = try await http.send(SquareHTTPRequest(
             method: .get, path: "/merchants/\(Kit.merchant)/variations/\(id)",
-            headers: ["authorization": ServerKit.bearer(token)]), timeout: requestTimeout)
+            headers: ["authorization": ServerKit.bearer(token)]), timeout: ServerKit.requestTimeout)
         return (response.status, response.status == 200 ? try ProjectedVariation(response.body) : nil)
     }
 

@@ -442,7 +442,7 @@ import Testing
             func get(_ path: String, token: String?) async throws -> SquareHTTPResponse {
                 try await http.send(SquareHTTPRequest(method: .get, path: path,
                                                       headers: token.map { ["authorization": ServerKit.bearer($0)] } ?? [:]),
-                                    timeout: .seconds(10))
+                                    timeout: ServerKit.requestTimeout)
             }
             for route in Self.routes where route.method == .get {
                 let path = String(route.path.split(separator: "?")[0])

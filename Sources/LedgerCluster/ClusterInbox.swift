@@ -1,7 +1,8 @@
 // The webhook inbox in PostgreSQL (docs/SCALING.md, "The webhook inbox"): any node records a verified
 // delivery here before answering 200; the merchant's owner drains it in id order into its ledger and
 // marks what it drained done, fenced by its lease epoch. The same shape as the local delivery inbox
-// (accept, pending after an id, mark done up to an id), plus the epoch.
+// (accept, pending after an id, mark done up to an id), plus the epoch; done rows are purged after a
+// retention.
 
 import Foundation
 import Logging
@@ -128,5 +129,34 @@ public struct ClusterInbox: Sendable {
             for try await _ in rows.decode(Int64.self) { count += 1 }
             return count
         }
+    }
+
+    /// Deletes at most `limit` done rows marked done longer than `retention` ago (by PostgreSQL's
+    /// clock), the oldest first, found by the index `webhook_inbox_done`; rows another connection's
+    /// purge holds are skipped. Returns how many it deleted: fewer than `limit` when no more are due
+    /// (skipped rows aside). Pending rows are never deleted. Not fenced: done is final.
+    @discardableResult
+    public func purgeDone(doneBefore retention: Duration, limit: Int = 1000) async throws -> Int {
+        guard limit > 0 else { throw ClusterError.invalidArgument("the limit must be positive") }
+        guard retention >= .zero else { throw ClusterError.invalidArgument("the retention cannot be negative") }
+        let statement = Self.purgeStatement(doneBefore: retention, limit: limit)
+        return try await database.query { [logger] connection in
+            var count = 0
+            for try await _ in try await connection.query(statement, logger: logger).decode(Int64.self) { count += 1 }
+            return count
+        }
+    }
+
+    /// `purgeDone`'s statement (its plan is tested). The cutoff is `statement_timestamp()`, fixed for
+    /// the statement, so the index can seek to it (`clock_timestamp()` would be read per row, and the
+    /// scan would read every done row's entry); the rows are then deleted by their keys.
+    package static func purgeStatement(doneBefore retention: Duration, limit: Int) -> PostgresQuery {
+        """
+        DELETE FROM webhook_inbox WHERE id = ANY(ARRAY(
+            SELECT id FROM webhook_inbox
+            WHERE done_at IS NOT NULL AND done_at < statement_timestamp() - \(ClusterNode.seconds(retention)) * interval '1 second'
+            ORDER BY done_at LIMIT \(limit) FOR UPDATE SKIP LOCKED))
+        RETURNING id
+        """
     }
 }

@@ -237,6 +237,10 @@ public enum ClusterSchema {
             FROM read_conflicts r JOIN read_model_state s ON s.merchant_id = r.merchant_id AND s.generation = r.generation
             """,
         ]),
+        // The inbox purge (ClusterInbox.purgeDone) finds the oldest done rows by this index.
+        Migration(version: 5, name: "the inbox purge", statements: [
+            "CREATE INDEX webhook_inbox_done ON webhook_inbox (done_at) WHERE done_at IS NOT NULL",
+        ]),
     ]
 
     /// The newest version this build knows.

@@ -2,7 +2,7 @@
 // lease renewals), the takeover of a merchant (its ledger restored from the segment archive when the
 // local copy is not the archive's lineage, the new epoch recorded in the ledger directory), the
 // shipping of each owned merchant's log to the archive (which marks the inbox deliveries it holds
-// done), and the poll for deliveries other nodes accepted.
+// done), the poll for deliveries other nodes accepted, and the purge of the inbox's old done rows.
 
 import CatalogLedger
 import CatalogModel
@@ -73,6 +73,7 @@ final class ClusterNodeService: Service, @unchecked Sendable {
                 group.addTask { await self.every(self.settings.leaseDuration / 4) { await self.round() } }
                 group.addTask { await self.every(self.settings.shipInterval) { await self.shipAll() } }
                 group.addTask { await self.every(self.settings.inboxPollInterval) { await self.poll() } }
+                group.addTask { await self.every(self.settings.inboxPurgeInterval) { await self.purgeInbox() } }
                 if let readModel = self.readModel {
                     group.addTask { await self.every(self.settings.readModelInterval) { await readModel.writeAll() } }
                 }
@@ -392,4 +393,32 @@ final class ClusterNodeService: Service, @unchecked Sendable {
             logger.warning("the cluster inbox could not be read", metadata: ["error": "\(error)"])
         }
     }
+
+    // MARK: The inbox purge
+
+    /// Deletes the inbox's deliveries done longer than `inboxDoneRetention` ago, a bounded statement
+    /// at a time until none is left due (docs/SCALING.md, "The webhook inbox"). Every node runs it; their
+    /// statements skip the rows another holds. Returns how many rows this node deleted.
+    @discardableResult
+    func purgeInbox() async -> Int {
+        var purged = 0
+        while !stateLock.withLock({ stopped }) {
+            do {
+                let deleted = try await inbox.inbox.purgeDone(doneBefore: settings.inboxDoneRetention, limit: Self.purgeRowsMax)
+                purged += deleted
+                metrics.inboxPurged(deleted)
+                if deleted < Self.purgeRowsMax { break }
+            } catch {
+                logger.warning("the cluster inbox's done deliveries could not be purged; retried next time", metadata: ["error": "\(error)"])
+                break
+            }
+        }
+        if purged > 0 {
+            logger.info("purged the cluster inbox's done deliveries past their retention", metadata: ["rows": "\(purged)"])
+        }
+        return purged
+    }
+
+    /// The rows one purge statement deletes at most.
+    static let purgeRowsMax = 1000
 }

@@ -1,3 +1,5 @@
+import WebhookInbox
+
 /// How a server takes part in a cluster (`serve --cluster-database URL --node-id ID --node-address
 /// HOST:PORT`; docs/SCALING.md, "Cluster mode in serve").
 public struct ClusterServing: Sendable, Equatable {
@@ -16,6 +18,11 @@ public struct ClusterServing: Sendable, Equatable {
     public var shipInterval: Duration
     /// How often the node looks for deliveries other nodes accepted for its merchants.
     public var inboxPollInterval: Duration
+    /// How long a delivery marked done stays in the cluster's inbox (a redelivery within it is answered
+    /// as a duplicate; after it the ledger's own dedupe drops it): the local inbox's 2 days by default.
+    public var inboxDoneRetention: Duration
+    /// How often the node purges the inbox's done deliveries past `inboxDoneRetention`.
+    public var inboxPurgeInterval: Duration
     /// How long a request forwarded to the merchant's node may take before it is answered 503
     /// `owner_timeout` (longer than the change feed's longest wait, 60 s).
     public var forwardTimeout: Duration
@@ -27,7 +34,9 @@ public struct ClusterServing: Sendable, Equatable {
 
     public init(databaseURL: String, nodeID: String, nodeAddress: String, leaseDuration: Duration = .seconds(10),
                 shipInterval: Duration = .seconds(1), inboxPollInterval: Duration = .milliseconds(100),
-                forwardTimeout: Duration = .seconds(75), readModel: Bool = true, readModelInterval: Duration = .seconds(1)) {
+                forwardTimeout: Duration = .seconds(75), readModel: Bool = true, readModelInterval: Duration = .seconds(1),
+                inboxDoneRetention: Duration = .nanoseconds(LocalDeliveryInbox.doneRetentionNanoseconds),
+                inboxPurgeInterval: Duration = .seconds(60)) {
         self.databaseURL = databaseURL
         self.nodeID = nodeID
         self.nodeAddress = nodeAddress
@@ -37,6 +46,8 @@ public struct ClusterServing: Sendable, Equatable {
         self.forwardTimeout = forwardTimeout
         self.readModel = readModel
         self.readModelInterval = readModelInterval
+        self.inboxDoneRetention = inboxDoneRetention
+        self.inboxPurgeInterval = inboxPurgeInterval
     }
 
     /// The local margin of a lease: a node stops appending this long before its lease would expire by

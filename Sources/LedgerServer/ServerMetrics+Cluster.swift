@@ -1,5 +1,5 @@
 // Cluster mode's metrics (docs/SCALING.md): forwarded requests, the takeovers with their recovery
-// point, the bytes shipped to the segment archive.
+// point, the bytes shipped to the segment archive, the inbox rows purged.
 
 import Foundation
 import Prometheus
@@ -40,5 +40,12 @@ extension ServerMetrics {
         registry.makeCounter(descriptor: .named("catledger_archive_shipped_bytes_total",
                                                 help: "Cluster mode: segment bytes sent to the archive (whole files and ranges)"))
             .increment(by: Int64(bytes))
+    }
+
+    /// The cluster inbox's purge deleted these done deliveries.
+    func inboxPurged(_ rows: Int) {
+        registry.makeCounter(descriptor: .named("catledger_cluster_inbox_purged_total",
+                                                help: "Cluster mode: done webhook deliveries this node purged from the cluster inbox past their retention"))
+            .increment(by: Int64(rows))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LedgerCluster
+import PostgresNIO
 import Testing
 import TestSupport
 
@@ -54,6 +55,79 @@ extension PostgresClusterTests {
                 try await inbox.markDone(merchant: "M1", upTo: first.id, epoch: lease.epoch)
                 #expect(try await inbox.accept(merchant: "M1", eventID: "evt-1", body: []).duplicate)
                 #expect(try await inbox.pending(merchant: "M1").isEmpty)
+            }
+        }
+
+        /// Done rows past the retention go, the oldest first and at most `limit` a call; pending rows
+        /// (however old) and rows done within the retention stay; a purged event id is accepted again
+        /// (the ledger's own dedupe drops it then), one within the retention is still a duplicate.
+        @Test func thePurgeDeletesOnlyDoneRowsPastTheRetentionOldestFirstInBoundedCalls() async throws {
+            try await withDatabases("inbox-purge", count: 1) { databases in
+                let database = databases[0]
+                let inbox = ClusterInbox(database: database)
+                let node = try ClusterNode(nodeID: "node-a", address: "a", database: database)
+                let lease = try #require(try await node.acquire("M1"))
+                var ids: [Int64] = []
+                for index in 1...10 {
+                    ids.append(try await inbox.accept(merchant: "M1", eventID: "evt-\(index)", body: [UInt8(index)]).id)
+                }
+                _ = try await inbox.accept(merchant: "M2", eventID: "evt-old-pending", body: [])
+                #expect(try await inbox.markDone(merchant: "M1", upTo: ids[7], epoch: lease.epoch) == 8)
+                // evt-1...5 done three days ago (evt-1 the oldest), evt-6...8 an hour ago; evt-9, 10 and M2's
+                // delivery pending, M2's received three days ago.
+                try await SQL.execute(database, """
+                    UPDATE webhook_inbox SET done_at = clock_timestamp() - interval '3 days' + (id - \(ids[0])) * interval '1 second'
+                    WHERE id <= \(ids[4])
+                    """)
+                try await SQL.execute(database, "UPDATE webhook_inbox SET done_at = clock_timestamp() - interval '1 hour' WHERE id BETWEEN \(ids[5]) AND \(ids[7])")
+                try await SQL.execute(database, "UPDATE webhook_inbox SET received_at = clock_timestamp() - interval '3 days' WHERE merchant_id = 'M2'")
+                func eventIDs() async throws -> [String] {
+                    try await SQL.strings(database, "SELECT event_id FROM webhook_inbox ORDER BY id")
+                }
+
+                let retention = Duration.seconds(2 * 24 * 3600)
+                #expect(try await inbox.purgeDone(doneBefore: retention, limit: 2) == 2)
+                #expect(try await eventIDs() == (3...10).map { "evt-\($0)" } + ["evt-old-pending"], "the oldest two first")
+                #expect(try await inbox.purgeDone(doneBefore: retention, limit: 2) == 2)
+                #expect(try await inbox.purgeDone(doneBefore: retention, limit: 2) == 1, "fewer than the limit: none left due")
+                #expect(try await inbox.purgeDone(doneBefore: retention, limit: 2) == 0)
+                #expect(try await eventIDs() == (6...10).map { "evt-\($0)" } + ["evt-old-pending"])
+                #expect(try await inbox.pending(merchant: "M1").map(\.eventID) == ["evt-9", "evt-10"])
+                #expect(try await inbox.pending(merchant: "M2").map(\.eventID) == ["evt-old-pending"])
+
+                #expect(!(try await inbox.accept(merchant: "M1", eventID: "evt-1", body: [1]).duplicate), "purged: accepted again")
+                #expect(try await inbox.accept(merchant: "M1", eventID: "evt-6", body: [6]).duplicate, "done within the retention")
+                // A retention of zero purges every done row.
+                #expect(try await inbox.purgeDone(doneBefore: .zero) == 3)
+                #expect(try await eventIDs() == ["evt-9", "evt-10", "evt-old-pending", "evt-1"])
+                #expect(await clusterError { _ = try await inbox.purgeDone(doneBefore: retention, limit: 0) }
+                        == .invalidArgument("the limit must be positive"))
+                #expect(await clusterError { _ = try await inbox.purgeDone(doneBefore: .seconds(-1)) }
+                        == .invalidArgument("the retention cannot be negative"))
+            }
+        }
+
+        /// Among 20,000 rows done within the retention, the purge's statement finds the few due ones by the
+        /// `webhook_inbox_done` index (schema version 5), not by reading the table.
+        @Test func thePurgeFindsTheDueRowsByItsIndex() async throws {
+            try await withDatabases("inbox-purge-plan", count: 1) { databases in
+                let database = databases[0]
+                try await SQL.execute(database, """
+                    INSERT INTO webhook_inbox (merchant_id, event_id, body, done_at, done_epoch)
+                    SELECT 'M' || (g % 50), 'evt-' || g, '', clock_timestamp() - (g % 3600) * interval '1 second', 1
+                    FROM generate_series(1, 20000) g
+                    """)
+                try await SQL.execute(database, "ANALYZE webhook_inbox")
+                let statement = ClusterInbox.purgeStatement(doneBefore: .seconds(2 * 24 * 3600), limit: 1000)
+                let plan = try await database.withConnection { connection in
+                    var lines: [String] = []
+                    let explain = PostgresQuery(unsafeSQL: "EXPLAIN " + statement.sql, binds: statement.binds)
+                    for try await line in try await connection.query(explain, logger: quietLogger).decode(String.self) { lines.append(line) }
+                    return lines.joined(separator: "\n")
+                }
+                #expect(plan.contains("Index Cond: ((done_at IS NOT NULL) AND (done_at < "), "the index seeks to the cutoff: \(plan)")
+                #expect(plan.contains("webhook_inbox_done") && plan.contains("webhook_inbox_pkey"), "\(plan)")
+                #expect(!plan.contains("Seq Scan"), "\(plan)")
             }
         }
 

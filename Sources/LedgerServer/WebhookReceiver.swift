@@ -191,8 +191,10 @@ public struct WebhookReceiver: Sendable {
     /// (`SyncHealth.syncCovers`: a burst's repeats, redeliveries, late deliveries).
     ///
     /// Deliveries drained from the inbox carry when they were accepted (`acceptedAt`): when a run
-    /// started since then (they waited for company, see `isUrgent`) and did not fail, it brings their
-    /// versions in, and they set off no run of their own.
+    /// started since a delivery was accepted (it waited for company, see `isUrgent`) and did not fail,
+    /// that run brings its version in, and it sets off no run of its own. Each delivery is decided on
+    /// its own (and counted so in `catledger_webhook_sync_decisions_total`): a batch sets off one run
+    /// when any of its deliveries needs one.
     private func recorded(_ notifications: [WebhookNotification], outcomes: [AppendOutcome], acceptedAt: [Int64]? = nil,
                           in merchant: MerchantLedger) async {
         merchant.health.webhookAccepted(at: service.configuration.clock.now())
@@ -200,21 +202,23 @@ public struct WebhookReceiver: Sendable {
             service.authorizationRevoked(merchant, eventID: notification.eventID)
         }
         service.metrics.appended(outcomes.filter { !$0.isDuplicate }.count, path: "webhook")
-        let announced = zip(notifications.indices, outcomes).filter { index, outcome in
-            !outcome.isDuplicate && notifications[index].eventType == CatalogVersionUpdatedEvent.eventType
-        }.map(\.0)
-        guard !announced.isEmpty, let runner = merchant.syncRunner else { return }
+        guard let runner = merchant.syncRunner else { return }
         let health = merchant.health
-        let uncovered = announced.filter { !health.syncCovers(catalogUpdatedAt: notifications[$0].catalogUpdatedAt) }
-        if uncovered.isEmpty {
-            service.metrics.webhookSync(.alreadySynced)
-            return
+        var triggers = false
+        for (index, outcome) in zip(notifications.indices, outcomes)
+        where !outcome.isDuplicate && notifications[index].eventType == CatalogVersionUpdatedEvent.eventType {
+            let decision: ServerMetrics.WebhookSyncDecision
+            if health.syncCovers(catalogUpdatedAt: notifications[index].catalogUpdatedAt) {
+                decision = .alreadySynced
+            } else if let acceptedAt, health.runStarted(since: acceptedAt[index]) {
+                decision = .runStartedSince
+            } else {
+                decision = .triggered
+                triggers = true
+            }
+            service.metrics.webhookSync(decision)
         }
-        if let acceptedAt, let earliest = uncovered.map({ acceptedAt[$0] }).min(), health.runStarted(since: earliest) {
-            service.metrics.webhookSync(.runStartedSince)
-            return
-        }
-        service.metrics.webhookSync(.triggered)
+        guard triggers else { return }
         health.syncRequested()
         await runner.trigger()
     }

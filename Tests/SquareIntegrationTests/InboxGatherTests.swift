@@ -161,6 +161,96 @@ import Testing
     }
 }
 
+extension InboxGatherTests {
+    /// The simulator behind a gate: once armed, the next search is answered by the simulator at once
+    /// (its answer reflects the catalog then) but handed to the caller only when the test opens the gate,
+    /// so a sync run can be held after its fetch and before it completes.
+    actor HeldSearch: SquareTransport {
+        let simulator: SquareSimulator
+        private var armed = false
+        private(set) var holding = false
+        private var gate: CheckedContinuation<Void, Never>?
+
+        init(simulator: SquareSimulator) { self.simulator = simulator }
+
+        func arm() { armed = true }
+
+        func open() {
+            gate?.resume()
+            gate = nil
+        }
+
+        func send(_ request: SquareHTTPRequest, timeout: Duration) async throws -> SquareHTTPResponse {
+            let response = await simulator.handle(request)
+            if request.path == "/v2/catalog/search", armed {
+                armed = false
+                holding = true
+                await withCheckedContinuation { gate = $0 }
+                holding = false
+            }
+            return response
+        }
+    }
+
+    /// A batch drained together: change-2 waited for company while a run was about to start (that run
+    /// covers it); change-3 was made after that run had fetched, and arrived while it was still going.
+    /// Before, the batch was decided by its earliest delivery (change-2, covered), and change-3's
+    /// change never reached the ledger: no run was set off for it.
+    @Test("in one drained batch, a delivery accepted after the running sync had started sets off a run though an earlier one of the batch needs none; decisions count deliveries")
+    func aDeliveryAfterTheRunStartedSetsOffARunThoughTheBatchHasOneCovered() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let square = HeldSearch(simulator: simulator)
+        var configuration = ServerKit.configuration(root: root, square: square, debounce: .seconds(2))
+        configuration.webhookInbox = true
+        configuration.inboxGatherDelay = .seconds(60)
+        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        do {
+            let merchant = try #require(service.merchant(Kit.merchant))
+            let runner = try #require(merchant.syncRunner)
+            let initial = try await #require(merchant.syncer).syncIncremental()
+            merchant.health.seed(lastSuccess: Date(), watermark: initial.latestTime)
+            let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                func change(_ key: String, to amount: Int64, as eventID: String) async throws {
+                    let variation = try #require(ids[key])
+                    let made = await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: amount), by: .pointOfSale)
+                    try await Self.deliver(client, eventID, announcing: RFC3339.format(milliseconds: made.catalogVersion))
+                }
+                func price(_ key: String) throws -> Int64? {
+                    let id = try #require(ids[key])
+                    let fact = try #require(try merchant.ledger.reader.state(asOf: .latest).state[CatalogObjectID(id)])
+                    return try CatalogObject(bytes: fact.payload).priceMoney?.amount
+                }
+                await square.arm()
+                try await change("#Latte_Small", to: 701, as: "change-1")
+                #expect(await ServerKit.eventually { merchant.health.syncRequestPending }, "change-1's run waits out its debounce")
+                try await change("#Latte_Large", to: 702, as: "change-2")
+                #expect(await ServerKit.eventually { await square.holding }, "the run has fetched and is held")
+                #expect(try await !Self.recorded(service, "change-2"), "change-2 waits for company")
+                try await change("#Espresso_Single", to: 703, as: "change-3")
+                #expect(try await ServerKit.eventually { try await Self.recorded(service, "change-3") })
+                #expect(try await Self.recorded(service, "change-2"), "drained in change-3's batch")
+                await square.open()
+
+                #expect(await ServerKit.eventually { await runner.runsStarted == 2 }, "change-3 set off a run of its own")
+                await runner.waitUntilIdle()
+                #expect(try price("#Latte_Small") == 701 && price("#Latte_Large") == 702)
+                #expect(try price("#Espresso_Single") == 703, "change-3 reached the ledger")
+                let decisions = MetricsLines(SyncScheduleTests.metrics(service))
+                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="triggered"}"#) == 2, "change-1 and change-3")
+                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="run_started_since"}"#) == 1, "change-2")
+                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="already_synced"}"#) == 0)
+            }
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
+    }
+}
+
 /// The samples of a Prometheus text by series (name and labels as written).
 private struct MetricsLines {
     let text: String

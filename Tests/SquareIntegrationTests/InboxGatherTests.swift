@@ -1,3 +1,4 @@
+import CatalogIngest
 import CatalogLedger
 import CatalogModel
 import Foundation
@@ -25,6 +26,35 @@ import Testing
     /// Whether `eventID`'s delivery is in the merchant's ledger.
     static func recorded(_ service: LedgerService, _ eventID: String) async throws -> Bool {
         try await WebhookInboxTests.receipts(service, Kit.merchant).contains(eventID)
+    }
+
+    /// A server with the webhook inbox, gathering for `gather`, over `square`, whose merchant has had
+    /// its first sync (run directly: the server knows the catalog as of its watermark); `body` gets it
+    /// through the router, and the service is closed after, passed or failed.
+    static func withSyncedServer(square: any SquareTransport, debounce: Duration, gather: Duration,
+                                 _ body: @escaping @Sendable (LedgerService, MerchantLedger, CoalescingRunner, any TestClientProtocol) async throws -> Void)
+        async throws
+    {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        var configuration = ServerKit.configuration(root: root, square: square, debounce: debounce)
+        configuration.webhookInbox = true
+        configuration.inboxGatherDelay = gather
+        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
+        do {
+            let merchant = try #require(service.merchant(Kit.merchant))
+            let runner = try #require(merchant.syncRunner)
+            let initial = try await #require(merchant.syncer).syncIncremental()
+            merchant.health.seed(lastSuccess: Date(), watermark: initial.latestTime)
+            let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
+            try await app.test(.router) { (client: any TestClientProtocol) async throws in
+                try await body(service, merchant, runner, client)
+            }
+        } catch {
+            try? await service.close()
+            throw error
+        }
+        try await service.close()
     }
 
     @Test("deliveries of versions already synced wait for company; a newer version is appended at once with them, before its sync; alone they are appended by the deadline")
@@ -107,57 +137,39 @@ import Testing
 
     @Test("a delivery accepted while a sync it would ask for is about to start waits, and once that run has brought its change in, sets off no run of its own")
     func aRunAboutToStartCoversTheDeliveriesThatWait() async throws {
-        let root = try Kit.temporaryDirectory()
-        defer { Kit.cleanUp(root) }
         let (simulator, ids) = await Kit.seededSimulator()
         // A long debounce: the run the first change asks for is still to start when the second arrives
         // (six seconds: the suite runs beside others on two cores).
-        var configuration = ServerKit.configuration(root: root, square: simulator, debounce: .seconds(6))
-        configuration.webhookInbox = true
-        configuration.inboxGatherDelay = .seconds(8)
-        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
-        do {
-            let merchant = try #require(service.merchant(Kit.merchant))
-            let runner = try #require(merchant.syncRunner)
-            // The first sync, run directly: the server knows the catalog as of its watermark.
-            let initial = try await #require(merchant.syncer).syncIncremental()
-            merchant.health.seed(lastSuccess: Date(), watermark: initial.latestTime)
-            let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
-            try await app.test(.router) { (client: any TestClientProtocol) async throws in
-                func deliver(_ eventID: String, announcing version: Int64) async throws {
-                    try await Self.deliver(client, eventID, announcing: RFC3339.format(milliseconds: version))
-                }
-                let latte = try #require(ids["#Latte_Small"]), large = try #require(ids["#Latte_Large"])
-                let first = await simulator.applyDeviceEdit(.setVariationPrice(variationID: latte, amount: 701), by: .pointOfSale)
-                try await deliver("change-1", announcing: first.catalogVersion)
-                #expect(await ServerKit.eventually(timeout: .seconds(5)) { merchant.health.syncRequestPending },
-                        "the run change-1 asked for waits out its debounce")
-                // Made and announced while that run is still to start: it brings this change in too.
-                let second = await simulator.applyDeviceEdit(.setVariationPrice(variationID: large, amount: 702), by: .pointOfSale)
-                try await deliver("change-2", announcing: second.catalogVersion)
-                try await Task.sleep(for: .milliseconds(300))
-                #expect(try await !Self.recorded(service, "change-2"), "change-2 waits for company")
-
-                _ = try await ServerKit.eventually(timeout: .seconds(30)) { try await Self.recorded(service, "change-2") }
-                await runner.waitUntilIdle()
-                #expect(await runner.runsStarted == 1, "one run for both changes")
-                let state = try merchant.ledger.reader.state(asOf: .latest).state
-                for (variation, amount) in [(latte, Int64(701)), (large, Int64(702))] {
-                    let fact = try #require(state[CatalogObjectID(variation)])
-                    #expect(try CatalogObject(bytes: fact.payload).priceMoney?.amount == amount)
-                }
-                // change-2 was recorded after that run started: it set off nothing (the run had either
-                // completed, its version then synced, or was still going).
-                let decisions = MetricsLines(SyncScheduleTests.metrics(service))
-                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="triggered"}"#) == 1)
-                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="already_synced"}"#)
-                    + decisions.value(#"catledger_webhook_sync_decisions_total{decision="run_started_since"}"#) == 1)
+        try await Self.withSyncedServer(square: simulator, debounce: .seconds(6), gather: .seconds(8)) { service, merchant, runner, client in
+            func deliver(_ eventID: String, announcing version: Int64) async throws {
+                try await Self.deliver(client, eventID, announcing: RFC3339.format(milliseconds: version))
             }
-        } catch {
-            try? await service.close()
-            throw error
+            let latte = try #require(ids["#Latte_Small"]), large = try #require(ids["#Latte_Large"])
+            let first = await simulator.applyDeviceEdit(.setVariationPrice(variationID: latte, amount: 701), by: .pointOfSale)
+            try await deliver("change-1", announcing: first.catalogVersion)
+            #expect(await ServerKit.eventually(timeout: .seconds(5)) { merchant.health.syncRequestPending },
+                    "the run change-1 asked for waits out its debounce")
+            // Made and announced while that run is still to start: it brings this change in too.
+            let second = await simulator.applyDeviceEdit(.setVariationPrice(variationID: large, amount: 702), by: .pointOfSale)
+            try await deliver("change-2", announcing: second.catalogVersion)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await !Self.recorded(service, "change-2"), "change-2 waits for company")
+
+            _ = try await ServerKit.eventually(timeout: .seconds(30)) { try await Self.recorded(service, "change-2") }
+            await runner.waitUntilIdle()
+            #expect(await runner.runsStarted == 1, "one run for both changes")
+            let state = try merchant.ledger.reader.state(asOf: .latest).state
+            for (variation, amount) in [(latte, Int64(701)), (large, Int64(702))] {
+                let fact = try #require(state[CatalogObjectID(variation)])
+                #expect(try CatalogObject(bytes: fact.payload).priceMoney?.amount == amount)
+            }
+            // change-2 was recorded after that run started: it set off nothing (the run had either
+            // completed, its version then synced, or was still going).
+            let decisions = MetricsLines(SyncScheduleTests.metrics(service))
+            #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="triggered"}"#) == 1)
+            #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="already_synced"}"#)
+                + decisions.value(#"catledger_webhook_sync_decisions_total{decision="run_started_since"}"#) == 1)
         }
-        try await service.close()
     }
 }
 
@@ -198,56 +210,39 @@ extension InboxGatherTests {
     /// change never reached the ledger: no run was set off for it.
     @Test("in one drained batch, a delivery accepted after the running sync had started sets off a run though an earlier one of the batch needs none; decisions count deliveries")
     func aDeliveryAfterTheRunStartedSetsOffARunThoughTheBatchHasOneCovered() async throws {
-        let root = try Kit.temporaryDirectory()
-        defer { Kit.cleanUp(root) }
         let (simulator, ids) = await Kit.seededSimulator()
         let square = HeldSearch(simulator: simulator)
-        var configuration = ServerKit.configuration(root: root, square: square, debounce: .seconds(2))
-        configuration.webhookInbox = true
-        configuration.inboxGatherDelay = .seconds(60)
-        let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
-        do {
-            let merchant = try #require(service.merchant(Kit.merchant))
-            let runner = try #require(merchant.syncRunner)
-            let initial = try await #require(merchant.syncer).syncIncremental()
-            merchant.health.seed(lastSuccess: Date(), watermark: initial.latestTime)
-            let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
-            try await app.test(.router) { (client: any TestClientProtocol) async throws in
-                func change(_ key: String, to amount: Int64, as eventID: String) async throws {
-                    let variation = try #require(ids[key])
-                    let made = await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: amount), by: .pointOfSale)
-                    try await Self.deliver(client, eventID, announcing: RFC3339.format(milliseconds: made.catalogVersion))
-                }
-                func price(_ key: String) throws -> Int64? {
-                    let id = try #require(ids[key])
-                    let fact = try #require(try merchant.ledger.reader.state(asOf: .latest).state[CatalogObjectID(id)])
-                    return try CatalogObject(bytes: fact.payload).priceMoney?.amount
-                }
-                await square.arm()
-                try await change("#Latte_Small", to: 701, as: "change-1")
-                #expect(await ServerKit.eventually { merchant.health.syncRequestPending }, "change-1's run waits out its debounce")
-                try await change("#Latte_Large", to: 702, as: "change-2")
-                #expect(await ServerKit.eventually { await square.holding }, "the run has fetched and is held")
-                #expect(try await !Self.recorded(service, "change-2"), "change-2 waits for company")
-                try await change("#Espresso_Single", to: 703, as: "change-3")
-                #expect(try await ServerKit.eventually { try await Self.recorded(service, "change-3") })
-                #expect(try await Self.recorded(service, "change-2"), "drained in change-3's batch")
-                await square.open()
-
-                #expect(await ServerKit.eventually { await runner.runsStarted == 2 }, "change-3 set off a run of its own")
-                await runner.waitUntilIdle()
-                #expect(try price("#Latte_Small") == 701 && price("#Latte_Large") == 702)
-                #expect(try price("#Espresso_Single") == 703, "change-3 reached the ledger")
-                let decisions = MetricsLines(SyncScheduleTests.metrics(service))
-                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="triggered"}"#) == 2, "change-1 and change-3")
-                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="run_started_since"}"#) == 1, "change-2")
-                #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="already_synced"}"#) == 0)
+        try await Self.withSyncedServer(square: square, debounce: .seconds(2), gather: .seconds(60)) { service, merchant, runner, client in
+            func change(_ key: String, to amount: Int64, as eventID: String) async throws {
+                let variation = try #require(ids[key])
+                let made = await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: amount), by: .pointOfSale)
+                try await Self.deliver(client, eventID, announcing: RFC3339.format(milliseconds: made.catalogVersion))
             }
-        } catch {
-            try? await service.close()
-            throw error
+            func price(_ key: String) throws -> Int64? {
+                let id = try #require(ids[key])
+                let fact = try #require(try merchant.ledger.reader.state(asOf: .latest).state[CatalogObjectID(id)])
+                return try CatalogObject(bytes: fact.payload).priceMoney?.amount
+            }
+            await square.arm()
+            try await change("#Latte_Small", to: 701, as: "change-1")
+            #expect(await ServerKit.eventually { merchant.health.syncRequestPending }, "change-1's run waits out its debounce")
+            try await change("#Latte_Large", to: 702, as: "change-2")
+            #expect(await ServerKit.eventually { await square.holding }, "the run has fetched and is held")
+            #expect(try await !Self.recorded(service, "change-2"), "change-2 waits for company")
+            try await change("#Espresso_Single", to: 703, as: "change-3")
+            #expect(try await ServerKit.eventually { try await Self.recorded(service, "change-3") })
+            #expect(try await Self.recorded(service, "change-2"), "drained in change-3's batch")
+            await square.open()
+
+            #expect(await ServerKit.eventually { await runner.runsStarted == 2 }, "change-3 set off a run of its own")
+            await runner.waitUntilIdle()
+            #expect(try price("#Latte_Small") == 701 && price("#Latte_Large") == 702)
+            #expect(try price("#Espresso_Single") == 703, "change-3 reached the ledger")
+            let decisions = MetricsLines(SyncScheduleTests.metrics(service))
+            #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="triggered"}"#) == 2, "change-1 and change-3")
+            #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="run_started_since"}"#) == 1, "change-2")
+            #expect(decisions.value(#"catledger_webhook_sync_decisions_total{decision="already_synced"}"#) == 0)
         }
-        try await service.close()
     }
 }
 

@@ -65,7 +65,10 @@ import WebhookInbox
         let (simulator, ids) = await Kit.seededSimulator()
         var configuration = ServerKit.configuration(root: root, square: simulator, debounce: .milliseconds(20))
         configuration.webhookInbox = true
-        let gather = Duration.seconds(5)
+        // Long, so that on a loaded machine (the parallel test run can stall a test for tens of seconds)
+        // "waits for company" and "appended at once" stay apart: at once is within half of it.
+        let gather = Duration.seconds(30)
+        let atOnce = gather / 2
         configuration.inboxGatherDelay = gather
         let service = try await LedgerService.open(configuration: configuration, logger: Kit.logger)
         do {
@@ -87,7 +90,7 @@ import WebhookInbox
 
                 // Nothing synced yet: the first delivery is appended at once and its sync runs.
                 try await deliver("first", announcing: seeded)
-                #expect(try await ServerKit.eventually(timeout: .seconds(3)) { try await Self.recorded(service, "first") })
+                #expect(try await ServerKit.eventually(timeout: atOnce) { try await Self.recorded(service, "first") })
                 try await syncsRan(1)
 
                 // A burst's repeat and a late delivery: versions the sync brought in. They wait.
@@ -98,12 +101,12 @@ import WebhookInbox
                 #expect(try await service.inboxPending() == 2)
 
                 // A price change on the point of sale: its delivery announces a newer version. It is
-                // appended at once (long before the five seconds), with the three waiting before it, in order.
+                // appended at once (long before the gather delay), with the three waiting before it, in order.
                 try await deliver("waiting", announcing: seeded)
                 let variation = try #require(ids["#Latte_Small"])
                 let change = await simulator.applyDeviceEdit(.setVariationPrice(variationID: variation, amount: 777), by: .pointOfSale)
                 try await deliver("change", announcing: RFC3339.format(milliseconds: change.catalogVersion))
-                #expect(try await ServerKit.eventually(timeout: .seconds(3)) { try await Self.recorded(service, "change") })
+                #expect(try await ServerKit.eventually(timeout: atOnce) { try await Self.recorded(service, "change") })
                 #expect(try await receipts() == ["first", "burst", "late", "waiting", "change"])
                 try await syncsRan(2)
                 // The delivery is in the ledger before the sync it set off.
@@ -122,11 +125,11 @@ import WebhookInbox
                 try await deliver("alone", announcing: RFC3339.format(milliseconds: change.catalogVersion))
                 try await Task.sleep(for: .seconds(1))
                 #expect(try await !receipts().contains("alone"))
-                #expect(try await ServerKit.eventually(timeout: .seconds(15)) { try await Self.recorded(service, "alone") })
+                #expect(try await ServerKit.eventually(timeout: gather + .seconds(30)) { try await Self.recorded(service, "alone") })
                 #expect(ContinuousClock.now - sent >= gather)
                 // Marked done in the inbox (done marks ride on the next commit, at most 0.2 s later).
                 await service.inboxDrained()
-                #expect(try await ServerKit.eventually(timeout: .seconds(5)) { try await service.inboxPending() == 0 })
+                #expect(try await ServerKit.eventually { try await service.inboxPending() == 0 })
                 #expect(await runner.runsStarted == 2)
             }
         } catch {
@@ -140,15 +143,16 @@ import WebhookInbox
     func aRunAboutToStartCoversTheDeliveriesThatWait() async throws {
         let (simulator, ids) = await Kit.seededSimulator()
         // A long debounce: the run the first change asks for is still to start when the second arrives
-        // (six seconds: the suite runs beside others on two cores).
-        try await Self.withSyncedServer(square: simulator, debounce: .seconds(6), gather: .seconds(8)) { service, merchant, runner, client in
+        // (twenty seconds: the parallel test run can stall a test for tens of seconds on two cores).
+        let debounce = Duration.seconds(20), gather = debounce + .seconds(10)
+        try await Self.withSyncedServer(square: simulator, debounce: debounce, gather: gather) { service, merchant, runner, client in
             func deliver(_ eventID: String, announcing version: Int64) async throws {
                 try await Self.deliver(client, eventID, announcing: RFC3339.format(milliseconds: version))
             }
             let latte = try #require(ids["#Latte_Small"]), large = try #require(ids["#Latte_Large"])
             let first = await simulator.applyDeviceEdit(.setVariationPrice(variationID: latte, amount: 701), by: .pointOfSale)
             try await deliver("change-1", announcing: first.catalogVersion)
-            #expect(await ServerKit.eventually(timeout: .seconds(5)) { merchant.health.syncRequestPending },
+            #expect(await ServerKit.eventually(timeout: debounce / 2) { merchant.health.syncRequestPending },
                     "the run change-1 asked for waits out its debounce")
             // Made and announced while that run is still to start: it brings this change in too.
             let second = await simulator.applyDeviceEdit(.setVariationPrice(variationID: large, amount: 702), by: .pointOfSale)
@@ -156,7 +160,7 @@ import WebhookInbox
             try await Task.sleep(for: .milliseconds(300))
             #expect(try await !Self.recorded(service, "change-2"), "change-2 waits for company")
 
-            _ = try await ServerKit.eventually(timeout: .seconds(30)) { try await Self.recorded(service, "change-2") }
+            _ = try await ServerKit.eventually(timeout: gather + .seconds(30)) { try await Self.recorded(service, "change-2") }
             await runner.waitUntilIdle()
             #expect(await runner.runsStarted == 1, "one run for both changes")
             let state = try merchant.ledger.reader.state(asOf: .latest).state

@@ -249,7 +249,7 @@ struct ProjectionBehaviourTests {
             let outcome = try await ledger.append(try CatalogJSON.observe(
                 [Self.tea(version: Self.v1 + Int64(step), price: 300 + Int64(step))], run: "r\(step)"))
             let target = outcome.map(\.sequence).max()!
-            let deadline = ContinuousClock.now + .seconds(10)
+            let deadline = ContinuousClock.now + .seconds(60)
             while applied.value.map({ $0 < target }) ?? true, ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(2))
             }

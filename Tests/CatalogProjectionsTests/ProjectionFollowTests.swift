@@ -36,7 +36,7 @@ struct ProjectionFollowTests {
 
         // Keep commits coming, one change at a time, until the WAL has started over after a
         // checkpoint on the writing connection (or the deadline passes, which fails below).
-        let deadline = ContinuousClock.now + .seconds(20)
+        let deadline = ContinuousClock.now + .seconds(60)
         var steps = 0
         while !checkpoints.restartedAfterWriterCheckpoint, ContinuousClock.now < deadline {
             try await history.append(steps: 1, to: ledger)
@@ -97,7 +97,7 @@ struct ProjectionFollowTests {
             following.task = Task { try await projector.follow { following.applied.set($0) } }
             // Caught up: what comes next is applied by the follower's commits.
             let last = try #require(try ledger.reader.lastSequence())
-            let deadline = ContinuousClock.now + .seconds(20)
+            let deadline = ContinuousClock.now + .seconds(60)
             while following.applied.value.map({ $0 < last }) ?? true, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
             #expect(following.applied.value == last)
             return following
@@ -107,7 +107,7 @@ struct ProjectionFollowTests {
             let before = try ledger.reader.lastSequence()
             while try ledger.reader.lastSequence() == before { try await history.append(steps: 1, to: ledger) }
             let last = try #require(try ledger.reader.lastSequence())
-            let deadline = ContinuousClock.now + .seconds(20)
+            let deadline = ContinuousClock.now + .seconds(60)
             while following.applied.value.map({ $0 < last }) ?? true, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
             #expect(following.applied.value == last)
         }
@@ -119,7 +119,7 @@ struct ProjectionFollowTests {
         #expect((3..<8).contains(quiet.commits), "\(quiet.commits) commits")
         #expect(quiet.checkpoints.count == 0, "checkpointed after three commits: \(quiet.checkpoints.summary)")
         for _ in 0..<6 { try await commitOnce(quiet) }
-        let due = ContinuousClock.now + .seconds(10)
+        let due = ContinuousClock.now + .seconds(60)
         while quiet.checkpoints.count == 0, ContinuousClock.now < due { try await Task.sleep(for: .milliseconds(5)) }
         #expect(quiet.checkpoints.count >= 1, "no checkpoint after \(quiet.commits) commits")
         quiet.task?.cancel()
@@ -129,7 +129,7 @@ struct ProjectionFollowTests {
         // again while nothing is committed.
         let delayed = try await follow(minCommits: 1_000, maxDelay: .milliseconds(300))
         try await commitOnce(delayed)
-        let delayDue = ContinuousClock.now + .seconds(10)
+        let delayDue = ContinuousClock.now + .seconds(60)
         while delayed.checkpoints.count == 0, ContinuousClock.now < delayDue { try await Task.sleep(for: .milliseconds(5)) }
         #expect(delayed.checkpoints.count == 1)
         try await Task.sleep(for: .milliseconds(700))

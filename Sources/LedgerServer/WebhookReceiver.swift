@@ -190,7 +190,8 @@ public struct WebhookReceiver: Sendable {
     /// the merchant's sync, unless a completed sync already brought in every version announced
     /// (`SyncHealth.syncCovers`: a burst's repeats, redeliveries, late deliveries).
     ///
-    /// Deliveries drained from the inbox carry when they were accepted (`acceptedAt`): when a run
+    /// Deliveries drained from a node's local inbox carry when they were accepted (`acceptedAt`, by
+    /// this node's clock; nil in cluster mode, see `recordDrained`): when a run
     /// started since a delivery was accepted (it waited for company, see `isUrgent`) and did not fail,
     /// that run brings its version in, and it sets off no run of its own. Each delivery is decided on
     /// its own (and counted so in `catledger_webhook_sync_decisions_total`): a batch sets off one run
@@ -279,7 +280,10 @@ public struct WebhookReceiver: Sendable {
     }
 
     /// Appends deliveries drained from the inbox to the merchant's ledger, each at the time it was
-    /// accepted, as one batch, then does what recorded deliveries set off.
+    /// accepted, as one batch, then does what recorded deliveries set off. In cluster mode that time is
+    /// PostgreSQL's clock, which is never compared with this node's (docs/SCALING.md, "The clock"): a
+    /// run this node started is not taken to cover a delivery by its acceptance time, so a delivery no
+    /// completed sync covers sets off a run (joining one about to start, or following one in progress).
     func recordDrained(_ deliveries: [InboxDelivery], in merchant: MerchantLedger) async throws {
         let notifications = try deliveries.map { try WebhookNotification(body: $0.body) }
         let events = zip(notifications, deliveries).map { notification, delivery in
@@ -287,6 +291,7 @@ public struct WebhookReceiver: Sendable {
                                           keptHeaders: delivery.headers)
         }
         let outcomes = try await merchant.ledger.append(events, recordedAt: deliveries.map(\.receivedAt))
-        await recorded(notifications, outcomes: outcomes, acceptedAt: deliveries.map(\.receivedAt), in: merchant)
+        await recorded(notifications, outcomes: outcomes, acceptedAt: service.cluster == nil ? deliveries.map(\.receivedAt) : nil,
+                       in: merchant)
     }
 }

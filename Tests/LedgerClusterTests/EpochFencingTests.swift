@@ -27,9 +27,9 @@ extension PostgresClusterTests {
             return try await LedgerService.open(configuration: configuration, logger: quietLogger)
         }
 
-        static func delivery(_ merchant: String, _ eventID: String) -> [UInt8] {
+        static func delivery(_ merchant: String, _ eventID: String, catalogUpdatedAt: String = "2026-11-27T06:00:00Z") -> [UInt8] {
             Array(SquareJSON.encodeOrTrap(CatalogVersionUpdatedEvent(
-                merchantID: merchant, eventID: eventID, createdAt: "2026-11-27T06:00:00Z", catalogUpdatedAt: "2026-11-27T06:00:00Z")))
+                merchantID: merchant, eventID: eventID, createdAt: "2026-11-27T06:00:00Z", catalogUpdatedAt: catalogUpdatedAt)))
         }
 
         static func webhookIDs(_ root: String) throws -> [String] {

@@ -218,19 +218,21 @@ public final class MerchantDirectory: @unchecked Sendable {
     /// the next idle sweep.
     public func use<T>(_ id: MerchantID, background: Bool = false,
                        _ body: (MerchantLedger) async throws -> T) async throws -> T? {
-        guard let merchant = try await acquire(id, background: background) else { return nil }
-        defer { release(id, background: background) }
+        guard let (merchant, slot) = try await acquire(id, background: background) else { return nil }
+        defer { release(slot, background: background) }
         return try await body(merchant)
     }
 
+    /// What a use does next. The slot it leased travels with it: a lease is given back to that slot,
+    /// never to whichever slot the merchant has by then (after a failed open or a forced close, a new one).
     private enum Step {
-        case ready(MerchantLedger)
-        case wait(Task<MerchantLedger, any Error>)
+        case ready(MerchantLedger, Slot)
+        case wait(Task<MerchantLedger, any Error>, Slot)
         case waitForClose(Task<Void, Never>)
         case unknown
     }
 
-    private func acquire(_ id: MerchantID, background: Bool) async throws -> MerchantLedger? {
+    private func acquire(_ id: MerchantID, background: Bool) async throws -> (MerchantLedger, Slot)? {
         if let ownership, isServed(id), let refusal = ownership.elsewhere(id.rawValue) { throw refusal }
         while true {
             let step = lock.withLock { () -> Step in
@@ -238,8 +240,8 @@ public final class MerchantDirectory: @unchecked Sendable {
                 if let slot = slots[id] {
                     slot.leases += 1
                     if !background { slot.lastUse = .now }
-                    if let merchant = slot.merchant { return .ready(merchant) }
-                    return .wait(slot.opening!)
+                    if let merchant = slot.merchant { return .ready(merchant, slot) }
+                    return .wait(slot.opening!, slot)
                 }
                 if let close = closing[id] { return .waitForClose(close) }
                 // Opened for a background job only: old enough to close at the next sweep.
@@ -251,32 +253,31 @@ public final class MerchantDirectory: @unchecked Sendable {
                 let executor = Self.executor(of: id.rawValue, among: Self.openExecutors)
                 slot.opening = Task(executorPreference: executor) { [self] in try await open(id, health: health) }
                 slots[id] = slot
-                return .wait(slot.opening!)
+                return .wait(slot.opening!, slot)
             }
             switch step {
             case .unknown:
                 return nil
-            case .ready(let merchant):
-                return merchant
+            case .ready(let merchant, let slot):
+                return (merchant, slot)
             case .waitForClose(let close):
                 await close.value
                 // The close is over: its entry goes now, not only when its caller resumes (a use
                 // looping on a finished close would spin on the thread that caller needs to resume).
                 lock.withLock { if closing[id] == close { closing[id] = nil } }
-            case .wait(let opening):
+            case .wait(let opening, let slot):
                 do {
-                    return try await opening.value
+                    return (try await opening.value, slot)
                 } catch {
-                    lock.withLock { if let slot = slots[id] { slot.leases -= 1 } }
+                    lock.withLock { slot.leases -= 1 }
                     throw error
                 }
             }
         }
     }
 
-    private func release(_ id: MerchantID, background: Bool) {
+    private func release(_ slot: Slot, background: Bool) {
         lock.withLock {
-            guard let slot = slots[id] else { return }
             slot.leases -= 1
             if !background { slot.lastUse = .now }
         }

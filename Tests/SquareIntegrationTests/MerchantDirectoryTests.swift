@@ -4,7 +4,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import LedgerServer
+@testable import LedgerServer
 import LedgerStorage
 import MerchantRegistry
 import NIOCore
@@ -47,6 +47,35 @@ import Testing
 
     static func webhookCount(_ service: LedgerService, _ merchant: String) async throws -> Int? {
         try await service.withMerchant(merchant) { try $0.ledger.reader.allEvents().filter { $0.kind == .webhookReceived }.count }
+    }
+
+    /// A use keeps the slot it leased: when its merchant is closed under it (removed on reload, lost to
+    /// another node) and opened again by another use, its end gives back its own lease, not the new
+    /// slot's. Before, it was taken from the new slot, whose use then counted as none: the idle sweep
+    /// could close the ledger under it (a scheduled sync, a compaction), and a failed open with several
+    /// waiters drove the count below zero.
+    @Test("a use closed under and reopened by another gives back its own lease: the new use still counts")
+    func aLeaseIsGivenBackToTheSlotItCameFrom() async throws {
+        let root = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(root) }
+        let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root), logger: Kit.logger)
+        let merchant = MerchantID(Kit.merchant)
+        func leases() -> Int? { service.directory.status(of: merchant)?.leases }
+        let (firstEnds, endFirst) = AsyncStream.makeStream(of: Void.self)
+        let (secondEnds, endSecond) = AsyncStream.makeStream(of: Void.self)
+        let first = Task { try await service.withMerchant(Kit.merchant) { _ in for await _ in firstEnds { break } } }
+        #expect(await ServerKit.eventually { leases() == 1 })
+        await service.directory.close(merchant)
+        #expect(service.directory.status(of: merchant)?.open == false)
+        let second = Task { try await service.withMerchant(Kit.merchant) { _ in for await _ in secondEnds { break } } }
+        #expect(await ServerKit.eventually { leases() == 1 && service.directory.status(of: merchant)?.open == true })
+        endFirst.yield()
+        _ = try await first.value
+        #expect(leases() == 1, "the second use still holds the open ledger")
+        endSecond.yield()
+        _ = try await second.value
+        #expect(leases() == 0)
+        try await service.close()
     }
 
     @Test("a merchant registered while the server runs is served within a tick, opened on first use, closed when idle and reopened with nothing lost")

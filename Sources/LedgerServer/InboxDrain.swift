@@ -165,25 +165,32 @@ final class InboxDrain: @unchecked Sendable {
     }
 
     /// Puts `batch` back at the head of the merchant's queue and waits until `deadline`, a delivery
-    /// for the merchant, or the stop, whichever comes first.
+    /// for the merchant, or the stop, whichever comes first. It does not wait when deliveries arrived
+    /// since the batch was taken (or the inbox is to be read back): they are looked at first.
     private func gather(_ batch: [InboxDelivery], of merchantID: String, until deadline: Int64) async {
-        let remaining = deadline - now()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let (waiting, armTimer): (Bool, Bool) = lock.withLock {
+            let (remaining, armTimer): (Int64, Bool) = lock.withLock {
+                let arrived = queues[merchantID].map { !$0.waiting.isEmpty || $0.rescan } ?? false
                 queues[merchantID, default: Queue()].waiting.insert(contentsOf: batch, at: 0)
-                guard !stopped, remaining > 0 else { return (false, false) }
+                let remaining = deadline - now()
+                guard !stopped, !arrived, remaining > 0 else { return (0, false) }
                 gathering[merchantID] = continuation
                 // Woken by a delivery, the drain waits again for the same deadline: its timer is armed.
-                guard queues[merchantID]?.timerArmedFor != deadline else { return (true, false) }
+                guard queues[merchantID]?.timerArmedFor != deadline else { return (remaining, false) }
                 queues[merchantID]?.timerArmedFor = deadline
-                return (true, true)
+                return (remaining, true)
             }
-            guard waiting else { return continuation.resume() }
+            guard remaining > 0 else { return continuation.resume() }
             guard armTimer else { return }
             Task { [self] in
                 try? await Task.sleep(for: .nanoseconds(remaining))
-                // A later wait of the same merchant woken early re-evaluates and waits again: harmless.
-                lock.withLock { gathering.removeValue(forKey: merchantID) }?.resume()
+                // The timer is spent: a wait for the same deadline after it (the drain was re-evaluating,
+                // or the clock was set back) arms another. A later wait of the same merchant woken early
+                // re-evaluates and waits again: harmless.
+                lock.withLock { () -> CheckedContinuation<Void, Never>? in
+                    if queues[merchantID]?.timerArmedFor == deadline { queues[merchantID]?.timerArmedFor = nil }
+                    return gathering.removeValue(forKey: merchantID)
+                }?.resume()
             }
         }
     }

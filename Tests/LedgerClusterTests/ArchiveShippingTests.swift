@@ -41,10 +41,7 @@ extension PostgresClusterTests {
             // A lease that outlasts the test's appends (its rounds are run by hand).
             let service = try await EpochFencingTests.service("node-a", root: "\(scratch)/a", url: url, merchant: merchant, lease: .seconds(60))
             let cluster = try #require(service.cluster)
-            try await waitUntil("the node owns the merchant", timeout: .seconds(20)) {
-                await cluster.round()
-                return cluster.ownership.permit(merchant) != nil && !cluster.isBusy(merchant)
-            }
+            try await cluster.roundsUntilWriting(merchant, "the node owns the merchant", timeout: .seconds(20))
             let logDirectory = LedgerLayout(root: "\(scratch)/a/\(merchant)").logDirectory
 
             try await Self.append(service, merchant: merchant, count: 4000, prefix: "big")

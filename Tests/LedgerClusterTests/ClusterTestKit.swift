@@ -4,6 +4,7 @@
 
 import Foundation
 import LedgerCluster
+@testable import LedgerServer
 import Logging
 import PostgresNIO
 import Testing
@@ -86,6 +87,20 @@ enum SQL {
                 values.append(value)
             }
             return values
+        }
+    }
+}
+
+extension ClusterNodeService {
+    /// The node holds the merchant's lease and no takeover or shipment of it is running: it writes for it.
+    func writesFor(_ merchant: String) -> Bool { ownership.permit(merchant) != nil && !isBusy(merchant) }
+
+    /// Runs the node's rounds (which renew its leases, as its service would) until it writes for the
+    /// merchant; fails the test, naming `what`, after `timeout`.
+    func roundsUntilWriting(_ merchant: String, _ what: String, timeout: Duration) async throws {
+        try await waitUntil(what, timeout: timeout) {
+            await round()
+            return writesFor(merchant)
         }
     }
 }

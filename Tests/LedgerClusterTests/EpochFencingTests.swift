@@ -63,10 +63,7 @@ extension PostgresClusterTests {
 
             // A alone: it takes the merchant (epoch 1), drains and ships e1, then drains e2 without shipping it.
             // (Each wait runs the owner's rounds, which renew its lease, as its service would.)
-            try await waitUntil("A owns the merchant", timeout: .seconds(20)) {
-                await clusterA.round()
-                return clusterA.ownership.permit(merchant) != nil && !clusterA.isBusy(merchant)
-            }
+            try await clusterA.roundsUntilWriting(merchant, "A owns the merchant", timeout: .seconds(20))
             let epochA = try #require(clusterA.ownership.epoch(of: merchant))
             _ = try await clusterA.inbox.accept(merchantID: merchant, eventID: "e1", body: Self.delivery(merchant, "e1"), headers: [],
                                                 receivedAt: 0)
@@ -81,10 +78,7 @@ extension PostgresClusterTests {
             // A pauses: no more rounds. Past its lease, B takes the merchant over with epoch 2.
             let leaseA = try #require(try await clusterA.database.leases().first { $0.merchantID == merchant })
             try await waitForServerTime(after: leaseA.expiresAt, on: clusterB.database)
-            try await waitUntil("B owns the merchant", timeout: .seconds(20)) {
-                await clusterB.round()
-                return clusterB.ownership.permit(merchant) != nil && !clusterB.isBusy(merchant)
-            }
+            try await clusterB.roundsUntilWriting(merchant, "B owns the merchant", timeout: .seconds(20))
             #expect(clusterB.ownership.epoch(of: merchant) == epochA + 1)
             await b.inboxDrained()
             try await waitUntil("B drained e2 and shipped it", timeout: .seconds(20)) {
@@ -140,10 +134,7 @@ extension PostgresClusterTests {
             // directory (epoch 1, with late-a) is not the archive's lineage and is restored from it.
             await clusterA.round()
             await clusterB.round()
-            try await waitUntil("A owns the merchant again", timeout: .seconds(20)) {
-                await clusterA.round()
-                return clusterA.ownership.permit(merchant) != nil && !clusterA.isBusy(merchant)
-            }
+            try await clusterA.roundsUntilWriting(merchant, "A owns the merchant again", timeout: .seconds(20))
             #expect(try #require(clusterA.ownership.epoch(of: merchant)) > epochOfB)
             #expect(try Self.webhookIDs(ledgerA) == ["e1", "e2", "e3"], "late-a was never taken in")
             #expect(LedgerOwnerEpoch.load(layout: LedgerLayout(root: ledgerA))?.restored?.epoch == epochOfB)

@@ -36,9 +36,7 @@ extension PostgresClusterTests {
             let inbox = ClusterInbox(database: cluster.database)
             let http = HTTPClientTransport(baseURL: server.baseURL)
             do {
-                try await waitUntil("the node owns the merchant", timeout: .seconds(30)) {
-                    cluster.ownership.permit(merchant) != nil && !cluster.isBusy(merchant)
-                }
+                try await waitUntil("the node owns the merchant", timeout: .seconds(30)) { cluster.writesFor(merchant) }
                 func deliver(_ eventID: String) async throws -> Int {
                     let body = EpochFencingTests.delivery(merchant, eventID)
                     let signature = WebhookSignature.sign(body: body, notificationURL: Self.notificationURL, signatureKey: "k")

@@ -167,6 +167,11 @@ public final class APITokenStore: @unchecked Sendable {
     }
 
     private func load() throws -> [APITokenRecord] {
+        // Refused as every secrets file is: the hashes are salted, but who holds which scope is not for others to read.
+        if let mode = (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int, mode & 0o077 != 0 {
+            throw TokenStoreError("the token file \(path) is readable by others (mode \(String(mode, radix: 8)))",
+                                  hint: "chmod 600 \(path)")
+        }
         guard let data = FileManager.default.contents(atPath: path) else {
             if !FileManager.default.fileExists(atPath: path) { return [] }
             throw TokenStoreError("cannot read the token file \(path)", hint: "check its owner and permissions (0600)")
@@ -236,8 +241,11 @@ public final class APITokenStore: @unchecked Sendable {
                 throw TokenStoreError("an admin token covers every merchant", hint: "omit --merchant with --scope admin")
             }
         } else {
-            guard let merchant, MerchantRegistry.isValidMerchantID(merchant) else {
+            guard let merchant else {
                 throw TokenStoreError("a token needs the merchant it is for", hint: "pass --merchant MERCHANT_ID")
+            }
+            guard MerchantRegistry.isValidMerchantID(merchant) else {
+                throw TokenStoreError("\(LogText.quoted(merchant)) is not a Square merchant id", hint: MerchantRegistry.merchantIDHint)
             }
         }
         return try lock.withLock {

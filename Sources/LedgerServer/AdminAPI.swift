@@ -32,8 +32,12 @@ struct MerchantAnswer: Encodable, Sendable {
     var hasCredentials: Bool
     var credentialsExpireAt: String?
     var signatureKeyCount: Int
+    /// A registry row whose id is not a Square merchant id (written before ids were checked this
+    /// strictly): never served; listed so an operator can remove it.
+    var invalidID: Bool?
 
     enum CodingKeys: String, CodingKey {
+        case invalidID = "invalid_id"
         case merchantID = "merchant_id", state, stateReason = "state_reason", registered, configured, served, open,
              authorizationRevoked = "authorization_revoked", addedAt = "added_at", addedAtNs = "added_at_ns",
              changedAt = "changed_at", changedAtNs = "changed_at_ns", notificationURL = "notification_url",
@@ -79,10 +83,21 @@ enum AdminAPI {
     static func merchants(_ service: LedgerService, includingRemoved: Bool) throws -> MerchantsAnswer {
         let registry = try openRegistry(service, create: false)
         let records = try registry?.list(includingRemoved: includingRemoved) ?? []
-        let byID = Dictionary(uniqueKeysWithValues: records.map { ($0.merchantID, $0) })
-        let statuses = Dictionary(uniqueKeysWithValues: service.directory.statuses().map { ($0.merchantID.rawValue, $0) })
+        // Rows with ids outside Square's alphabet are listed apart, each on its own: two of them may
+        // be equal as Swift strings (canonical equivalence) though the registry holds both.
+        let valid = records.filter { MerchantRegistry.isValidMerchantID($0.merchantID) }
+        let invalid = records.filter { !MerchantRegistry.isValidMerchantID($0.merchantID) }
+        let byID = Dictionary(valid.map { ($0.merchantID, $0) }, uniquingKeysWith: { first, _ in first })
+        let statuses = Dictionary(service.directory.statuses().map { ($0.merchantID.rawValue, $0) },
+                                  uniquingKeysWith: { first, _ in first })
         let ids = Set(byID.keys).union(statuses.keys).sorted()
-        return MerchantsAnswer(merchants: ids.map { merchant(service, $0, record: byID[$0], status: statuses[$0]) })
+        var answers = ids.map { merchant(service, $0, record: byID[$0], status: statuses[$0]) }
+        for record in invalid {
+            var answer = merchant(service, record.merchantID, record: record, status: nil)
+            answer.invalidID = true
+            answers.append(answer)
+        }
+        return MerchantsAnswer(merchants: answers)
     }
 
     static func merchant(_ service: LedgerService, _ id: String, record: MerchantRecord?,
@@ -101,6 +116,11 @@ enum AdminAPI {
 
     static func one(_ service: LedgerService, _ id: String) throws -> MerchantAnswer {
         let record = try openRegistry(service, create: false)?.record(id)
+        guard MerchantRegistry.isValidMerchantID(id) else {
+            var answer = merchant(service, id, record: record, status: nil)
+            answer.invalidID = true
+            return answer
+        }
         let status = service.directory.status(of: MerchantID(id))
         return merchant(service, id, record: record, status: status)
     }
@@ -109,8 +129,8 @@ enum AdminAPI {
     static func add(_ service: LedgerService, _ request: AddMerchantRequest) async throws -> JSONAnswer {
         let id = request.merchantID
         guard MerchantRegistry.isValidMerchantID(id) else {
-            return .error(400, "invalid_merchant_id", "merchant id \"\(id)\" cannot name a directory",
-                          hint: "use letters, digits, - and _ only (at most 64)")
+            return .error(400, "invalid_merchant_id", "\(LogText.quoted(id)) is not a Square merchant id",
+                          hint: MerchantRegistry.merchantIDHint)
         }
         var expiresAt: Int64?
         if let text = request.squareTokenExpiresAt {
@@ -146,10 +166,15 @@ enum AdminAPI {
     /// registered first, so the change outlives a restart.
     static func setState(_ service: LedgerService, _ id: String, _ state: MerchantRecord.State,
                          reason: String?) async throws -> JSONAnswer {
-        guard MerchantRegistry.isValidMerchantID(id) else {
-            return .error(404, "unknown_merchant", "no such merchant")
-        }
         let registry = try openRegistry(service, create: true)!
+        guard MerchantRegistry.isValidMerchantID(id) else {
+            // A row written before ids were checked can be paused or removed, never served again.
+            guard state != .active, try registry.record(id) != nil else {
+                return .error(404, "unknown_merchant", "no such merchant", hint: MerchantRegistry.merchantIDHint)
+            }
+            try registry.setState(id, state, reason: reason.map { String($0.prefix(500)) } ?? defaultReason(state), now: now(service))
+            return .encoded(try one(service, id))
+        }
         if try registry.record(id) == nil {
             guard service.configuration.merchantIDs.contains(id) else {
                 return .error(404, "unknown_merchant", "merchant \(id) is not registered",

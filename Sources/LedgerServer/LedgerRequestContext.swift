@@ -1,3 +1,5 @@
+import Foundation
+import HTTPTypes
 import Hummingbird
 import NIOCore
 
@@ -19,9 +21,33 @@ public struct LedgerRequestContext: RequestContext {
         channel = source.channel
     }
 
-    /// The peer's IP address (the key of the failed-authentication limit); "unknown" when the channel has none.
-    var clientAddress: String {
+    /// The peer's IP address; "unknown" when the channel has none.
+    var peerAddress: String {
         channel.remoteAddress?.ipAddress ?? "unknown"
+    }
+
+    /// The client's address (the key of the failed-authentication limit): the peer's, or, when the
+    /// peer is a trusted proxy, the last address of `X-Forwarded-For` that is not one (a proxy appends
+    /// the address it received the request from; what the client itself wrote there comes before).
+    func clientAddress(_ request: Request, trustedProxies: Set<String>) -> String {
+        let peer = peerAddress
+        guard trustedProxies.contains(peer), let forwarded = request.headers[values: Self.forwardedFor].last,
+              forwarded.utf8.count <= 1_024 else { return peer }
+        let hops = forwarded.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        for hop in hops.reversed() where !trustedProxies.contains(hop) {
+            return Self.isAddress(hop) ? hop : peer
+        }
+        return peer
+    }
+
+    static let forwardedFor = HTTPField.Name("X-Forwarded-For")!
+
+    /// An IPv4 or IPv6 address as text (digits, hex digits, `.` and `:`), not a made-up name.
+    public static func isAddress(_ text: String) -> Bool {
+        (2...45).contains(text.utf8.count) && text.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "f"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "F")) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: ":")
+        } && (text.contains(".") || text.contains(":"))
     }
 
     /// Stops reading requests from the connection: the answer being prepared is still written, then

@@ -65,6 +65,16 @@ public enum LedgerServer {
     /// could otherwise read and edit every catalog), unless `insecureNoAuth`, which is logged as a
     /// warning at every start.
     public static func checkBind(configuration: LedgerServerConfiguration, logger: Logger) throws {
+        if let metrics = configuration.metricsListen, !isLoopback(metrics.host) {
+            guard configuration.metricsListenPublic else { throw LedgerServerError.unsafeMetricsBind(host: metrics.host) }
+            logger.warning("/metrics is served WITHOUT a token on \(metrics.host):\(metrics.port) (--metrics-public): every merchant's series to anyone who reaches it")
+        }
+        // A token file others can read is refused at start, as every secrets file is, not at the first request.
+        do {
+            _ = try APITokenStore(dataRoot: configuration.dataRoot).current()
+        } catch {
+            throw LedgerServerError.tokensUnreadable("\(error)")
+        }
         if configuration.insecureNoAuth {
             logger.warning("authentication is DISABLED (--insecure-no-auth): every route is open to anyone who can reach \(configuration.host):\(configuration.port)")
             return
@@ -135,6 +145,8 @@ public enum LedgerServerError: Error, CustomStringConvertible {
     case notListening(host: String, port: Int)
     /// A non-loopback address with no token and without `insecureNoAuth`.
     case unsafeBind(host: String)
+    /// `--metrics-listen` on a non-loopback address without `metricsListenPublic`.
+    case unsafeMetricsBind(host: String)
     case tokensUnreadable(String)
     /// Another program listens on an address the server was asked to listen on.
     case addressInUse([String])
@@ -147,6 +159,9 @@ public enum LedgerServerError: Error, CustomStringConvertible {
         case .unsafeBind(let host):
             "refusing to serve \(host) without API tokens: create one with `catledger token create`, "
                 + "listen on 127.0.0.1 behind a proxy, or pass --insecure-no-auth (every route open to anyone)"
+        case .unsafeMetricsBind(let host):
+            "refusing to serve /metrics without a token on \(host): listen on 127.0.0.1 (or a private address with "
+                + "--metrics-public), or scrape GET /metrics on the main port with a metrics token"
         case .tokensUnreadable(let detail): "cannot read the API tokens: \(detail)"
         case .addressInUse(let addresses):
             "another program already listens on \(addresses.joined(separator: " or "))"

@@ -54,6 +54,12 @@ public struct LedgerServerConfiguration: Sendable {
     /// Failed authentications an address may make within `authFailureWindow` before it is refused 429.
     public var authFailuresMax: Int
     public var authFailureWindow: Duration
+    /// Addresses of reverse proxies (the TLS proxy of docs/SECURITY.md) whose `X-Forwarded-For` names
+    /// the client: a request from one of them is counted against the address it forwards for. Empty:
+    /// the peer's own address is the client's.
+    public var trustedProxies: Set<String> = []
+    /// `metricsListen` may be a non-loopback address (its `/metrics` has no token): said at every start.
+    public var metricsListenPublic = false
     /// Where to serve `/metrics` without a token (e.g. 127.0.0.1:9090), beside the main listener,
     /// which then still serves it to tokens with the `metrics` (or `admin`) scope. nil: no second listener.
     public var metricsListen: (host: String, port: Int)?

@@ -188,6 +188,23 @@ public final class LedgerService: Sendable {
     /// Square says the merchant revoked this app's authorization: no more syncs for it here, and the
     /// registry marks it paused with why (registering it if it was only given by `--merchant`), so
     /// the next start leaves it out. Its ledger is kept as it is.
+    /// A redelivered (or replayed) revocation, first recorded at `firstRecordedAt`: it pauses the
+    /// merchant only when the registry's state has not changed since then (the process that recorded
+    /// it stopped before pausing). An operator's resume after it, or a pause already written, wins: a
+    /// duplicate has no side effect of its own.
+    func authorizationRevokedAgain(_ merchant: MerchantLedger, eventID: String, firstRecordedAt: Int64?) {
+        let id = merchant.merchantID.rawValue
+        let record = try? MerchantRegistry.open(dataRoot: configuration.dataRoot, create: false)?.record(id)
+        if let record {
+            guard record.state == .active, let firstRecordedAt, record.changedAt < firstRecordedAt else {
+                logger.notice("a revocation already recorded was delivered again; it changes nothing",
+                              metadata: ["merchant": "\(id)", "event_id": "\(eventID)"])
+                return
+            }
+        }
+        authorizationRevoked(merchant, eventID: eventID)
+    }
+
     func authorizationRevoked(_ merchant: MerchantLedger, eventID: String) {
         let reason = "Square authorization revoked (webhook \(eventID))"
         merchant.health.revoke(reason: reason)
@@ -221,7 +238,16 @@ public final class LedgerService: Sendable {
             throw EditError(.invalidRequest, error.description, location: "merchant registry")
         }
         var seen = stopped
-        return (configured + registered).filter { seen.insert($0).inserted }
+        // A registry row whose id is not a Square merchant id (written before ids were checked) is
+        // never served: `invalidRegistryIDs` reports it. Compared byte for byte, not as Swift strings.
+        return (configured + registered.filter(MerchantRegistry.isValidMerchantID)).filter { seen.insert($0).inserted }
+    }
+
+    /// The registry's rows whose ids are not Square merchant ids: left out of serving, reported in the
+    /// log and by `GET /admin/merchants` (`invalid_id`), removable with `catledger merchant remove`.
+    public static func invalidRegistryIDs(dataRoot: String) -> [String] {
+        let rows = (try? MerchantRegistry.open(dataRoot: dataRoot, create: false)?.list(includingRemoved: false)) ?? nil
+        return (rows ?? []).map(\.merchantID).filter { !MerchantRegistry.isValidMerchantID($0) }
     }
 
     /// What runs beside the listeners in the server's service group: the nightly compaction's

@@ -104,8 +104,12 @@ public final class MerchantDirectory: @unchecked Sendable {
     @discardableResult
     public func reload() async throws -> (added: [MerchantID], removed: [MerchantID]) {
         let ids = try LedgerService.merchantIDs(configured: configuration.merchantIDs, dataRoot: configuration.dataRoot)
-        for id in ids where !MerchantRegistry.isValidMerchantID(id) {
-            throw EditError(.invalidRequest, "merchant id \"\(id)\" cannot name a directory", location: "merchants")
+        let invalid = LedgerService.invalidRegistryIDs(dataRoot: configuration.dataRoot)
+        if !invalid.isEmpty {
+            logger.warning("the merchant registry holds ids that are not Square merchant ids; they are not served", metadata: [
+                "ids": "\(invalid.map { LogText.quoted($0) }.joined(separator: ", "))",
+                "hint": "remove them with `catledger merchant remove ID`; GET /admin/merchants lists them (invalid_id)",
+            ])
         }
         let configured = Set(configuration.merchantIDs)
         let (added, removed) = lock.withLock { () -> ([MerchantID], [MerchantID]) in
@@ -208,6 +212,15 @@ public final class MerchantDirectory: @unchecked Sendable {
         let read = try? opener.subscription(of: id)
         lock.withLock { known[id]?.subscription = .some(read ?? nil) }
         return read ?? nil
+    }
+
+    /// The own webhook subscription of a merchant the registry holds but the server does not serve
+    /// (paused, removed): its deliveries are checked under its own keys and answered as any delivery
+    /// for a merchant not served (404), not as a bad signature. Read from the registry each time: only
+    /// a delivery the server's keys refused comes here.
+    func unservedSubscription(of id: MerchantID) -> WebhookSubscription? {
+        guard lock.withLock({ known[id] == nil }) else { return nil }
+        return (try? opener.subscription(of: id)) ?? nil
     }
 
     // MARK: Using a merchant

@@ -28,12 +28,7 @@ extension LedgerServer {
                                     ? "Your token is no longer valid (unknown or revoked): sign in again." : nil))
         }
         router.post("ui/login") { request, context in
-            let client = context.clientAddress
-            if let retryAfter = service.authFailures.retryAfter(client: client) {
-                var answer = response(Pages.signIn(next: "/ui", error: "Too many failed sign-ins from this address: try again in \(retryAfter) s.", status: 429))
-                answer.headers[.retryAfter] = "\(retryAfter)"
-                return answer
-            }
+            let client = context.clientAddress(request, trustedProxies: configuration.trustedProxies)
             let read = await request.collectBody(upTo: signInBodyBytesMax, within: configuration.requestReadTimeout)
             guard case .complete(let body) = read else {
                 return refuse(read.refusal(bytesMax: signInBodyBytesMax, timeout: configuration.requestReadTimeout)!, context)
@@ -52,6 +47,12 @@ extension LedgerServer {
                                             message: "Tokens cannot be checked right now (request \(context.requestID))."))
             }
             guard let token, presented.utf8.allSatisfy(isCookieSafe) else {
+                // A right token signs in whatever failed before; a wrong one from an address over the limit waits.
+                if let retryAfter = service.authFailures.retryAfter(client: client) {
+                    var answer = response(Pages.signIn(next: next, error: "Too many failed sign-ins from this address: try again in \(retryAfter) s.", status: 429))
+                    answer.headers[.retryAfter] = "\(retryAfter)"
+                    return answer
+                }
                 service.authFailures.recordFailure(client: client)
                 service.metrics.authFailure()
                 context.logger.warning("page sign-in refused: bad_token", metadata: ["client": "\(client)"])
@@ -195,13 +196,7 @@ extension AuthMiddleware {
     /// The access check of a page (`/ui...`): as `check`, but a person without a valid token is sent to
     /// the sign-in form and a refusal is a page, not JSON.
     func checkPage(_ request: Request, context: LedgerRequestContext, access: RouteAccess) -> Verdict {
-        let client = context.clientAddress
-        if let retryAfter = service.authFailures.retryAfter(client: client) {
-            var answer = LedgerServer.response(Pages.error(status: 429, title: "Too many failed sign-ins",
-                                                           message: "Try again in \(retryAfter) s."))
-            answer.headers[.retryAfter] = "\(retryAfter)"
-            return .refused(answer)
-        }
+        let client = context.clientAddress(request, trustedProxies: service.configuration.trustedProxies)
         let next = request.uri.path + (request.uri.query.map { "?" + $0 } ?? "")
         let signIn = "/ui/login?next=" + PageLink.encode(LedgerServer.safeNext(next))
         guard let presented = Self.pageToken(request) else {
@@ -216,6 +211,12 @@ extension AuthMiddleware {
                                                               message: "Tokens cannot be checked right now (request \(context.requestID)).")))
         }
         guard let token else {
+            if let retryAfter = service.authFailures.retryAfter(client: client) {
+                var answer = LedgerServer.response(Pages.error(status: 429, title: "Too many failed sign-ins",
+                                                               message: "Try again in \(retryAfter) s."))
+                answer.headers[.retryAfter] = "\(retryAfter)"
+                return .refused(answer)
+            }
             service.authFailures.recordFailure(client: client)
             service.metrics.authFailure()
             context.logger.warning("page refused: bad_token", metadata: ["client": "\(client)", "route": "\(context.endpointPath ?? "none")"])

@@ -7,7 +7,8 @@
 // 2. `AuthMiddleware` decides who may call what (`LedgerServer.access`): every route but the webhook
 //    and `/healthz` needs `Authorization: Bearer <token>` with the route's scope for the path's
 //    merchant; 401 (with `WWW-Authenticate: Bearer`) for none or an unknown/revoked token, 403 for a
-//    wrong merchant or scope, 429 (with `Retry-After`) once an address failed too often.
+//    wrong merchant or scope, 429 (with `Retry-After`) for a wrong token from an address that presented
+//    too many wrong ones (a valid token is never refused so; a request with no token is not counted).
 
 import Foundation
 import HTTPTypes
@@ -216,18 +217,13 @@ struct AuthMiddleware: RouterMiddleware {
     /// The one access check of every route.
     func check(_ request: Request, context: LedgerRequestContext, access: RouteAccess) -> Verdict {
         let limiter = service.authFailures
-        let client = context.clientAddress
+        let client = context.clientAddress(request, trustedProxies: service.configuration.trustedProxies)
         var logMetadata: Logger.Metadata = [
             "client": "\(client)", "method": "\(request.method)", "route": "\(context.endpointPath ?? "none")",
         ]
-        if let retryAfter = limiter.retryAfter(client: client) {
-            context.logger.warning("request refused: too many failed authentications", metadata: logMetadata)
-            return .refused(LedgerServer.errorResponse(429, "too_many_failures",
-                                              "too many failed authentications from this address",
-                                              headers: [.retryAfter: "\(retryAfter)"]))
-        }
+        // No credential guessed nothing: it is refused, not counted (an unknown path, a browser's stray request).
         guard let presented = Self.bearer(request.headers[.authorization]) else {
-            return .refused(refuse(401, "unauthenticated", "this route needs a token", client: client,
+            return .refused(refuse(401, "unauthenticated", "this route needs a token", client: client, counted: false,
                                    logMetadata: logMetadata, context: context))
         }
         let token: APITokenRecord?
@@ -238,8 +234,15 @@ struct AuthMiddleware: RouterMiddleware {
             return .refused(LedgerServer.errorResponse(503, "auth_unavailable",
                                                        "tokens cannot be checked right now (request \(context.requestID))"))
         }
+        // A valid token is never refused for other requests' failures: the limit applies to wrong ones only.
         guard let token else {
-            return .refused(refuse(401, "bad_token", "the token is unknown or revoked", client: client,
+            if let retryAfter = limiter.retryAfter(client: client) {
+                context.logger.warning("request refused: too many failed authentications", metadata: logMetadata)
+                return .refused(LedgerServer.errorResponse(429, "too_many_failures",
+                                                           "too many failed authentications from this address",
+                                                           headers: [.retryAfter: "\(retryAfter)"]))
+            }
+            return .refused(refuse(401, "bad_token", "the token is unknown or revoked", client: client, counted: true,
                                    logMetadata: logMetadata, context: context))
         }
         logMetadata["token"] = "\(token.id)"
@@ -256,9 +259,9 @@ struct AuthMiddleware: RouterMiddleware {
         return .allowed(context)
     }
 
-    private func refuse(_ status: Int, _ code: String, _ message: String, client: String, logMetadata: Logger.Metadata,
-                        context: LedgerRequestContext) -> Response {
-        service.authFailures.recordFailure(client: client)
+    private func refuse(_ status: Int, _ code: String, _ message: String, client: String, counted: Bool,
+                        logMetadata: Logger.Metadata, context: LedgerRequestContext) -> Response {
+        if counted { service.authFailures.recordFailure(client: client) }
         service.metrics.authFailure()
         context.logger.warning("request refused: \(code)", metadata: logMetadata)
         return LedgerServer.errorResponse(status, code, message, headers: [.wwwAuthenticate: #"Bearer realm="catledger""#])

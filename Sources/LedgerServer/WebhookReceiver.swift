@@ -2,6 +2,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import Logging
+import MerchantRegistry
 import SquareWire
 import WebhookInbox
 
@@ -110,8 +111,9 @@ public struct WebhookReceiver: Sendable {
         let shared = RequestAdmission.webhook(body: body, headers: headers, notificationURL: configuration.notificationURL,
                                               signatureKeys: configuration.signatureKeys)
         guard case .failure(let refusal) = shared, refusal.code == "bad_signature",
-              let named = try? WebhookNotification(body: body),
-              let own = service.directory.subscription(of: MerchantID(named.merchantID)) else { return shared }
+              let named = try? WebhookNotification(body: body), MerchantRegistry.isValidMerchantID(named.merchantID),
+              let own = service.directory.subscription(of: MerchantID(named.merchantID))
+                ?? service.directory.unservedSubscription(of: MerchantID(named.merchantID)) else { return shared }
         return RequestAdmission.webhook(body: body, headers: headers, notificationURL: own.notificationURL,
                                         signatureKeys: own.signatureKeys)
     }
@@ -184,9 +186,11 @@ public struct WebhookReceiver: Sendable {
                                  sequence: result.sequence))
     }
 
-    /// What recorded deliveries set off: the staleness metrics' last webhook time (a redelivery too:
-    /// Square is delivering), a revoked authorization pauses the merchant (a redelivery too: the first
-    /// may have been recorded by a process that stopped before this), and a catalog change triggers
+    /// What recorded deliveries set off: the staleness metrics' last webhook time (a new delivery only:
+    /// a replay of an old one must not hide an outage), a revoked authorization pauses the merchant (a
+    /// redelivery only when nothing changed the merchant's state since the first was recorded: that
+    /// process may have stopped before pausing it; a replay after an operator resumed it acts on
+    /// nothing), and a catalog change triggers
     /// the merchant's sync, unless a completed sync already brought in every version announced
     /// (`SyncHealth.syncCovers`: a burst's repeats, redeliveries, late deliveries).
     ///
@@ -198,9 +202,16 @@ public struct WebhookReceiver: Sendable {
     /// when any of its deliveries needs one.
     private func recorded(_ notifications: [WebhookNotification], outcomes: [AppendOutcome], acceptedAt: [Int64]? = nil,
                           in merchant: MerchantLedger) async {
-        merchant.health.webhookAccepted(at: service.configuration.clock.now())
-        for notification in notifications where notification.eventType == Self.authorizationRevokedType {
-            service.authorizationRevoked(merchant, eventID: notification.eventID)
+        if outcomes.contains(where: { !$0.isDuplicate }) {
+            merchant.health.webhookAccepted(at: service.configuration.clock.now())
+        }
+        for (notification, outcome) in zip(notifications, outcomes) where notification.eventType == Self.authorizationRevokedType {
+            if case .duplicate(let sequence) = outcome {
+                let firstRecordedAt = try? merchant.ledger.reader.event(at: sequence).recordedAt
+                service.authorizationRevokedAgain(merchant, eventID: notification.eventID, firstRecordedAt: firstRecordedAt)
+            } else {
+                service.authorizationRevoked(merchant, eventID: notification.eventID)
+            }
         }
         service.metrics.appended(outcomes.filter { !$0.isDuplicate }.count, path: "webhook")
         guard let runner = merchant.syncRunner else { return }

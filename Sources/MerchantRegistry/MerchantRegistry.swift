@@ -68,11 +68,19 @@ public final class MerchantRegistry: Sendable {
     private let queue: DatabaseQueue
     private let environment: [String: String]
 
-    /// A merchant id that can name a directory of the data root: letters, digits, `-`, `_`.
+    /// A merchant id as Square spells one, which also names a directory of the data root: 1 to 64
+    /// ASCII letters, digits, `-` and `_`. ASCII only: two ids that differ in bytes but compare equal
+    /// as Swift strings (`caf\u{E9}` and `cafe\u{301}`, Unicode's canonical equivalence) would be two
+    /// registry rows, two directories and one dictionary key.
     public static func isValidMerchantID(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 64 && id != "." && id != ".."
-            && id.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
+        (1...64).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
+            (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+        }
     }
+
+    /// The hint of a refused merchant id.
+    public static let merchantIDHint = "use Square's merchant id: 1 to 64 ASCII letters, digits, - and _"
 
     /// Opens the registry of `dataRoot`; nil when it has none and `create` is false.
     public static func open(dataRoot: String, create: Bool,
@@ -130,7 +138,7 @@ public final class MerchantRegistry: Sendable {
     public func add(_ merchantID: String, credentials: SquareCredentials?, signatureKeys: [String],
                     notificationURL: String?, now: Int64) throws -> MerchantRecord {
         guard Self.isValidMerchantID(merchantID) else {
-            throw RegistryError("merchant id \"\(merchantID)\" cannot name a directory", hint: "use Square's merchant id: letters, digits, - and _")
+            throw RegistryError("merchant id \"\(merchantID)\" cannot name a directory", hint: Self.merchantIDHint)
         }
         let sealedCredentials = try credentials.map { try seal(JSONEncoder().encode($0), merchantID, Self.credentialsColumn) }
         let keys = signatureKeys.filter { !$0.isEmpty }
@@ -167,7 +175,7 @@ public final class MerchantRegistry: Sendable {
     /// cannot name a directory, and one already registered in any state.
     public func addMany(_ merchantIDs: [String], now: Int64) throws {
         if let invalid = merchantIDs.first(where: { !Self.isValidMerchantID($0) }) {
-            throw RegistryError("merchant id \"\(invalid)\" cannot name a directory", hint: "use Square's merchant id: letters, digits, - and _")
+            throw RegistryError("merchant id \"\(invalid)\" cannot name a directory", hint: Self.merchantIDHint)
         }
         try queue.write { db in
             for merchantID in merchantIDs {

@@ -1,6 +1,8 @@
 import ArgumentParser
 import CatalogSearch
 import Foundation
+import LedgerServer
+import Logging
 
 /// The command line as people type it, before the parser sees it: global options may come before
 /// the verb (`catledger --data-dir L stats`) and are moved after it, where every verb reads them;
@@ -100,6 +102,9 @@ extension VerbLine {
 
 extension CatLedger {
     static func main() async {
+        // Every log line goes through `EscapingLogHandler`: a value from outside (a request, Square,
+        // the registry) cannot forge a line of its own.
+        LoggingSystem.bootstrap { label in EscapingLogHandler(StreamLogHandler.standardError(label: label)) }
         let verbs = configuration.subcommands.map { $0._commandName }
         switch VerbLine.normalize(Array(CommandLine.arguments.dropFirst()), verbs: verbs) {
         case .arguments(let arguments):

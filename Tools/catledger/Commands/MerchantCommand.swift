@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogLedger
 import Foundation
+import LedgerServer
 import LedgerStorage
 import MerchantRegistry
 
@@ -17,8 +18,9 @@ struct MerchantCommand: AsyncParsableCommand {
         $\(SecretBox.environmentVariable) (64 hex digits) or, without it, DATA_DIR/\(SecretBox.keyFileName) \
         (mode 0600, made on first use: back it up, the secrets cannot be read without it). Secrets are read from \
         files of mode 0600 or from the environment, never from the command line. Removing a merchant keeps its \
-        ledger (DATA_DIR/<merchant-id>) unless --purge is given with --confirm. `serve` reads the registry when it \
-        starts.
+        ledger (DATA_DIR/<merchant-id>) unless --purge is given with --confirm. A running `serve` picks up every \
+        change within about a second; one not running reads the registry when it starts. Merchant ids are \
+        Square's: 1 to 64 ASCII letters, digits, - and _.
 
         Examples:
           catledger merchant add MLSELLER2 --access-token-file seller2.token \\
@@ -91,10 +93,7 @@ struct MerchantCommand: AsyncParsableCommand {
 
         func run() async throws {
             try await reportingErrors(json: global.json) {
-                guard MerchantRegistry.isValidMerchantID(merchantID) else {
-                    throw CLIError(.usage, "merchant id \"\(merchantID)\" cannot name a directory",
-                                   hint: "use Square's merchant id: letters, digits, - and _")
-                }
+                try MerchantCommand.validate(merchantID)
                 var accessToken = try accessTokenFile.map { try SecretFile.read($0, what: "access token") }
                 if let name = accessTokenEnv {
                     guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else {
@@ -117,7 +116,7 @@ struct MerchantCommand: AsyncParsableCommand {
                     .compactMap { $0 }
                 print("Registered merchant \(record.merchantID) (active)" +
                       (secrets.isEmpty ? "; it uses serve's Square token and signature keys." : " with \(secrets.joined(separator: " and ")), sealed in \(registry.path).") +
-                      "\n`catledger serve --data-dir \(global.dataDirectory)` serves it from its next start.")
+                      "\nA running `catledger serve --data-dir \(global.dataDirectory)` serves it within a second; else from its next start.")
             }
         }
     }
@@ -158,17 +157,29 @@ struct MerchantCommand: AsyncParsableCommand {
         }
     }
 
-    /// pause, resume and remove: one state change each.
+    /// Refuses an id that is not a Square merchant id (exit 64), naming it escaped.
+    static func validate(_ merchantID: String) throws {
+        guard MerchantRegistry.isValidMerchantID(merchantID) else {
+            throw CLIError(.usage, "\(LogText.quoted(merchantID)) is not a Square merchant id", hint: MerchantRegistry.merchantIDHint)
+        }
+    }
+
+    /// pause, resume and remove: one state change each. A registry row whose id is outside Square's
+    /// alphabet (written before ids were checked) may be paused or removed, not resumed.
     struct StateChange {
         static func run(_ global: GlobalOptions, _ merchantID: String, to state: MerchantRecord.State, reason: String?) throws -> MerchantRecord {
             let registry = try MerchantCommand.registry(global, create: false)
+            let held = try MerchantCommand.mapped { try registry.record(merchantID) } != nil
+            if state == .active || !held {
+                try MerchantCommand.validate(merchantID)
+            }
             return try MerchantCommand.mapped { try registry.setState(merchantID, state, reason: reason, now: MerchantCommand.now) }
         }
     }
 
     struct Pause: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "pause", abstract: "Stop serving a merchant from serve's next start; its ledger is kept.")
+            commandName: "pause", abstract: "Stop serving a merchant (a running serve within a second); its ledger is kept.")
 
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The merchant's id.") var merchantID: String
@@ -177,7 +188,7 @@ struct MerchantCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors(json: global.json) {
                 let record = try StateChange.run(global, merchantID, to: .paused, reason: reason ?? "paused by an operator")
-                if global.json { try printJSON(record) } else { print("Paused \(MerchantCommand.describe(record, zone: try global.timeZone())); serve leaves it out from its next start, its ledger kept.") }
+                if global.json { try printJSON(record) } else { print("Paused \(MerchantCommand.describe(record, zone: try global.timeZone())); a running serve stops serving it within a second, its ledger kept.") }
             }
         }
     }
@@ -191,7 +202,7 @@ struct MerchantCommand: AsyncParsableCommand {
         func run() async throws {
             try await reportingErrors(json: global.json) {
                 let record = try StateChange.run(global, merchantID, to: .active, reason: nil)
-                if global.json { try printJSON(record) } else { print("Resumed \(MerchantCommand.describe(record, zone: try global.timeZone())); serve serves it from its next start.") }
+                if global.json { try printJSON(record) } else { print("Resumed \(MerchantCommand.describe(record, zone: try global.timeZone())); a running serve serves it again within a second.") }
             }
         }
     }

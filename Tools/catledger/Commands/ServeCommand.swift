@@ -134,6 +134,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(name: .customLong("auth-failures-max"), help: ArgumentHelp("Failed authentications one client address may make within a minute before it is refused 429.", valueName: "N"))
     var authFailuresMax = 20
 
+    @Option(name: .customLong("trusted-proxy"), help: ArgumentHelp("The address of a reverse proxy in front of the server (repeatable): a request from it is counted against the client address its X-Forwarded-For names, for the failed-authentication limit.", valueName: "ADDRESS"))
+    var trustedProxies: [String] = []
+
+    @Flag(name: .customLong("metrics-public"), help: "Allow --metrics-listen on a non-loopback address: its /metrics has no token (a warning at every start).")
+    var metricsPublic = false
+
     @Flag(name: .customLong("no-catch-up"), help: "Do not sync every merchant when the server starts.")
     var noCatchUp = false
 
@@ -163,6 +169,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if case .failure(let error) = SyncSchedule.parseInterval(idleClose) {
             throw ValidationError("--idle-close: \(error)")
+        }
+        for proxy in trustedProxies where !LedgerRequestContext.isAddress(proxy) {
+            throw ValidationError("--trusted-proxy takes an IP address (e.g. 127.0.0.1), not \"\(proxy)\"")
         }
         if let metricsListen, Self.hostPort(metricsListen) == nil {
             throw ValidationError("--metrics-listen takes HOST:PORT (e.g. 127.0.0.1:9090), not \"\(metricsListen)\"")
@@ -209,6 +218,7 @@ struct ServeCommand: AsyncParsableCommand {
             // The merchants given here (or in $CATLEDGER_MERCHANTS), opened at start; then the registry's
             // active ones, opened on first use.
             let configured = merchants.isEmpty ? Self.list(environment["CATLEDGER_MERCHANTS"]) : merchants
+            for id in configured { try MerchantCommand.validate(id) }
             let merchantIDs = try LedgerService.merchantIDs(configured: configured, dataRoot: global.dataDirectory)
             let fileKeys = try signatureKeyFile.map { try SecretFile.lines($0, what: "signature key") } ?? []
             let keys = !signatureKeys.isEmpty ? signatureKeys
@@ -245,6 +255,8 @@ struct ServeCommand: AsyncParsableCommand {
                 merchantIdleClose: try SyncSchedule.parseInterval(idleClose).get(), ioThreads: ioThreads == 0 ? nil : ioThreads)
             settings.pageTimeZone = global.timeZoneName == nil ? nil : try global.timeZone()
             settings.webhookInbox = webhookInbox
+            settings.trustedProxies = Set(trustedProxies)
+            settings.metricsListenPublic = metricsPublic
             settings.inboxGatherDelay = try SyncSchedule.parseInterval(inboxGather).get() ?? .zero
             if let clusterDatabase, let nodeID, let nodeAddress {
                 // Cluster mode takes webhooks into the cluster database's inbox.
@@ -278,7 +290,9 @@ struct ServeCommand: AsyncParsableCommand {
                         let metricsAt = configuration.metricsListen.map { " (also on \($0.host):\($0.port))" } ?? ""
                         print("Serving \(merchantIDs.count == 1 ? "merchant" : "\(merchantIDs.count) merchants") \(shown) " +
                               "on http://\(configuration.host):\(boundPort): Square webhooks POST /webhooks/square; " +
-                              "API /merchants/{id}/... (bearer token); pages /ui (sign in with a read token); /healthz; /metrics\(metricsAt). Ctrl-C stops.")
+                              (configuration.insecureNoAuth
+                                ? "API /merchants/{id}/... and pages /ui WITHOUT tokens (--insecure-no-auth); /healthz; /metrics\(metricsAt). Ctrl-C stops."
+                                : "API /merchants/{id}/... (bearer token); pages /ui (sign in with a read token); /healthz; /metrics\(metricsAt). Ctrl-C stops."))
                         fflush(nil)
                     }
                 }
@@ -286,6 +300,10 @@ struct ServeCommand: AsyncParsableCommand {
                 throw CLIError(.failure, detail, hint: "check --cluster-database (the server, the database name, the user) and --node-id")
             } catch LedgerServerError.unsafeBind(let host) {
                 throw CLIError(.usage, "\(LedgerServerError.unsafeBind(host: host))", hint: "see docs/SECURITY.md")
+            } catch LedgerServerError.unsafeMetricsBind(let host) {
+                throw CLIError(.usage, "\(LedgerServerError.unsafeMetricsBind(host: host))", hint: "see docs/SECURITY.md")
+            } catch LedgerServerError.tokensUnreadable(let detail) {
+                throw CLIError(.usage, "cannot read the API tokens: \(detail)", hint: "see docs/SECURITY.md")
             } catch let error as LedgerServerError {
                 guard case .addressInUse = error else { throw error }
                 throw CLIError(.failure, "\(error)",

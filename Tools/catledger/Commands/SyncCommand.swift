@@ -109,6 +109,7 @@ struct MerchantOption: ParsableArguments {
             throw CLIError(.usage, "no merchant: this command records events for one Square seller",
                            hint: "pass --merchant ID (the seller's merchant id, e.g. ML8CAFE0SIM01) or set SQUARE_MERCHANT_ID")
         }
+        try MerchantCommand.validate(value)
         return MerchantID(value)
     }
 }

@@ -113,7 +113,14 @@ public struct SyncReconciler: Service {
                 }
             }
         }
-        guard let interval = schedule.reconcileInterval else { return }
+        guard let interval = schedule.reconcileInterval else {
+            // Reconciling is off (`--reconcile-every off`): nothing more to do, but a service of the
+            // group that returns before the shutdown ends the whole group ("finished unexpectedly"),
+            // so the schedule waits for the shutdown (or cancellation) like any other service.
+            logger.info("reconciling sync off: the schedule has nothing more to do until shutdown")
+            try? await gracefulShutdown()
+            return
+        }
         // Per merchant, the jittered window of this round (drawn again after each sync or skip).
         var windows: [MerchantID: Double] = [:]
         // Per merchant, when a reconcile of it could not run (cluster mode: another node writes it, and by

@@ -87,6 +87,7 @@ public actor CatalogSyncer {
     public init(ledger: Ledger, client: SquareCatalogClient, merchantID: MerchantID, pageLimit: Int = 1000,
                 logger: Logger, afterAppend: (@Sendable () async -> Void)? = nil,
                 locationsCheckInterval: Duration = .seconds(3600)) {
+        // trap-safe: the page limit is `catledger sync --page-limit` (validated 1...1000) or the server's syncPageLimit (1000; no flag sets it)
         precondition((1...1000).contains(pageLimit), "search limit must be 1...1000")
         self.locationsCheckInterval = locationsCheckInterval
         self.ledger = ledger

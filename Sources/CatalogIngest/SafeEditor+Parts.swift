@@ -12,6 +12,7 @@ public struct UpsertLimits: Sendable, Hashable {
     public var requestObjectsMax: Int
 
     public init(batchObjectsMax: Int, requestObjectsMax: Int) {
+        // trap-safe: the limits are UpsertLimits.square (constants) or a test's literals; no request sets them
         precondition(batchObjectsMax >= 1 && requestObjectsMax >= batchObjectsMax, "limits must be positive")
         self.batchObjectsMax = batchObjectsMax
         self.requestObjectsMax = requestObjectsMax
@@ -84,12 +85,14 @@ extension SafeEditor {
         var topIDs: [String] = []
         var topOf: [String: String] = [:]
         for id in targetIDs {
+            // trap-safe: the guard above threw notFound for every target id missing from `targets`
             let target = targets[id]!
             let top = target.type == "ITEM_VARIATION" ? itemID(ofVariation: target) ?? id : id
             topOf[id] = top
             if !topIDs.contains(top) { topIDs.append(top) }
         }
         var targetsOfTop: [String: [String]] = [:]
+        // trap-safe: the loop above set topOf for every target id
         for id in targetIDs { targetsOfTop[topOf[id]!, default: []].append(id) }
         var tops: [String: JSONValue] = [:]
         for chunk in stride(from: 0, to: topIDs.count, by: Self.retrieveIDsMax) {
@@ -99,6 +102,7 @@ extension SafeEditor {
             }
         }
         for id in targetIDs {
+            // trap-safe: topOf holds every target id (the loop above)
             guard var top = tops[topOf[id]!] else {
                 throw EditError(.notFound, "no live parent \(topOf[id]!) at Square", location: id)
             }
@@ -106,9 +110,11 @@ extension SafeEditor {
             one.objectID = id
             one.objectIDs = []
             try CatalogEditing.apply(one, to: &top)
+            // trap-safe: topOf holds every target id (the loop above)
             tops[topOf[id]!] = top
         }
         let sized = topIDs.map { id -> (value: [UInt8], size: Int) in
+            // trap-safe: every top id is the top of a target id, and the loop above threw notFound when Square did not return it
             let object = tops[id]!
             let nested = (object["item_data"]?["variations"]?.arrayValue?.count ?? 0)
                 + (object["modifier_list_data"]?["modifiers"]?.arrayValue?.count ?? 0)

@@ -60,16 +60,19 @@ public struct LedgerCompactionOptions: Sendable {
     public init(dryRun: Bool = false, highCompression: Bool = false, segmentsPerRun: Int = 8,
                 snapshotsAtRunBoundaries: Bool = true, retainHorizon: Int64? = nil, retainSpanNanoseconds: Int64? = nil,
                 dropPriceHistory: Bool = false, lowPriority: Bool = false) {
+        // trap-safe: `catledger compact --segments-per-run` is validated >= 1; serve passes the default 8
         precondition(segmentsPerRun >= 1, "a run holds at least one segment")
+        // trap-safe: both `compact --drop-price-history` and `serve --compact-drop-price-history` refuse to run without a retention
         precondition(!dropPriceHistory || retainHorizon != nil || retainSpanNanoseconds != nil,
                      "dropping price history needs a retention horizon")
-        precondition(retainSpanNanoseconds.map { $0 >= 0 } ?? true, "a retention span is not negative")
         self.dryRun = dryRun
         self.highCompression = highCompression
         self.segmentsPerRun = segmentsPerRun
         self.snapshotsAtRunBoundaries = snapshotsAtRunBoundaries
         self.retainHorizon = retainHorizon
-        self.retainSpanNanoseconds = retainSpanNanoseconds
+        // A span a little below zero (`serve --compact-retain 0d`: the horizon is read after the
+        // clock) keeps nothing older than now, as zero does: clamped, not a trap.
+        self.retainSpanNanoseconds = retainSpanNanoseconds.map { max(0, $0) }
         self.dropPriceHistory = dropPriceHistory
         self.lowPriority = lowPriority
     }

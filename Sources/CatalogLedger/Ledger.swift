@@ -161,6 +161,7 @@ public final class Ledger: @unchecked Sendable {
     /// `events[i]`, clamped up as ever): deliveries drained from the webhook inbox keep the times
     /// they were accepted.
     public func append(_ events: [PendingEvent], recordedAt times: [Int64]) async throws -> [AppendOutcome] {
+        // trap-safe: the inbox drain builds both arrays from the same deliveries; tests pass equal lengths
         precondition(times.count == events.count, "one time per event")
         return try await append(events, times: times)
     }

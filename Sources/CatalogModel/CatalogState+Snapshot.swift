@@ -20,6 +20,7 @@ extension CatalogState {
         if let s = highestSequence { w.varint(s) }
         w.varint(UInt64(objects.count))
         for id in objects.keys.sorted() {
+            // trap-safe: id iterates objects.keys
             let fact = objects[id]!
             EventCodec.writeHeader(fact.header, &w)
             w.data(fact.payload)
@@ -66,6 +67,7 @@ extension CatalogState {
         var hasher = SHA256()
         for id in objects.keys.sorted() {
             var w = ByteWriter(capacity: 160)
+            // trap-safe: id iterates objects.keys
             let fact = objects[id]!
             EventCodec.writeHeader(fact.header, &w)
             w.string(fact.dedupeKey)

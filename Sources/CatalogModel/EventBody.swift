@@ -65,6 +65,7 @@ public struct ObjectDeletion: Sendable, Hashable {
     public var header: CatalogFactHeader
     public var cascadedFrom: CatalogObjectID?
     public init(header: CatalogFactHeader, cascadedFrom: CatalogObjectID?) {
+        // trap-safe: the decoder throws for a non-tombstone (EventCodec), the builder and PriceHistoryRow pass deleted headers
         precondition(header.isDeleted, "an ObjectDeletion header must be a tombstone")
         self.header = header
         self.cascadedFrom = cascadedFrom

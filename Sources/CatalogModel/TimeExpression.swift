@@ -153,6 +153,7 @@ extension TimeExpression {
     private static func clockTime(_ text: String) -> (Int, Int, Int)? {
         let fields = text.split(separator: ":", omittingEmptySubsequences: false).map { Int($0) }
         guard (2...3).contains(fields.count), fields.allSatisfy({ $0 != nil }) else { return nil }
+        // trap-safe: the guard above checked every field is non-nil
         let h = fields[0]!, m = fields[1]!, s = fields.count == 3 ? fields[2]! : 0
         guard (0..<24).contains(h), (0..<60).contains(m), (0..<60).contains(s) else { return nil }
         return (h, m, s)

@@ -84,12 +84,14 @@ extension CatalogProjector {
                 try readersIndexes.map { name in
                     guard let sql = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?",
                                                         arguments: [name]) else {
+                        // trap-safe: the projection's own migrations, run in memory on a compile-time schema, create these indexes
                         preconditionFailure("the projection's migrations make no index \(name)")
                     }
                     return sql
                 }
             }
         } catch {
+            // trap-safe: the projection's compile-time schema in an in-memory database; no outside data is involved
             preconditionFailure("the projection's schema cannot be made in memory: \(error)")
         }
     }()

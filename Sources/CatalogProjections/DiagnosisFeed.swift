@@ -16,6 +16,7 @@ final class DiagnosisFeed: @unchecked Sendable {
     /// batch being applied, from its first event through the rejection.
     func row(forLastOf batch: ArraySlice<LedgerEvent>, reader: LedgerReader) throws -> VersionConflictRow {
         guard let rejection = batch.last else {
+            // trap-safe: the only caller (ProjectionBatch) passes events[...position], never empty
             preconditionFailure("DiagnosisFeed.row called with an empty batch")
         }
         return try lock.withLock {

@@ -90,6 +90,7 @@ package enum RowMapping {
         case .otherObjects:
             row.values = [fact.header.objectType.rawValue.databaseValue]
         }
+        // trap-safe: the mapping above and typedColumns are compile-time tables; ObjectRow tests check every table
         precondition(row.values.count == table.typedColumns.count, "row mapping of \(table) is out of step with its columns")
         return row
     }

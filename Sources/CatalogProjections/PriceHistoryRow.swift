@@ -124,6 +124,7 @@ enum WinnerRule {
     /// The new winner when `event` (a fact event) changes it, else nil.
     static func newWinner(current: ObjectFact?, event: LedgerEvent) -> ObjectFact? {
         guard let header = event.header else { return nil }
+        // trap-safe: callers pass the winner they hold for this event's object (ProjectionWriter keys it by the event's object id)
         precondition(current.map { $0.header.objectID == header.objectID } ?? true, "the winner of another object")
         var state = CatalogState()
         if let current { state.apply(replaying: current, merchantID: event.merchantID) }
@@ -155,6 +156,7 @@ extension ObjectFact {
         state.apply(LedgerEvent(sequence: firstSequence, recordedAt: firstRecordedAt,
                                 content: PendingEvent(merchantID: "", source: source, dedupeKey: dedupeKey,
                                                       correlationID: "", body: body)))
+        // trap-safe: an empty unfiltered state takes the first fact of any object (CatalogState.apply)
         return state[header.objectID]!
     }
 }

@@ -45,6 +45,7 @@ package enum ProjectionConsistency {
 
     static func compare(projection: [TableDigest], fold: [TableDigest], checkpoint: UInt64?) -> ConsistencyReport {
         let results = zip(projection, fold).map { mine, theirs in
+            // trap-safe: both lists come from ProjectionDigest.digests, which maps the same constant table of queries in order
             precondition(mine.table == theirs.table, "digests listed in different table orders")
             return ConsistencyReport.TableResult(
                 table: mine.table, projectionDigest: mine.digest, foldDigest: theirs.digest,

@@ -50,6 +50,7 @@ public struct ProjectionQueries: Sendable {
 
     /// Live items (placeholders excluded), by name then id, optionally only those in a category.
     public func items(categoryID: String? = nil, limit: Int = 100, offset: Int = 0) throws -> [ItemRecord] {
+        // trap-safe: the only caller (allItems) pages with limit 500 and offsets counted from 0
         precondition(limit >= 1 && offset >= 0, "items(limit:offset:) needs limit >= 1 and offset >= 0")
         return try read("items in \(categoryID ?? "all categories")") { db in
             let rows: [Row]

@@ -63,6 +63,7 @@ public enum ProjectionReplay {
     static func build(into database: any DatabaseWriter, reader: LedgerReader, point: AsOf,
                       throughSequence: UInt64?, describesPoint: Bool = true, eventsPerCommit: Int = eventsPerCommit,
                       progress: ((ProjectionProgress) -> Void)? = nil) throws -> ReplaySummary {
+        // trap-safe: eventsPerCommit is the constant default or a test's literal
         precondition(eventsPerCommit > 0, "a commit holds at least one event")
         // The total is an upper bound: the scan stops early at the first event after K.
         var total: UInt64 = 0

@@ -35,8 +35,10 @@ package struct VersionConflictRow: Sendable, Hashable, Codable {
 enum ConflictDiagnosis {
     static func row(for rejection: LedgerEvent, index: DiagnosisIndex) throws -> VersionConflictRow {
         guard case .upsertRejected(let rejected) = rejection.body else {
+            // trap-safe: callers pass only .upsertRejected events (DiagnosisFeed, the rebuild's diagnosis pass)
             preconditionFailure("ConflictDiagnosis.row called with a \(rejection.kind) event")
         }
+        // trap-safe: callers fold the batch into the index before diagnosing its last event
         precondition((index.highestSequence ?? 0) >= rejection.sequence,
                      "the diagnosis index must hold the rejection at \(rejection.sequence)")
         let diagnosis = try index.diagnose(rejection)

@@ -36,6 +36,7 @@ final class WALCheckpointer: Sendable {
          checkpointsOnCallingThread: Bool = false,
          due: @escaping @Sendable (_ sinceLastCheckpoint: Duration) -> Bool = { _ in true },
          onLargeWAL: @escaping @Sendable () -> Void) throws {
+        // trap-safe: followWALFramesMax is a constant default or a test's literal; no flag sets it
         precondition(walFramesMax.map { $0 > 0 } ?? true, "a WAL bound is a positive number of frames")
         self.path = path
         self.interval = interval

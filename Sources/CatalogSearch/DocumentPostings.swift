@@ -40,7 +40,9 @@ enum TermImpactCodec {
         var bytes = Data()
         bytes.reserveCapacity(pairs.count * 8)
         for pair in pairs {
+            // trap-safe: term ids are SQLite rowids of the terms table, assigned ascending from 1, far below 2^55
             precondition(pair.termId >= 0 && pair.termId < (1 << 55), "term id out of range")
+            // trap-safe: impacts come from SearchScoring.impact, in 0...impactMax by construction
             precondition(pair.impact >= 0 && pair.impact <= SearchScoring.impactMax, "impact out of range")
             let packed = UInt64(pair.termId) << 8 | UInt64(pair.impact)
             withUnsafeBytes(of: packed.littleEndian) { bytes.append(contentsOf: $0) }

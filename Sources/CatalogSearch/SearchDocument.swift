@@ -63,7 +63,9 @@ public struct SearchQuery: Sendable, Hashable {
     public var offset: Int
 
     public init(text: String, categoryId: String? = nil, limit: Int = 20, offset: Int = 0) {
+        // trap-safe: callers bound the limit first: the search route and `catledger search --limit` check 1...SearchAnswer.maximumLimit (500 = limitMax), the pages pass 20
         precondition(limit >= 1 && limit <= Self.limitMax, "SearchQuery.limit must be in 1...\(Self.limitMax)")
+        // trap-safe: no caller passes an offset (the default 0); none comes from a request
         precondition(offset >= 0 && offset <= 10_000, "SearchQuery.offset must be in 0...10000")
         self.text = text
         self.categoryId = categoryId

@@ -29,6 +29,7 @@ extension SearchIndex {
 
     /// Removes the document of one variation.
     public func remove(variationId: String, in db: Database) throws {
+        // trap-safe: no caller in Sources (tests only); the index's own writes key documents by ids the fold has already checked
         precondition(!variationId.isEmpty, "a variation id is never empty")
         try reportingFailures("remove variation \(variationId)") {
             let docIds = try Int64.fetchAll(

@@ -29,6 +29,7 @@ public struct SearchIndex: Sendable {
     public var categoryScanDocumentsMax: Int
 
     public init(multiWordCandidatesMax: Int = 400, prefixCompletionsMax: Int = 24, categoryScanDocumentsMax: Int = 2_000) {
+        // trap-safe: tuning constants: every caller passes the defaults or a test's literals
         precondition(multiWordCandidatesMax >= 1 && prefixCompletionsMax >= 1 && categoryScanDocumentsMax >= 0)
         self.multiWordCandidatesMax = multiWordCandidatesMax
         self.prefixCompletionsMax = prefixCompletionsMax

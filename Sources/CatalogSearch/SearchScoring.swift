@@ -38,6 +38,7 @@ enum SearchScoring {
     /// Encodes a word's position: field (2 bits), field word count minus one capped at 15
     /// (4 bits), and whether it is not the field's first word (1 bit). Smaller is better.
     static func impact(field: TextField, fieldWordCount: Int, isFirstWord: Bool) -> Int {
+        // trap-safe: the only caller (DocumentPostings) passes the word count of a field it just found a word in
         precondition(fieldWordCount >= 1, "a field holding a word has at least one word")
         let lengthBucket = min(fieldWordCount - 1, lengthBucketMax)
         return field.rawValue << 5 | lengthBucket << 1 | (isFirstWord ? 0 : 1)
@@ -51,6 +52,7 @@ enum SearchScoring {
     /// (at most 0.126) stay below the gap between field weights (0.2), and a longer field costs
     /// more (0.008) than not leading (0.006), which makes the score strictly decreasing in impact.
     static func fieldScore(impact: Int) -> Double {
+        // trap-safe: impacts are made by impact(field:fieldWordCount:isFirstWord:) above, in 0...impactMax by construction
         precondition(impact >= 0 && impact <= impactMax, "impact out of range")
         let lengthBucket = (impact >> 1) & 0xF
         let notFirst = impact & 1

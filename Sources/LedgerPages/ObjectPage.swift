@@ -69,6 +69,7 @@ extension Pages {
         do {
             if !children.isEmpty {
                 let rows: [HTML] = children.map { child in
+                    // trap-safe: childHistories(of:) keeps only children with at least one version
                     let last = child.versions.last!
                     let state: HTML = last.isDeleted ? "<span class=\"tag deleted\">deleted</span>" : ""
                     return "<li>\(context.object(child.id)) v\(last.version) \(state) · \(child.versions.count) version(s)</li>"

@@ -38,6 +38,7 @@ public enum PriceChart {
                 byKey[key] = result.count
                 result.append(Series(label: label(change, name: name, locationName: locationName), points: []))
             }
+            // trap-safe: set just above when missing
             result[byKey[key]!].points.append(Point(time: change.updatedAtNanos, amount: change.afterMoney?.amount))
         }
         return result

@@ -46,6 +46,7 @@ extension LedgerQueries {
     /// log) and the facts of the objects it names, their parents and children (not every object's);
     /// without it, the whole log folded. Both give the same pages.
     public func changes(after: UInt64?, through last: UInt64, limit: Int) throws -> ChangePage {
+        // trap-safe: the change feed route checks limit in 1...limitMax before calling (ChangeFeedAPI); tests pass positive literals
         precondition(limit > 0, "a page holds at least one change")
         guard index != nil else { return try changesFromTheWholeLog(after: after, through: last, limit: limit) }
         return try sharingReads {

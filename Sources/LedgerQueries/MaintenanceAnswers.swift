@@ -124,6 +124,7 @@ public struct CompactionAnswer: Sendable, Encodable {
 
     /// Events dropped, by rule (`duplicate-observation`, `superseded-sync-bookkeeping`, `retention`).
     public var eventsDropped: [String: Int] {
+        // trap-safe: keys are the raw values of a dictionary keyed by the DropReason enum, which the compiler keeps unique
         Dictionary(uniqueKeysWithValues: report.droppedByReason.map { ($0.key.rawValue, $0.value) })
     }
 

@@ -132,9 +132,10 @@ final class ClusterOwnership: @unchecked Sendable {
     /// Deliveries up to `id` are in the ledger, appended under `epoch` (`count` of them in this batch).
     func appended(_ merchantID: String, epoch: Int64, through id: Int64, count: Int = 0) {
         lock.withLock {
-            guard held[merchantID]?.epoch == epoch else { return }
-            held[merchantID]!.appendedThrough = max(held[merchantID]!.appendedThrough, id)
-            held[merchantID]!.appendedCount += Int64(count)
+            guard var entry = held[merchantID], entry.epoch == epoch else { return }
+            entry.appendedThrough = max(entry.appendedThrough, id)
+            entry.appendedCount += Int64(count)
+            held[merchantID] = entry
         }
     }
 
@@ -156,10 +157,11 @@ final class ClusterOwnership: @unchecked Sendable {
 
     func shipped(_ merchantID: String, epoch: Int64, through id: Int64, events: Int64, archived: [String: ArchivedFile]) {
         lock.withLock {
-            guard held[merchantID]?.epoch == epoch else { return }
-            held[merchantID]!.shippedThrough = max(held[merchantID]!.shippedThrough, id)
-            held[merchantID]!.shippedEvents = events
-            held[merchantID]!.archived = archived
+            guard var entry = held[merchantID], entry.epoch == epoch else { return }
+            entry.shippedThrough = max(entry.shippedThrough, id)
+            entry.shippedEvents = events
+            entry.archived = archived
+            held[merchantID] = entry
         }
     }
 }

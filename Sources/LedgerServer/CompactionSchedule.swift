@@ -13,6 +13,7 @@ public struct CompactionSchedule: Sendable, Hashable, CustomStringConvertible {
     public var window: Duration = .zero
 
     public init(hour: Int, minute: Int, timeZone: TimeZone = .current) {
+        // trap-safe: `--compact-at` goes through init?(parsing:), which checks both ranges first; other callers pass literals
         precondition((0..<24).contains(hour) && (0..<60).contains(minute), "a time of day is 00:00 to 23:59")
         self.hour = hour
         self.minute = minute

@@ -112,7 +112,9 @@ public struct LedgerServerConfiguration: Sendable {
                 metricsListen: (host: String, port: Int)? = nil, syncSchedule: SyncSchedule = SyncSchedule(),
                 clock: ServerClock = .system, merchantIdleClose: Duration? = .seconds(600), ioThreads: Int? = nil,
                 webhookInbox: Bool = false) {
+        // trap-safe: the body limits are the defaults or tests' literals; no flag or request sets them
         precondition(webhookBodyBytesMax > 0 && requestBodyBytesMax > 0, "body limits must be positive")
+        // trap-safe: the timeouts are the defaults or tests' literals; no flag or request sets them
         precondition(requestReadTimeout > .zero && (idleTimeout ?? .seconds(1)) > .zero, "timeouts must be positive")
         self.host = host
         self.port = port
@@ -140,6 +142,7 @@ public struct LedgerServerConfiguration: Sendable {
         self.syncSchedule = syncSchedule
         self.clock = clock
         self.merchantIdleClose = merchantIdleClose
+        // trap-safe: `serve --io-threads` is validated >= 0 and 0 is passed as nil
         precondition(ioThreads.map { $0 >= 1 } ?? true, "an I/O pool needs a thread")
         self.ioThreads = ioThreads
         self.webhookInbox = webhookInbox

@@ -260,6 +260,7 @@ public final class MerchantDirectory: @unchecked Sendable {
                 // Opened for a background job only: old enough to close at the next sweep.
                 let slot = Slot(lastUse: background ? .now - (idleClose ?? .zero) : .now)
                 slot.leases = 1
+                // trap-safe: checked non-nil at the top of this closure, under the same lock
                 let health = known[id]!.health
                 // Opening reads and creates files (recovery, indexes, the projection's schema): on threads
                 // of its own, never the cooperative pool the requests of the other merchants run on.

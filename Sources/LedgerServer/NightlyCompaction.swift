@@ -70,7 +70,8 @@ public final class NightlyCompaction: @unchecked Sendable {
     /// Compacts these merchants (open ledgers; tests).
     public convenience init(merchants: [MerchantLedger], metrics: ServerMetrics, logger: Logger,
                             options: LedgerCompactionOptions = LedgerCompactionOptions(), compactor: Compactor? = nil) {
-        let byID = Dictionary(uniqueKeysWithValues: merchants.map { ($0.merchantID, $0) })
+        // A merchant listed twice is compacted once (its first ledger), not a trap.
+        let byID = Dictionary(merchants.map { ($0.merchantID, $0) }, uniquingKeysWith: { first, _ in first })
         self.init(merchantIDs: { byID.keys.sorted { $0.rawValue < $1.rawValue } }, withMerchant: { id, body in
             guard let merchant = byID[id] else { return nil }
             return await body(merchant)

@@ -93,14 +93,17 @@ public final class ServerMetrics: Sendable {
             buckets: [.milliseconds(10), .milliseconds(50), .milliseconds(250), .seconds(1), .seconds(5), .seconds(30)])
     }
 
+    // trap-safe: init made a counter for every WebhookOutcome case
     public func webhook(_ outcome: WebhookOutcome) { webhookCounters[outcome]!.increment() }
 
+    // trap-safe: init made a counter for every WebhookSyncDecision case
     func webhookSync(_ decision: WebhookSyncDecision) { webhookSyncCounters[decision]!.increment() }
 
     public func authFailure() { authFailures.increment() }
 
     public func appended(_ count: Int, path: String) {
         guard count > 0 else { return }
+        // trap-safe: callers pass literals of appendPaths (\"webhook\", \"sync\"), for which init made counters
         appendCounters[path]!.increment(by: Int64(count))
     }
 
@@ -205,6 +208,7 @@ public struct ScrapeGauges: Sendable {
         }
         line.append(contentsOf: #""} "#.utf8)
         line.append(contentsOf: "\(value)\n".utf8)
+        // trap-safe: set just above when missing
         families[name]!.lines.append(contentsOf: line)
     }
 

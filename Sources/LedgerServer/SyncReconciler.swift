@@ -25,7 +25,9 @@ public struct SyncSchedule: Sendable, Hashable {
 
     public init(catchUpAtStart: Bool = true, reconcileInterval: Duration? = .seconds(15 * 60), jitter: Double = 0.1,
                 retryAfterFailure: Duration = .seconds(60)) {
+        // trap-safe: the jitter is the default 0.1 or a test's literal; no flag or request sets it
         precondition((0..<1).contains(jitter), "jitter is a fraction in [0, 1)")
+        // trap-safe: `serve --reconcile-every` goes through SyncSchedule.parseInterval, which gives a positive interval or nil (off)
         precondition(reconcileInterval.map { $0 > .zero } ?? true, "a reconciling interval must be positive")
         self.catchUpAtStart = catchUpAtStart
         self.reconcileInterval = reconcileInterval
@@ -129,6 +131,7 @@ public struct SyncReconciler: Service {
         var notRun: [MerchantID: Date] = [:]
         let retryDelay = Self.seconds(min(schedule.retryAfterFailure, interval))
         func due(_ id: MerchantID, _ health: SyncHealth, now: Date) -> Date {
+            // trap-safe: both callers set windows[id] just before (the loop below)
             let due = dueTime(health, window: windows[id]!, interval: interval, now: now)
             return notRun[id].map { max(due, $0.addingTimeInterval(retryDelay)) } ?? due
         }

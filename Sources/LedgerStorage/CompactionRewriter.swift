@@ -22,6 +22,7 @@ public struct CompactionRewriteOptions: Sendable {
 
     public init(compression: CompressionKind = .lz4, highCompression: Bool = false,
                 batchBytesTarget: Int = LogFormat.compactionBatchBytesTarget, indexIntervalBytes: Int = 64 << 10) {
+        // trap-safe: rewrite options are the defaults or tests' literals
         precondition(batchBytesTarget > 0 && indexIntervalBytes > 0)
         self.compression = compression
         self.highCompression = highCompression
@@ -42,8 +43,11 @@ package enum CompactionRewriter {
         base: UInt64, coveredLastSequence: UInt64, records: [StoredRecord], chainInHash: [UInt8], chainOutHash: [UInt8],
         createdAt: Int64, options: CompactionRewriteOptions = CompactionRewriteOptions(), keep: (StoredRecord) -> Bool
     ) -> CompactedSegment {
+        // trap-safe: the records of a run of sealed segments, each holding at least one record (the footer parser refuses zero)
         precondition(!records.isEmpty, "a run holds at least one record")
+        // trap-safe: records is not empty (checked above) and was read from the run's own sequence range
         precondition(records.first!.sequence >= base && records.last!.sequence <= coveredLastSequence)
+        // trap-safe: records come from a LogCursor, which yields ascending sequences
         precondition(zip(records, records.dropFirst()).allSatisfy { $0.sequence < $1.sequence }, "records must ascend")
 
         var keptFlags = records.map(keep)

@@ -37,6 +37,7 @@ public struct LogCursor {
         guard !bases.isEmpty else { return }
         if let time = minimumLedgerTime {
             // The first segment whose footer says it reaches `time`; the active segment otherwise.
+            // trap-safe: the guard above returned when bases is empty
             var chosen = bases.last!
             for base in bases.dropLast() {
                 let footer = try Self.readFooter(directory: directory, base: base)
@@ -46,6 +47,7 @@ public struct LogCursor {
             if let entry = directory.loadIndex(base: chosen)?.entry(before: time) { seek(to: entry) }
             nextSequence = chosen
         } else {
+            // trap-safe: the guard above returned when bases is empty
             let base = bases.last(where: { $0 <= nextSequence }) ?? bases.first!
             guard try open(base: base, listed: bases) else { return }
             segmentIndex = directory.loadIndex(base: base)
@@ -61,7 +63,9 @@ public struct LogCursor {
     /// segments directory and loads an index once per segment, not once per record. A sequence
     /// behind the cursor is a programming error.
     public mutating func skip(to sequence: UInt64) throws {
+        // trap-safe: callers skip to ascending sequences of their own sorted lists
         precondition(sequence >= nextSequence, "a cursor only moves forward")
+        // trap-safe: callers that skip make their cursors by sequence
         precondition(minimumLedgerTime == nil, "a cursor by ledger time is not skipped by sequence")
         nextSequence = sequence
         // Still inside the batch decoded last: `next()` skips to it.

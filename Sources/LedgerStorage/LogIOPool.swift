@@ -42,6 +42,7 @@ public final class LogIOPool: @unchecked Sendable {
 
     /// Starts `threads` worker threads and one timer thread; they live as long as the process.
     public init(threads: Int, name: String = "log-io") {
+        // trap-safe: `serve --io-threads` is validated, 0 meaning no pool; other callers pass literals
         precondition(threads >= 1, "an I/O pool needs a thread")
         self.threads = threads
         for index in 0..<threads {

@@ -78,6 +78,7 @@ extension LogWriter {
         firstBase: UInt64, segmentCount: Int, options: CompactionRewriteOptions = CompactionRewriteOptions(),
         dryRun: Bool = false, leaveUnchanged: Bool = false, decide: ([StoredRecord]) throws -> [Bool]
     ) async throws -> CompactionRunReport {
+        // trap-safe: the only caller (Ledger.compact) passes runs of at least one segment
         precondition(segmentCount >= 1)
         let started = DispatchTime.now().uptimeNanoseconds
         let sealed = try await sealedSegments()
@@ -89,9 +90,12 @@ extension LogWriter {
             throw LedgerStorageError(.invalidArgument, "a compaction is still pending its record (\(LogFormat.compactionJournalFileName) exists)")
         }
         let run = Array(sealed[firstIndex..<(firstIndex + segmentCount)])
+        // trap-safe: run holds segmentCount >= 1 entries (guard above), and Manifest.parse refuses an entry whose name is not a segment's
         let lastBase = SegmentFileName.parseSegment(run.last!.segmentName)!
+        // trap-safe: run holds segmentCount >= 1 entries (the guard above)
         let coveredLast = run.last!.nextSequence(segmentBase: lastBase) - 1
         let chainIn = firstIndex == 0 ? LogFormat.zeroHash : Self.chainOut(of: sealed[firstIndex - 1])
+        // trap-safe: run holds segmentCount >= 1 entries (the guard above)
         let chainOut = Self.chainOut(of: run.last!)
 
         var records: [StoredRecord] = []
@@ -100,6 +104,7 @@ extension LogWriter {
 
         // The decisions are taken once: the caller's rule may keep state.
         let keptFlags = try decide(records)
+        // trap-safe: the ledger's compaction rule returns one flag per record it is given
         precondition(keptFlags.count == records.count, "one decision per record")
         if leaveUnchanged && !keptFlags.contains(false) {
             // Nothing to drop: the files are not read again (their hashes are only needed for a switch).
@@ -107,6 +112,7 @@ extension LogWriter {
             return CompactionRunReport(
                 dryRun: dryRun, oldSegments: run.map { .init(name: $0.segmentName, byteCount: $0.byteCount, fileHash: []) },
                 compactedSegmentName: SegmentFileName.segment(base: firstBase),
+                // trap-safe: run holds segmentCount >= 1 entries (the guard above)
                 coveredSequences: firstBase...coveredLast, newFileHash: [], newLastBatchHash: run.last!.lastBatchHash,
                 chainOutHash: chainOut, keptRecordCount: UInt64(records.count), droppedSequences: [],
                 bytesBefore: bytesBefore, bytesAfter: bytesBefore,
@@ -161,6 +167,7 @@ extension LogWriter {
                                            compaction: CompactionExtent(coveredLastSequence: coveredLast, chainOutHash: chainOut))
         try await runOnIOThread {
             var manifest = self.manifest
+            // trap-safe: run holds segmentCount >= 1 entries (the guard above)
             guard let start = manifest.sealed.firstIndex(where: { $0.segmentName == run.first!.segmentName }) else {
                 throw LedgerStorageError(.manifestMismatch, "the run to compact left the manifest")
             }

@@ -60,6 +60,7 @@ final class SyncStage: @unchecked Sendable {
     /// Hands over a written group; it is acknowledged or failed by the sync thread.
     func enqueue(_ group: WrittenGroup) {
         condition.lock()
+        // trap-safe: the writer stops its sync stage only after its last write, under its lock
         precondition(!stopping, "a group handed to a stopped sync stage")
         queue.append(group)
         queuedCalls += group.requests.count
@@ -125,6 +126,7 @@ extension LogWriter {
     /// starts), then their acknowledgement; or, on failure, poison and fail them all.
     /// Returns the nanoseconds the fdatasync took, or 0 when there was none.
     func syncAndAcknowledge(_ groups: [SyncStage.WrittenGroup], waitedNanoseconds: Int64) -> Int64 {
+        // trap-safe: the sync thread calls this only with the groups it just took, never none
         precondition(!groups.isEmpty)
         noteStatistics { $0.cohortWaitNanoseconds += waitedNanoseconds }
         if let failedEarlier = currentFailure {
@@ -134,6 +136,7 @@ extension LogWriter {
         }
         let syncStart = CommitStatistics.monotonicNanoseconds()
         do {
+            // trap-safe: groups is not empty (the precondition at the top)
             try groups.last!.file.sync()
         } catch {
             // After a failed fsync the kernel may have dropped the dirty pages: what is durable is
@@ -150,6 +153,7 @@ extension LogWriter {
             statistics.syncs += 1
             statistics.syncNanoseconds += syncNanoseconds
         }
+        // trap-safe: groups is not empty (the precondition at the top)
         acknowledge(durableThrough: groups.last!.nextSequence) {
             for group in groups {
                 for (request, result) in zip(group.requests, group.results) { request.continuation.resume(returning: result) }

@@ -97,6 +97,7 @@ public final class LogWriter: @unchecked Sendable {
         fileSystem: any FileSystem = PosixFileSystem(),
         logger: Logger = Logger(label: "LedgerStorage.LogWriter")
     ) throws -> LogWriter {
+        // trap-safe: writer options are the defaults or tests' literals; no flag or request sets them
         precondition(options.segmentBytesMax > LogFormat.segmentHeaderBytes && options.batchRecordsMax >= 1 && options.batchBytesMax >= 1)
         let logDirectory = LogDirectory(root: directory, fileSystem: fileSystem)
         try fileSystem.createDirectory(directory)

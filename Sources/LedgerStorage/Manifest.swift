@@ -43,6 +43,7 @@ package struct Manifest: Sendable, Equatable {
         for line in lines.dropFirst() {
             let fields = line.split(separator: " ")
             guard fields.count == 5 || fields.count == 7, fields[0] == "sealed",
+                  SegmentFileName.parseSegment(String(fields[1])) != nil,
                   fields[2].hasPrefix("records="), let records = UInt64(fields[2].dropFirst(8)),
                   fields[3].hasPrefix("bytes="), let byteCount = UInt64(fields[3].dropFirst(6)),
                   fields[4].hasPrefix("last-hash="), let hash = HexText.decode(fields[4].dropFirst(10)),

@@ -21,6 +21,7 @@ package struct SegmentHeader: Sendable, Equatable {
         bytes.appendLittleEndian(createdAt)
         bytes.appendLittleEndian(UInt32(0))
         bytes.appendLittleEndian(CRC32C.checksum(bytes))
+        // trap-safe: the fields appended above add up to the fixed header size
         precondition(bytes.count == LogFormat.segmentHeaderBytes)
         return bytes
     }
@@ -74,6 +75,7 @@ package struct SegmentFooter: Sendable, Equatable {
 
     public func encoded() -> [UInt8] {
         if let compaction { return CompactedSegmentFooter(self, compaction).encoded() }
+        // trap-safe: encoded() writes footers the writer built from the batches it just wrote
         precondition(recordCount >= 1 && batchCount >= 1 && lastBatchHash.count == LogFormat.hashBytes)
         var bytes = LogFormat.footerMagic
         bytes.appendLittleEndian(UInt32(0))
@@ -83,6 +85,7 @@ package struct SegmentFooter: Sendable, Equatable {
         bytes.appendLittleEndian(lastLedgerTime)
         bytes.append(contentsOf: lastBatchHash)
         bytes.storeLittleEndian(CRC32C.checksum(bytes[LogFormat.footerCRCScopeStart...]), at: 4)
+        // trap-safe: the fields appended above add up to the fixed footer size
         precondition(bytes.count == LogFormat.footerBytes)
         return bytes
     }

@@ -53,6 +53,7 @@ final class SegmentPreallocator: @unchecked Sendable {
     /// At most one extension is in flight: the caller takes the previous outcome first.
     func start(file: any LedgerFile, segmentBase: UInt64, offset: UInt64, count: Int) {
         condition.withLock {
+            // trap-safe: the writer takes the previous outcome before starting another, with count <= chunkBytes
             precondition(runningFrom == nil && outcome == nil && !stopping && count <= zeros.count)
             job = Job(file: file, segmentBase: segmentBase, offset: offset, count: count)
             runningFrom = offset

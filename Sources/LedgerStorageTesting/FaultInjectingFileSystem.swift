@@ -89,6 +89,7 @@ package final class FaultInjectingFileSystem: FileSystem, @unchecked Sendable {
     /// Flips one bit of a file in place (and in its durable image).
     package func flipBit(_ path: FilePath, byteOffset: Int, bit: Int) {
         withLock {
+            // trap-safe: test support: tests flip bits of files they created
             guard let node = files[path.string] else { preconditionFailure("no file \(path)") }
             node.bytes[byteOffset] ^= UInt8(1) << UInt8(bit)
             node.syncedBytes = node.bytes

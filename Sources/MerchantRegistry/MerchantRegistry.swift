@@ -167,7 +167,7 @@ public final class MerchantRegistry: Sendable {
                                      keys.count])
             }
         }
-        return try record(merchantID)!
+        return try recordJustWritten(merchantID)
     }
 
     /// Registers many merchants without secrets of their own (they use the server's Square token and
@@ -198,7 +198,7 @@ public final class MerchantRegistry: Sendable {
                 throw RegistryError("merchant \(merchantID) is not registered", hint: "`catledger merchant list --all` shows every merchant")
             }
         }
-        return try record(merchantID)!
+        return try recordJustWritten(merchantID)
     }
 
     /// Replaces a merchant's Square credentials (after a token refresh).
@@ -220,6 +220,16 @@ public final class MerchantRegistry: Sendable {
     }
 
     // MARK: Reading
+
+    /// The row a write just made or changed: read in a second transaction, so another process
+    /// (`catledger merchant remove` beside `serve`) may have removed it meanwhile; that throws.
+    private func recordJustWritten(_ merchantID: String) throws -> MerchantRecord {
+        guard let record = try record(merchantID) else {
+            throw RegistryError("merchant \(merchantID) was removed by another process as it was written",
+                                hint: "`catledger merchant list --all` shows every merchant")
+        }
+        return record
+    }
 
     public func record(_ merchantID: String) throws -> MerchantRecord? {
         try queue.read { db in

@@ -18,6 +18,7 @@ public final class SellerRateLimiter: @unchecked Sendable {
         public var burst: Int
 
         public init(rate: Double, burst: Int) {
+            // trap-safe: `serve --square-rate` is validated (0 means no limiter, else > 0) and burst is max(1, ...); other policies are constants
             precondition(rate > 0 && burst >= 1, "SellerRateLimiter.Policy: rate must be positive and burst at least 1")
             self.rate = rate
             self.burst = burst

@@ -59,6 +59,7 @@ public struct SquareRetryPolicy: Sendable, Hashable {
     public var delayMax: Duration
 
     public init(attemptsMax: Int = 5, initialDelay: Duration = .milliseconds(200), delayMax: Duration = .seconds(10)) {
+        // trap-safe: retry policies are the default (5), .none (1) or tests' literals; no flag or request sets attemptsMax
         precondition(attemptsMax >= 1, "SquareRetryPolicy: attemptsMax must be at least 1")
         self.attemptsMax = attemptsMax
         self.initialDelay = initialDelay

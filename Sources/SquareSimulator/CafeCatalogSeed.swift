@@ -147,8 +147,10 @@ extension SquareSimulator {
     public func seedCafeCatalog() -> [String: String] {
         switch engine.upsert(batches: CafeCatalogSeed.batches(), nowMilliseconds: now() / 1_000_000) {
         case .success(let outcome):
+            // trap-safe: one mapping per temporary id of the constant cafe seed, and the engine refuses a request naming an id twice
             return Dictionary(uniqueKeysWithValues: outcome.idMappings.map { ($0.clientObjectID, $0.objectID) })
         case .failure(let error):
+            // trap-safe: the seed is a constant catalog written to a fresh engine before the simulator takes requests (SquareSimulatorTests write it)
             preconditionFailure("cafe seed rejected: \(error)")
         }
     }

@@ -65,6 +65,7 @@ extension CatalogEngine {
     }
 
     private func page(ids: [String], offset: Int, pageSize: Int, at version: Int64) -> EnginePage {
+        // trap-safe: page sizes are the configuration's (checked positive) or a request's limit taken only in 1...1000 (SquareSimulator+Routes)
         precondition(pageSize > 0, "page size must be positive")
         let start = min(offset, ids.count)
         let end = min(start + pageSize, ids.count)

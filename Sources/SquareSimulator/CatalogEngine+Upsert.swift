@@ -74,6 +74,7 @@ extension CatalogEngine {
             else { return .failure(.unknownObject(entry.clientID)) }
         }
         for entry in incoming where !entry.clientID.hasPrefix("#") {
+            // trap-safe: the loop just above returned unknownObject for any entry without a stored live revision
             let latest = objects[entry.clientID]!.revisions.last!
             guard entry.object["version"]?.int64Value == latest.version else { return .failure(.versionMismatch) }
         }
@@ -160,6 +161,7 @@ extension CatalogEngine {
     /// Appends a deleted revision: the last content, `is_deleted: true`, stamped with `version`.
     mutating func tombstone(id: String, version: Int64) {
         guard var stored = objects[id], var object = stored.revisions.last?.object else {
+            // trap-safe: callers pass ids of stored objects: delete(ids:) checks isLive, the cascades take children(of:), both from `objects`
             preconditionFailure("tombstone of unknown object \(id)")
         }
         object["is_deleted"] = true

@@ -47,6 +47,7 @@ public struct CatalogEngine: Sendable {
     }
 
     mutating func commit(version: Int64) {
+        // trap-safe: every version comes from nextVersion(nowMilliseconds:), at least catalogVersion + 1
         precondition(version > catalogVersion, "catalog versions strictly increase")
         catalogVersion = version
     }

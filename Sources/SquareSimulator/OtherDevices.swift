@@ -32,6 +32,7 @@ extension SquareSimulator {
         case .setVariationPrice(let variationID, let amount, let locationID):
             guard var variation = engine.object(id: variationID), engine.isLive(id: variationID),
                 var data = variation["item_variation_data"]
+            // trap-safe: callers name a live variation: runDeviceScript picks from engine.liveIDs, tools and tests pass ids they created; the engine stores every variation with an item_variation_data object
             else { preconditionFailure("device edit of unknown variation \(variationID)") }
             let currency = data["price_money"]?["currency"] ?? "USD"
             if let locationID {
@@ -52,11 +53,13 @@ extension SquareSimulator {
             commitDeviceUpsert(variation, nowMilliseconds: nowMilliseconds)
         case .renameItem(let itemID, let name):
             guard var item = engine.object(id: itemID), engine.isLive(id: itemID) else {
+                // trap-safe: callers name a live item: runDeviceScript picks from engine.liveIDs, tools and tests pass ids they created
                 preconditionFailure("device edit of unknown item \(itemID)")
             }
             item["item_data"]?["name"] = .string(name)
             commitDeviceUpsert(item, nowMilliseconds: nowMilliseconds)
         case .deleteObject(let id):
+            // trap-safe: only tools and tests delete through a device, naming objects they created; runDeviceScript never deletes
             precondition(engine.isLive(id: id), "device delete of unknown object \(id)")
             _ = engine.delete(ids: [id], nowMilliseconds: nowMilliseconds)
         }
@@ -66,10 +69,14 @@ extension SquareSimulator {
         return DeviceEditRecord(device: device, edit: edit, catalogVersion: engine.catalogVersion)
     }
 
+    /// The objects edited here may have been written by requests (`catledger simulator` takes them), so
+    /// a device's save that the engine refuses is logged and dropped, never a trap.
     private func commitDeviceUpsert(_ object: JSONValue, nowMilliseconds: Int64) {
         switch engine.upsert(batches: [[object]], nowMilliseconds: nowMilliseconds) {
         case .success: return
-        case .failure(let error): preconditionFailure("device upsert rejected: \(error)")
+        case .failure(let error):
+            logger.warning("simulated device edit refused", metadata: ["object_id": "\(object["id"]?.stringValue ?? "?")",
+                                                                       "error": "\(error)"])
         }
     }
 

@@ -20,6 +20,7 @@ public struct SimulatorConfiguration: Sendable {
         environmentName: String = "Sandbox", requiredAccessToken: String? = nil, listPageSize: Int = 100,
         searchPageSizeDefault: Int = 100, writeLatency: Duration = .zero, webhook: WebhookConfiguration? = nil
     ) {
+        // trap-safe: constants: `catledger simulator` passes the defaults, tests pass positive literals; no request sets them
         precondition(listPageSize > 0 && searchPageSizeDefault > 0, "page sizes must be positive")
         self.seed = seed
         self.clock = clock
@@ -56,7 +57,9 @@ public struct WebhookConfiguration: Sendable {
         notificationURL: String, signatureKey: String, duplicateProbability: Double = 0, burstMax: Int = 1,
         reorder: Bool = false, deliveryAttemptsMax: Int? = nil, retryDelayScale: Double = 1
     ) {
+        // trap-safe: constants: `catledger simulator` passes burstMax 3, tests pass literals; no request sets them
         precondition(burstMax >= 1 && (deliveryAttemptsMax ?? 1) >= 1, "burstMax and deliveryAttemptsMax must be at least 1")
+        // trap-safe: constants of the simulator's caller (default 1, tests' literals); no request sets it
         precondition(retryDelayScale >= 0, "retryDelayScale must not be negative")
         self.notificationURL = notificationURL
         self.signatureKey = signatureKey

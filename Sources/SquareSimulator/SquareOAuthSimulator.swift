@@ -57,6 +57,7 @@ public actor SquareOAuthSimulator: SquareTransport {
 
     public init(application: SquareApplication, seed: UInt64 = 1, accessTokenLifetime: Duration = .seconds(30 * 24 * 3600),
                 codeLifetime: Duration = .seconds(300), logger: Logger) {
+        // trap-safe: the simulated app is built by `catledger simulator`/tests with a redirect URL literal; no request builds one
         precondition(application.redirectURL != nil, "the simulated app needs its registered redirect URL")
         self.application = application
         self.accessTokenLifetime = accessTokenLifetime

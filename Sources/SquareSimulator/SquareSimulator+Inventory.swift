@@ -12,6 +12,7 @@ extension SquareSimulator {
     /// the catalog version of the flip, nil when the mark did not change.
     @discardableResult
     public func setStock(variationID: String, locationID: String, quantity: Int64) -> Int64? {
+        // trap-safe: setStock is called by Tools/sample-gen and tests on variations they created; no simulator route calls it
         precondition(engine.isLive(id: variationID), "stock of unknown variation \(variationID)")
         let createdAt = now()
         enqueueInventoryCountUpdated(variationID: variationID, locationID: locationID, quantity: quantity, at: createdAt)
@@ -28,6 +29,7 @@ extension SquareSimulator {
         data["location_overrides"] = .array(overrides)
         variation["item_variation_data"] = data
         guard case .success = engine.upsert(batches: [[variation]], nowMilliseconds: createdAt / 1_000_000) else {
+            // trap-safe: setStock is called by Tools/sample-gen and tests on their own live variations; no simulator route calls it
             preconditionFailure("the sold-out mark of \(variationID) was refused")
         }
         enqueueCatalogVersionUpdated(burst: 1)

@@ -15,7 +15,8 @@ public indirect enum JSONValue: Sendable, Hashable {
 
     /// The value of member `key` of an object (the first, should a key repeat); nil for other
     /// values. Setting replaces the member in place or appends it; setting nil removes it.
-    /// Setting a member of a value that is not an object is a programmer error.
+    /// Setting a member of a value that is not an object (a request's `item_data: "x"`, say) makes
+    /// it an object holding only that member; removing one from it changes nothing.
     public subscript(key: String) -> JSONValue? {
         get {
             guard case .object(let members) = self else { return nil }
@@ -24,7 +25,8 @@ public indirect enum JSONValue: Sendable, Hashable {
         }
         set {
             guard case .object(var members) = self else {
-                preconditionFailure("JSONValue: setting key \(key) on a non-object")
+                if let newValue { self = .object([JSONMember(key, newValue)]) }
+                return
             }
             if let index = members.firstIndex(where: { $0.key == key }) {
                 if let newValue {
@@ -173,7 +175,9 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 
 extension JSONValue: Encodable {
     /// Encodes through `Encoder` (`SquareJSON.encode` sorts keys, so one value always gives the
-    /// same bytes). A `.number` goes out as the Double its text reads as. Decoding is
+    /// same bytes). A `.number` goes out as the Double its text reads as; one past Double's range
+    /// (`1e400`, which Square or a request may send) as its text, since `JSONEncoder` throws for a
+    /// non-finite Double and `SquareJSON.encodeOrTrap` would trap. Decoding is
     /// `JSONScanner.parse`, never `Decodable`: one parser reads JSON.
     public func encode(to encoder: any Encoder) throws {
         switch self {
@@ -194,7 +198,7 @@ extension JSONValue: Encodable {
             try container.encode(value)
         case .number(let text):
             var container = encoder.singleValueContainer()
-            if let value = Double(text) { try container.encode(value) } else { try container.encode(text) }
+            if let value = Double(text), value.isFinite { try container.encode(value) } else { try container.encode(text) }
         case .string(let value):
             var container = encoder.singleValueContainer()
             try container.encode(value)

@@ -146,6 +146,7 @@ public enum RFC3339 {
     /// UTC with exactly `fractionDigits` (0...9) fractional digits, truncated: how Square writes
     /// times (`created_at` of a notification has 9, the delivery timestamp header 6).
     public static func format(nanoseconds: Int64, fractionDigits: Int) -> String {
+        // trap-safe: callers pass the literals 6 and 9
         precondition((0...9).contains(fractionDigits), "fractionDigits must be 0...9")
         let (seconds, nanos) = split(nanoseconds)
         var text = dateAndTime(seconds)

@@ -17,6 +17,7 @@ public enum SquareJSON {
         do {
             return try encode(value)
         } catch {
+            // trap-safe: JSONEncoder throws only for a non-finite Double; the values encoded here hold none (JSONValue sends a number past Double's range as its text)
             preconditionFailure("SquareJSON: cannot encode \(Value.self): \(error)")
         }
     }

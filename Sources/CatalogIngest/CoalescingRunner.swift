@@ -77,6 +77,10 @@ public actor CoalescingRunner {
             schedule()
             return
         }
+        becomeIdle()
+    }
+
+    private func becomeIdle() {
         phase = .idle
         current = nil
         let waiters = idleWaiters
@@ -98,5 +102,27 @@ public actor CoalescingRunner {
     public func shutdown() async {
         closed = true
         await waitUntilIdle()
+    }
+
+    /// Stops accepting triggers and drops a run scheduled and not yet started (its debounce is cut
+    /// short); a run in progress goes on, without a run after it. For a server that is stopping: it
+    /// starts no new work, and a sync it does not run is fetched by the next start's catch-up.
+    public func stopStarting() {
+        closed = true
+        switch phase {
+        case .idle: break
+        case .scheduled:
+            current?.cancel()
+            becomeIdle()
+        case .running: phase = .running(again: false)
+        }
+    }
+
+    /// `stopStarting`, and cancels the run in progress: its operation sees the cancellation (a
+    /// server's shutdown whose grace period is over). Returns at once; `waitUntilIdle` waits for the
+    /// run to end.
+    public func cancel() {
+        stopStarting()
+        current?.cancel()
     }
 }

@@ -223,20 +223,30 @@ public struct SafeEditor: Sendable {
         response.correlationID = report.idempotencyKey
         response.status = report.status
         response.body = report.responseBody
-        response.followUpBody = try await readBack(report) ?? report.followUpBody
+        let readBack = try await readBack(report)
+        response.followUpBody = readBack ?? report.followUpBody
         response.squareVersion = report.squareVersion
         response.requestBody = report.requestBody
         // Both halves are read before either is written, and appended together: a report whose
         // response cannot be read leaves no proposal behind.
         let key = report.idempotencyKey
         let proposed = try events(for: proposal, location: "app report \(key)")
-        let answered = try events(for: response, location: "response to \(key)")
+        // A report is the app's claim about what Square answered. Its outcome (accepted with the
+        // versions it names, or refused) is recorded and diagnosed, but the objects its bodies show
+        // are not observations of Square: a made-up answer would become the catalog's current state,
+        // with a version (up to Int64.max) above every real one, so no later sync could replace it.
+        // What Square shows decides the state: the next sync (a webhook announces the change within
+        // seconds), and the read-back this server made itself of an attach or toggle (`readBack`, at
+        // the write's catalog version, so a device writing since is not credited to the report).
+        let answered = try events(for: response, location: "response to \(key)").filter {
+            $0.body.header == nil || (readBack != nil && $0.source == .retrieve)
+        }
         guard proposed.count == 1, !answered.isEmpty else {
             throw EditError(.invalidRequest, "the report produced no outcome event", location: key)
         }
         let outcomes = try await ledger.append(proposed + answered)
-        return try recorded("app report", editSequence: outcomes[0].sequence,
-                            outcome: try event(answered[0], appendedAs: outcomes[1]), key: key)
+        let outcome = try event(answered[0], appendedAs: outcomes[1])
+        return try recorded("app report", editSequence: outcomes[0].sequence, outcome: outcome, key: key)
     }
 
     /// For an accepted image attach or toggle the app reported without a read-back: the objects it

@@ -245,17 +245,23 @@ extension Pages {
 }
 
 /// RFC 4180 CSV: fields with a comma, a quote or a line break are quoted, quotes doubled; CRLF rows.
-struct CSV {
+/// The one CSV field writer of the project: the pages' exports and the CLI's `--format csv`.
+public struct CSV {
     private(set) var text = ""
 
     init(header: [String]) { append(header) }
 
     mutating func append(_ fields: [String]) {
-        text += fields.map { field in
-            // A leading =, +, - or @ would be read as a formula by a spreadsheet: quote it with a '.
-            let guarded = field.first.map { "=+-@".contains($0) } == true && Double(field) == nil ? "'" + field : field
-            return guarded.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
-                ? "\"" + guarded.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : guarded
-        }.joined(separator: ",") + "\r\n"
+        text += fields.map(Self.field).joined(separator: ",") + "\r\n"
+    }
+
+    /// One field, quoted when it needs to be and guarded against spreadsheet formulas: a leading =, +,
+    /// - or @ would be read as one, and so may one after a leading TAB or CR (which some strip), so
+    /// such a field (not a number) starts with a '. Scalars, not characters: "\r\n" is one character.
+    public static func field(_ field: String) -> String {
+        let leading = field.unicodeScalars.first.map { "=+-@\t\r".unicodeScalars.contains($0) } == true
+        let guarded = leading && Double(field) == nil ? "'" + field : field
+        return guarded.unicodeScalars.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" })
+            ? "\"" + guarded.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : guarded
     }
 }

@@ -126,6 +126,8 @@ public final class APITokenStore: @unchecked Sendable {
         var size: Int64
         var modifiedSeconds: Int
         var modifiedNanoseconds: Int
+        /// The permission bits: a file made readable by others is refused at the next check, not cached.
+        var mode: UInt32
     }
 
     private func stamp() -> FileStamp? {
@@ -137,7 +139,7 @@ public final class APITokenStore: @unchecked Sendable {
         let modified = info.st_mtim
         #endif
         return FileStamp(inode: UInt64(info.st_ino), size: Int64(info.st_size),
-                         modifiedSeconds: Int(modified.tv_sec), modifiedNanoseconds: Int(modified.tv_nsec))
+                         modifiedSeconds: Int(modified.tv_sec), modifiedNanoseconds: Int(modified.tv_nsec), mode: UInt32(info.st_mode & 0o777))
     }
 
     /// The tokens as the file holds them now (none when there is no file). A file that cannot be

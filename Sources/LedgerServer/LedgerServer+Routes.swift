@@ -19,17 +19,29 @@ extension LedgerServer {
         let webhooks = WebhookReceiver(service: service, logger: logger)
         let configuration = service.configuration
 
-        router.get("healthz") { _, _ in
+        router.get("healthz") { request, _ in
             // "degraded" (still 200: the server keeps recording) when a ledger failed its last verification.
+            // Open to load balancers, it says only that: which merchants, segment files and offsets are
+            // for a valid token, and only the merchants that token may read (a wrong token is not counted
+            // as a guess here: it just gets the open answer).
             let failed = service.failedVerifications()
-            var health = ["status": failed.isEmpty ? "ok" : "degraded", "merchants": "\(service.directory.merchantIDs.count)"]
-            if !failed.isEmpty {
-                health["verification_failed"] = failed.map { $0.merchantID.rawValue }.joined(separator: ",")
-                health["message"] = failed.map { "\($0.merchantID.rawValue): \($0.record.summary)" }.joined(separator: "; ")
+            var health = ["status": failed.isEmpty ? "ok" : "degraded"]
+            let token = AuthMiddleware.bearer(request.headers[.authorization]).flatMap { try? service.tokens.verify($0) }
+            if let token {
+                health["merchants"] = "\(service.directory.merchantIDs.count)"
+                let visible = failed.filter { token.allows(.read, merchant: $0.merchantID.rawValue)
+                    || token.allows(.metrics, merchant: $0.merchantID.rawValue) }
+                if !visible.isEmpty {
+                    health["verification_failed"] = visible.map { $0.merchantID.rawValue }.joined(separator: ",")
+                    health["message"] = visible.map { "\($0.merchantID.rawValue): \($0.record.summary)" }.joined(separator: "; ")
+                }
             }
             return answer(.encoded(health))
         }
-        router.get("metrics") { _, _ in metricsResponse(service) }
+        router.get("metrics") { _, context in
+            // A token for one merchant sees that merchant's series (and the server-wide ones), not the others'.
+            metricsResponse(service, merchant: context.token?.isAdmin == false ? context.token?.merchant : nil)
+        }
         addAdminRoutes(to: router, service: service)
         // Where the API is described: docs/openapi.json, compiled in.
         router.get("/") { _, _ in answer(.encoded(Index())) }
@@ -168,9 +180,10 @@ extension LedgerServer {
         var documentation = "docs/openapi.json and README.md (API) in the CatalogLedger repository"
     }
 
-    static func metricsResponse(_ service: LedgerService) -> Response {
-        Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: service.renderMetrics())))
+    static func metricsResponse(_ service: LedgerService, merchant: String? = nil) -> Response {
+        let text = service.renderMetrics()
+        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: merchant.map { MetricsText.scoped(text, to: $0) } ?? text)))
     }
 
     static func answer(_ answer: JSONAnswer) -> Response {

@@ -9,9 +9,10 @@ import ServiceLifecycle
 /// `/healthz` and `/metrics`, for several merchants in one process.
 public enum LedgerServer {
     /// Opens the merchants' ledgers and serves until SIGTERM or SIGINT, then shuts down gracefully:
-    /// stops accepting connections, lets requests in flight finish, stops the projection followers
-    /// (each after the batch it is committing) and the compaction schedule (a run in progress
-    /// finishes), lets sync runs finish, closes the ledgers. `catledger serve` calls this.
+    /// starts no more syncs, stops accepting connections, lets requests in flight finish, stops the
+    /// projection followers (each after the batch it is committing) and the compaction schedule (a
+    /// run in progress finishes), lets sync runs finish, closes the ledgers. What still runs after
+    /// `configuration.shutdownTimeout` is cancelled (`ServerShutdown`). `catledger serve` calls this.
     public static func run(configuration: LedgerServerConfiguration, logger: Logger,
                            onListening: @escaping @Sendable (Int) async -> Void = { _ in }) async throws {
         try checkBind(configuration: configuration, logger: logger)
@@ -23,8 +24,13 @@ public enum LedgerServer {
         if let metrics = configuration.metricsListen {
             services.append(metricsApplication(service: service, host: metrics.host, port: metrics.port, logger: logger))
         }
-        let group = ServiceGroup(configuration: .init(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
-                                                      logger: logger))
+        // Last, so the first to hear of the shutdown: it stops the syncs from starting at once.
+        services.append(ShutdownSignal(service: service))
+        var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint],
+                                                           logger: logger)
+        // What still runs after the grace period (requests in flight, the schedule's calls to Square) is cancelled.
+        groupConfiguration.maximumGracefulShutdownDuration = configuration.shutdownTimeout
+        let group = ServiceGroup(configuration: groupConfiguration)
         do {
             try await group.run()
         } catch {
@@ -47,8 +53,10 @@ public enum LedgerServer {
         let app = application(service: service, host: host, port: port, logger: logger) { boundPort in
             continuation.yield(boundPort)
         }
-        let group = ServiceGroup(configuration: .init(services: service.lifecycleServices + [app],
-                                                      gracefulShutdownSignals: [], logger: logger))
+        var groupConfiguration = ServiceGroupConfiguration(services: service.lifecycleServices + [app, ShutdownSignal(service: service)],
+                                                           gracefulShutdownSignals: [], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = service.configuration.shutdownTimeout
+        let group = ServiceGroup(configuration: groupConfiguration)
         let task = Task {
             defer { continuation.finish() }
             try await group.run()

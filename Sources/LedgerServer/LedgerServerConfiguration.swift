@@ -100,6 +100,13 @@ public struct LedgerServerConfiguration: Sendable {
     /// sharing a PostgreSQL database; it writes only for the merchants whose lease it holds. nil: the
     /// embedded single-node mode.
     public var cluster: ClusterServing? = nil
+    /// How long a shutdown (SIGTERM, SIGINT, `RunningLedgerServer.stop`) lets the work in progress
+    /// finish (`serve --shutdown-timeout`): requests in flight, sync runs, the catch-up's calls to
+    /// Square. No new sync starts once it begins; what is still running after this long is
+    /// cancelled, so the server stops within about this bound whatever Square does (down, slow,
+    /// answering 429 with long Retry-After). A cancelled sync loses nothing: webhooks are durable
+    /// before they are answered, and the next start's catch-up sync fetches what it would have.
+    public var shutdownTimeout: Duration = .seconds(10)
 
     public init(host: String = "127.0.0.1", port: Int = 8080, dataRoot: String, merchantIDs: [String],
                 signatureKeys: [String], notificationURL: String, webhookBodyBytesMax: Int = 64 << 10,

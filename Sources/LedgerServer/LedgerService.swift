@@ -273,9 +273,21 @@ public final class LedgerService: Sendable {
         return services
     }
 
-    /// Lets the sync runners finish (a scheduled run still runs), then closes every ledger. Called
-    /// after the service group has stopped (the followers and the compaction schedule with it).
+    /// The server's shutdown (`ServerShutdown`): begun by the service group's signal or by `close`.
+    public var shutdown: ServerShutdown { directory.opener.shutdown }
+
+    /// The shutdown begins: no sync starts from now on (a scheduled one is dropped), and the syncs
+    /// still running after `configuration.shutdownTimeout` are cancelled. Later calls change nothing.
+    public func beginShutdown() async {
+        await shutdown.begin(timeout: configuration.shutdownTimeout, logger: logger)
+    }
+
+    /// Lets the sync runs in progress finish within the shutdown's grace period (no new one starts;
+    /// those still running at its end are cancelled), then closes every ledger. Called after the
+    /// service group has stopped (the followers and the compaction schedule with it).
     public func close() async throws {
+        await beginShutdown()
+        defer { shutdown.ended() }
         // The drains in progress finish first; what is still pending in the inbox drains on the next start.
         await inboxDrain?.stop()
         await directory.closeAll()

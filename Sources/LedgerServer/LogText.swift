@@ -75,7 +75,7 @@ public struct EscapingLogHandler: LogHandler {
         var handler = base
         // The handler's own and provided metadata are escaped here with the call's: the base sees none of its own.
         handler.metadata = [:]
-        handler.metadataProvider = nil
+        if handler.metadataProvider != nil { handler.metadataProvider = nil }
         handler.log(event: LogEvent(level: event.level, message: "\(LogText.escaped(event.message.description))",
                                     metadata: own.isEmpty ? nil : Self.escaped(own), source: event.source,
                                     file: event.file, function: event.function, line: event.line))

@@ -25,6 +25,9 @@ struct MerchantOpener: Sendable {
     private let registryConnection: RegistryConnection
     /// Each seller's pace, kept across its ledger's closes and opens (a 429's hold outlives an idle close).
     let pacing: SellerPacing
+    /// The server's shutdown: every sync runner made here is adopted by it (no run starts once it
+    /// began; the runs still going at its deadline are cancelled).
+    let shutdown = ServerShutdown()
 
     init(configuration: LedgerServerConfiguration, metrics: ServerMetrics, logger: Logger) {
         self.configuration = configuration
@@ -123,6 +126,11 @@ struct MerchantOpener: Sendable {
                     metrics.appended(report.eventsAppended, path: "sync")
                     health.syncEnded(succeeded: true, at: clock.now(), watermark: report.latestTime)
                     metrics.syncRun(merchant: id, succeeded: true, duration: ContinuousClock.now - started)
+                } catch where Task.isCancelled {
+                    // The server is stopping and its grace period is over. The watermark did not move:
+                    // the next start's catch-up fetches the same changes.
+                    merchantLogger.notice("sync cancelled: the server is stopping", metadata: ["error": "\(error)"])
+                    health.syncEnded(succeeded: false, at: clock.now())
                 } catch {
                     // The watermark did not move: the next trigger fetches the same changes again.
                     merchantLogger.warning("sync failed", metadata: ["error": "\(error)"])
@@ -131,6 +139,7 @@ struct MerchantOpener: Sendable {
                 }
             }
         }
+        if let runner { shutdown.adopt(runner) }
         let queries = LedgerQueries(reader: ledger.reader)
         let editor = SafeEditor(ledger: ledger, client: client, merchantID: merchantID, queries: queries,
                                 logger: merchantLogger)

@@ -28,6 +28,7 @@ extension LedgerServer {
                                     ? "Your token is no longer valid (unknown or revoked): sign in again." : nil))
         }
         router.post("ui/login") { request, context in
+            guard isSameOrigin(request) else { return crossSiteRefusal(context) }
             let client = context.clientAddress(request, trustedProxies: configuration.trustedProxies)
             let read = await request.collectBody(upTo: signInBodyBytesMax, within: configuration.requestReadTimeout)
             guard case .complete(let body) = read else {
@@ -63,8 +64,9 @@ extension LedgerServer {
                 ("Set-Cookie", "\(pageCookie)=\(presented); Path=/; HttpOnly; SameSite=Strict"),
             ]))
         }
-        router.post("ui/logout") { _, _ in
-            response(.redirect("/ui/login", headers: [("Set-Cookie", "\(pageCookie)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")]))
+        router.post("ui/logout") { request, context in
+            guard isSameOrigin(request) else { return crossSiteRefusal(context) }
+            return response(.redirect("/ui/login", headers: [("Set-Cookie", "\(pageCookie)=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0")]))
         }
         router.get("ui") { _, context in
             // Where a sign-in lands: the merchants the token may read (straight to the one, if one).
@@ -97,17 +99,47 @@ extension LedgerServer {
         }
     }
 
+    /// The answer to a sign-in or sign-out posted from another site.
+    static func crossSiteRefusal(_ context: LedgerRequestContext) -> Response {
+        context.logger.warning("page form refused: posted from another site")
+        return response(Pages.error(status: 403, title: "Refused",
+                                    message: "This form may only be posted from the ledger's own pages."))
+    }
+
     /// The query of a page's URL, decoded.
     static func query(_ request: Request) -> PageQuery {
         PageQuery(parsing: request.uri.query ?? "")
     }
 
     /// Where a sign-in may send the browser: a path of the pages, never another site.
+    /// The path is checked as a browser will resolve it: no segment may be `.` or `..`, spelled out or
+    /// percent-encoded (`/ui/../healthz`, `/ui/%2e%2e/…` leave `/ui` once resolved).
     static func safeNext(_ next: String?) -> String {
-        guard let next, next.hasPrefix("/ui"), !next.hasPrefix("//"),
+        guard let next, next == "/ui" || next.hasPrefix("/ui/") || next.hasPrefix("/ui?"),
               next.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F && $0 != "\\" }) else { return "/ui" }
+        let path = next.prefix { $0 != "?" && $0 != "#" }
+        for segment in path.split(separator: "/", omittingEmptySubsequences: false) {
+            guard let decoded = String(segment).removingPercentEncoding, decoded != ".", decoded != "..",
+                  !decoded.contains("/"), !decoded.contains("\\") else { return "/ui" }
+        }
         return next
     }
+
+    /// Whether a form post comes from the pages themselves (login CSRF: another site must not sign a
+    /// visitor in with its own token, or out). A browser names the posting page's origin in `Origin`
+    /// (or at least `Sec-Fetch-Site`); it must be this server's, as the `Host` the browser addressed.
+    /// A client that sends neither (curl, a script) is no browser another site can drive.
+    static func isSameOrigin(_ request: Request) -> Bool {
+        if let site = request.headers[secFetchSite], site != "same-origin", site != "none" { return false }
+        guard let origin = request.headers[.origin] else { return true }
+        guard let host = request.head.authority, !host.isEmpty else { return false }
+        for scheme in ["http://", "https://"] where origin.lowercased().hasPrefix(scheme) {
+            return origin.dropFirst(scheme.count).lowercased() == host.lowercased()
+        }
+        return false
+    }
+
+    static let secFetchSite = HTTPField.Name("Sec-Fetch-Site")!
 
     /// The value of the cookie `name` of a request; nil when absent, empty or longer than 512 bytes.
     static func cookie(_ name: String, in request: Request) -> String? {

@@ -72,8 +72,8 @@ public struct SyncSchedule: Sendable, Hashable {
 
 /// The catch-up and reconciling syncs as a service of the server's group. Each sync goes through
 /// the merchant's `CoalescingRunner`, so it never overlaps a webhook's run (it joins one in
-/// progress). Stops at graceful shutdown or cancellation; a sync in progress finishes (the
-/// service group's shutdown waits for the runners).
+/// progress). Stops at graceful shutdown or cancellation; a sync in progress finishes within the
+/// shutdown's grace period (`ServerShutdown`), and none starts once the shutdown has begun.
 public struct SyncReconciler: Service {
     let service: LedgerService
     let schedule: SyncSchedule
@@ -108,7 +108,7 @@ public struct SyncReconciler: Service {
         }
         if schedule.catchUpAtStart {
             for id in atStart {
-                guard !Task.isCancelled else { return }
+                guard !Task.isCancelled, !service.shutdown.hasBegun else { return }
                 await background(id) { merchant in
                     await backfillEvents(merchant)
                     await sync(merchant, reason: "catch-up at start")
@@ -217,7 +217,7 @@ public struct SyncReconciler: Service {
     /// last 28 days for a new ledger) that no webhook delivered (`EventsBackfill`): the server may have
     /// been down longer than Square retries. A failure is logged; the sync goes on.
     func backfillEvents(_ merchant: MerchantLedger) async {
-        guard let client = merchant.syncer?.client else { return }
+        guard let client = merchant.syncer?.client, !Task.isCancelled, !service.shutdown.hasBegun else { return }
         let since = merchant.health.lastSuccess.map { RFC3339.format(nanoseconds: Int64(($0.timeIntervalSince1970 - 3600) * 1e9)) }
         do {
             let report = try await EventsBackfill.run(ledger: merchant.ledger, client: client, merchantID: merchant.merchantID,
@@ -230,7 +230,8 @@ public struct SyncReconciler: Service {
 
     /// One sync through the merchant's runner, waited for.
     func sync(_ merchant: MerchantLedger, reason: String) async {
-        guard let runner = merchant.syncRunner else { return }
+        // The server is stopping (the back-fill before it may just have been cancelled): no new sync.
+        guard let runner = merchant.syncRunner, !Task.isCancelled, !service.shutdown.hasBegun else { return }
         logger.info("sync scheduled", metadata: ["merchant": "\(merchant.merchantID.rawValue)", "reason": "\(reason)"])
         await runner.trigger()
         await runner.waitUntilIdle()

@@ -79,6 +79,9 @@ public struct SquareCatalogClient: Sendable {
         metrics.called(endpoint)
         var attempt = 0
         while true {
+            // A cancelled call (a server past its shutdown's grace period) sends nothing more: it ends
+            // here rather than as one more failed attempt waiting for the next backoff.
+            try Task.checkCancellation()
             attempt += 1
             let failure: SquareAPIError
             var retryAfterSeconds: Double?
@@ -101,6 +104,9 @@ public struct SquareCatalogClient: Sendable {
                 failure = Self.httpError(response, location: location, attempts: attempt)
             } catch let error as CancellationError {
                 throw error
+            } catch where Task.isCancelled {
+                // The transport's own error for a cancelled request (AsyncHTTPClient's): not Square's failure.
+                throw CancellationError()
             } catch {
                 metrics.attempted(endpoint, duration: ContinuousClock.now - started)
                 failure = SquareAPIError(

@@ -67,6 +67,17 @@ import Testing
         #expect(bad.status == 400 && Self.html(bad).contains("role=\"alert\""))
     }
 
+    @Test("CSV exports guard every spreadsheet formula start, a leading TAB or CR included, on the pages and the CLI alike")
+    func csvGuardsFormulas() {
+        #expect(CSV.field("=HYPERLINK(\"x\")") == "\"'=HYPERLINK(\"\"x\"\")\"")
+        #expect(CSV.field("\t=1+1") == "'\t=1+1")
+        #expect(CSV.field("\r=1+1") == "\"'\r=1+1\"")
+        #expect(CSV.field("\r\n@SUM(A1)") == "\"'\r\n@SUM(A1)\"")
+        #expect(CSV.field("-4.50") == "-4.50", "a number is a number")
+        #expect(CSV.field("Latte, large") == "\"Latte, large\"")
+        #expect(CSV.field("Latte") == "Latte")
+    }
+
     @Test("CSV export: the filtered view, one row per field change, RFC 4180 quoting")
     func csv() async throws {
         let response = try Pages.changeLogCSV(try await Sample.shared.context(), PageQuery([("object", Self.slice), ("type", "price")]))

@@ -158,7 +158,8 @@ import Testing
         #expect(written == ["CreateCatalogImage", "UpdateCatalogImage", "UpdateItemTaxes", "UpdateItemModifierLists",
                             "DeleteCatalogObject", "BatchDeleteCatalogObjects"])
         #expect(try Kit.events(ledger, kind: .localEditProposed).count == 6)
-        #expect(try Kit.events(ledger, kind: .objectDeleted).count == deleted.deletedObjectIDs.count + 1)
+        // A reported delete is a claim (issue 42): its tombstones come with the next sync, not from the report.
+        #expect(try Kit.events(ledger, kind: .objectDeleted).isEmpty)
         try await ledger.close()
     }
 
@@ -235,6 +236,46 @@ import Testing
         #expect(json["item_data"]?["name"]?.stringValue == "Cappuccino", "as of the attach, before the rename")
         #expect(readBack.contains { $0.header?.objectID.rawValue == latte && $0.header?.version == toggledVersion
             && $0.correlationID == "rb-taxes" })
+        try await ledger.close()
+    }
+}
+
+/// A report is a claim (issue 42, item 3): what Square itself shows decides the catalog's state.
+@Suite struct ReportedClaimTests {
+    typealias Kit = IngestKit
+
+    @Test("a made-up Square answer in a report, at the largest version, is recorded but never becomes the catalog's state; the next sync shows Square's")
+    func aForgedReportDoesNotBecomeTheState() async throws {
+        let directory = try Kit.temporaryDirectory()
+        defer { Kit.cleanUp(directory) }
+        let (simulator, ids) = await Kit.seededSimulator()
+        let ledger = try Kit.ledger(in: directory)
+        let latte = try #require(ids["#Latte"])
+        _ = try await Kit.syncer(ledger, simulator).syncFull()
+        let real = try #require(CatalogState.fold(try ledger.reader.allEvents())[CatalogObjectID(latte)])
+
+        let payload = String(decoding: real.payload, as: UTF8.self)
+        let object = Array(payload.replacingOccurrences(of: #""version":\#(real.header.version)"#, with: #""version":\#(Int64.max - 1)"#)
+            .replacingOccurrences(of: #""name":"Latte""#, with: #""name":"Free Latte""#).utf8)
+        #expect(String(decoding: object, as: UTF8.self).contains("Free Latte"), "\(payload)")
+        let request = Array(#"{"idempotency_key":"forged-1","object":"#.utf8) + object + Array("}".utf8)
+        let response = Array(#"{"catalog_object":"#.utf8) + object + Array("}".utf8)
+        let editor = SafeEditor(ledger: ledger, client: Kit.client(simulator), merchantID: MerchantID(Kit.merchant), logger: Kit.logger)
+        let result = try await editor.report(AppReport(actor: "app", device: "till-2", endpoint: "upsert", idempotencyKey: "forged-1",
+                                                       requestBody: String(decoding: request, as: UTF8.self), status: 200,
+                                                       responseBody: String(decoding: response, as: UTF8.self)))
+        #expect(result.status == .accepted && result.newVersions[latte] == Int64.max - 1, "the claim is recorded as claimed")
+
+        func current() throws -> ObjectFact? { CatalogState.fold(try ledger.reader.allEvents())[CatalogObjectID(latte)] }
+        #expect(try current()?.header.version == real.header.version, "the state is still what Square showed")
+        #expect(try current().flatMap { String(decoding: $0.payload, as: UTF8.self) }?.contains("Free Latte") == false)
+
+        // A real change on Square afterwards is the state once synced.
+        await simulator.applyDeviceEdit(.renameItem(itemID: latte, name: "Latte (oat)"), by: .dashboard)
+        _ = try await Kit.syncer(ledger, simulator).syncIncremental()
+        let synced = try #require(try current())
+        #expect(synced.header.version > real.header.version && synced.header.version < Int64.max - 1)
+        #expect(String(decoding: synced.payload, as: UTF8.self).contains("Latte (oat)"))
         try await ledger.close()
     }
 }

@@ -6,6 +6,7 @@ import CatalogLedger
 import CatalogModel
 import Foundation
 import Hummingbird
+import HTTPTypes
 import HummingbirdTesting
 import LedgerServer
 import SquareWire
@@ -167,10 +168,13 @@ final class CompactionGateForTest: @unchecked Sendable {
         defer { try? FileManager.default.removeItem(at: root) }
         let service = try await Self.serviceWithHistory(root: root)
         let ledger = try #require(service.merchant(Kit.merchant)).ledger
-        func health() async throws -> String {
+        // The details of /healthz are for a token (issue 42): an operator's, here a metrics one.
+        let token = try ServerKit.token(root: root, scopes: [.metrics])
+        func health(token: String? = token) async throws -> String {
             let app = Application(router: LedgerServer.router(service: service, logger: Kit.logger))
             return try await app.test(.router) { client in
-                let response = try await client.execute(uri: "/healthz", method: .get)
+                let response = try await client.execute(uri: "/healthz", method: .get,
+                                                        headers: token.map { [.authorization: ServerKit.bearer($0)] } ?? [:])
                 #expect(response.status == .ok)
                 return String(buffer: response.body)
             }
@@ -201,6 +205,7 @@ final class CompactionGateForTest: @unchecked Sendable {
         let healthz = try await health()
         #expect(healthz.contains(#""status":"degraded""#) && healthz.contains(#""verification_failed":"\#(Kit.merchant)""#)
             && healthz.contains("failed its last verification"), "\(healthz)")
+        #expect(try await health(token: nil) == #"{"status":"degraded"}"#, "without a token: the status only")
         try await service.close()
     }
 

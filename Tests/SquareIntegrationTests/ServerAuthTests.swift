@@ -275,7 +275,7 @@ import Testing
         }
     }
 
-    @Test("failed authentications are limited per address: 429 with Retry-After, even for a valid token then")
+    @Test("failed authentications are limited per address: 429 with Retry-After for wrong tokens; a valid one is still served")
     func failedAuthenticationsAreRateLimited() async throws {
         try await Self.withRouter(authFailuresMax: 3) { root, service, client in
             let reader = try APITokenStore(dataRoot: root.path).create(name: "r", merchant: Kit.merchant, scopes: [.read]).token
@@ -288,7 +288,7 @@ import Testing
             #expect(limited.status == .tooManyRequests)
             #expect(Int(limited.headers[.retryAfter] ?? "") ?? 0 >= 1)
             #expect(try Self.errorBody(limited).code == "too_many_failures")
-            #expect(try await Self.call(client, route, token: reader).status == .tooManyRequests)
+            #expect(try await Self.call(client, route, token: reader).status == .ok, "a valid token is never locked out")
             // The open routes are not limited.
             #expect(try await client.execute(uri: "/healthz", method: .get).status == .ok)
             let metrics = String(decoding: service.renderMetrics(), as: UTF8.self)

@@ -164,9 +164,7 @@ enum PriceRendering {
     }
 
     static func csvField(_ text: String?) -> String {
-        guard let text else { return "" }
-        return text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" })
-            ? "\"" + text.replacingOccurrences(of: "\"", with: "\"\"") + "\"" : text
+        text.map(CSV.field) ?? ""
     }
 
     static func table(_ answer: PricesAnswer, time: TimeDisplay) -> String {

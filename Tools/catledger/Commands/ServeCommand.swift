@@ -21,7 +21,8 @@ struct ServeCommand: AsyncParsableCommand {
         is made: webhooks are recorded but trigger no sync, and edits are refused. With --compact-at HH:MM every
         ledger is compacted each night at that local time while the server keeps serving (a run never overlaps
         another; outcomes go to the log and /metrics); --compact-retain 90d adds retention to those runs (see \
-        `catledger compact --help`). SIGTERM or SIGINT shut down gracefully.
+        `catledger compact --help`). SIGTERM or SIGINT shut down gracefully: no sync starts, \
+        and what still runs after --shutdown-timeout (10s) is cancelled.
 
         Examples:
           SQUARE_ACCESS_TOKEN=sim catledger serve --data-dir ledgers \\
@@ -91,6 +92,9 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(name: .customLong("reconcile-every"), help: ArgumentHelp("Sync a merchant when no sync completed for it within this interval, jittered ±10% (e.g. 15m, 90s, 2h; off: never). Catches what webhooks missed.", valueName: "INTERVAL"))
     var reconcileEvery = "15m"
+
+    @Option(name: .customLong("shutdown-timeout"), help: ArgumentHelp("How long SIGTERM or SIGINT lets the work in progress finish (requests, syncs) before it is cancelled: the server stops within about this long whatever Square does (e.g. 10s, 500ms, 1m). No sync starts once the shutdown begins; nothing acknowledged is lost.", valueName: "SECONDS"))
+    var shutdownTimeout = "10s"
 
     @Option(name: .customLong("idle-close"), help: ArgumentHelp("Close a merchant's ledger when nobody used it for this long (e.g. 10m, 30s; off: never); it opens again on its next webhook, request or scheduled sync.", valueName: "INTERVAL"))
     var idleClose = "10m"
@@ -166,6 +170,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         if authFailuresMax < 1 {
             throw ValidationError("--auth-failures-max must be at least 1")
+        }
+        guard let timeout = SyncSchedule.parseDuration(shutdownTimeout), timeout > .zero else {
+            throw ValidationError("--shutdown-timeout takes a positive duration such as 10 (seconds), 10s, 500ms or 1m, not \"\(shutdownTimeout)\"")
         }
         if case .failure(let error) = SyncSchedule.parseInterval(idleClose) {
             throw ValidationError("--idle-close: \(error)")
@@ -258,6 +265,7 @@ struct ServeCommand: AsyncParsableCommand {
             settings.trustedProxies = Set(trustedProxies)
             settings.metricsListenPublic = metricsPublic
             settings.inboxGatherDelay = try SyncSchedule.parseInterval(inboxGather).get() ?? .zero
+            settings.shutdownTimeout = SyncSchedule.parseDuration(shutdownTimeout) ?? .seconds(10)
             if let clusterDatabase, let nodeID, let nodeAddress {
                 // Cluster mode takes webhooks into the cluster database's inbox.
                 settings.cluster = ClusterServing(

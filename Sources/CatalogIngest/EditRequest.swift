@@ -160,3 +160,139 @@ extension AppReport {
     }
 
 }
+
+/// The limits on what one request may carry (docs/SECURITY.md, "Request limits"). A body within
+/// `requestBodyBytesMax` could still name 20,000 objects (an edit that took 19.6 s and held the
+/// merchant's other edits) or strings no catalog holds; past a limit the server refuses the request
+/// (400 `limit_exceeded`) before any work, so what a request costs grows linearly with what is
+/// accepted. Each limit is well above what Square itself accepts or a catalog app sends.
+public enum RequestLimits {
+    /// Objects one edit names (`object_id` and `object_ids`): a batch-upsert's worth at Square.
+    public static let editObjectsMax = 1000
+    /// Bytes of an object, location or category id (Square's ids are about 25 characters; a
+    /// temporary `#name` id stays well under).
+    public static let idBytesMax = 255
+    /// Bytes of a name, SKU or UPC (Square's item names take 512 characters).
+    public static let textBytesMax = 2048
+    /// Bytes of `actor` and `device`.
+    public static let actorBytesMax = 256
+    /// Entries of each list inside `changes` (location prices, category, tax, modifier list and
+    /// location ids, sold-out locations).
+    public static let changeListMax = 250
+    /// Bytes of an idempotency key (Square's limit).
+    public static let idempotencyKeyBytesMax = 128
+    /// Bytes of the other short strings: a currency, a report's endpoint and `square_version`.
+    public static let codeBytesMax = 64
+    /// Characters (Unicode scalars) of a search's `q`.
+    public static let searchTextCharactersMax = 256
+
+    /// A limit a request exceeds: which field, how much it holds and the most it may.
+    public struct Exceeded: Sendable, Equatable, CustomStringConvertible {
+        public var field: String
+        public var size: Int
+        public var limit: Int
+        /// "bytes", "characters" or "entries".
+        public var unit: String
+
+        public init(field: String, size: Int, limit: Int, unit: String) {
+            self.field = field
+            self.size = size
+            self.limit = limit
+            self.unit = unit
+        }
+
+        public var description: String { "\(field) has \(size) \(unit); the most is \(limit)" }
+
+        /// What the sender should do.
+        public var hint: String {
+            field.hasPrefix("object_ids")
+                ? "split the edit into several of at most \(RequestLimits.editObjectsMax) objects each (docs/SECURITY.md, \"Request limits\")"
+                : "shorten \(field) to at most \(limit) \(unit) (docs/SECURITY.md, \"Request limits\")"
+        }
+    }
+
+    /// `value`'s UTF-8 length when it exceeds `max` bytes.
+    static func bytes(_ field: String, _ value: String?, max: Int) -> Exceeded? {
+        guard let value, value.utf8.count > max else { return nil }
+        return Exceeded(field: field, size: value.utf8.count, limit: max, unit: "bytes")
+    }
+
+    /// A list longer than `max` entries, or the first of its ids longer than `idBytesMax`.
+    static func ids(_ field: String, _ values: [String]?, max: Int) -> Exceeded? {
+        guard let values else { return nil }
+        if values.count > max { return Exceeded(field: field, size: values.count, limit: max, unit: "entries") }
+        for (index, value) in values.enumerated() {
+            if let exceeded = bytes("\(field)[\(index)]", value, max: idBytesMax) { return exceeded }
+        }
+        return nil
+    }
+}
+
+/// A request body with `RequestLimits`: the server refuses one beyond them before any work.
+public protocol LimitedRequest {
+    /// The first limit the request exceeds; nil when it is within all of them.
+    var exceededLimit: RequestLimits.Exceeded? { get }
+}
+
+extension EditRequest.Price {
+    func exceededLimit(_ field: String) -> RequestLimits.Exceeded? {
+        RequestLimits.bytes("\(field).currency", currency, max: RequestLimits.codeBytesMax)
+            ?? RequestLimits.bytes("\(field).location_id", locationID, max: RequestLimits.idBytesMax)
+    }
+}
+
+extension EditRequest: LimitedRequest {
+    public var exceededLimit: RequestLimits.Exceeded? {
+        typealias Limits = RequestLimits
+        if let exceeded = Limits.bytes("object_id", objectID, max: Limits.idBytesMax)
+            ?? Limits.ids("object_ids", objectIDs, max: Limits.editObjectsMax - 1)
+            ?? Limits.bytes("name", name, max: Limits.textBytesMax)
+            ?? Limits.bytes("actor", actor, max: Limits.actorBytesMax)
+            ?? Limits.bytes("device", device, max: Limits.actorBytesMax)
+            ?? Limits.bytes("idempotency_key", idempotencyKey, max: Limits.idempotencyKeyBytesMax)
+            ?? price?.exceededLimit("price") {
+            return exceeded
+        }
+        return changes?.exceededLimit
+    }
+}
+
+extension EditChanges {
+    /// The first limit of `RequestLimits` the patch exceeds.
+    var exceededLimit: RequestLimits.Exceeded? {
+        typealias Limits = RequestLimits
+        let lists: [(String, [String]?)] = [
+            ("changes.category_ids", categoryIDs), ("changes.tax_ids", taxIDs), ("changes.modifier_list_ids", modifierListIDs),
+            ("changes.present_at_location_ids", presentAtLocationIDs), ("changes.absent_at_location_ids", absentAtLocationIDs),
+            ("changes.sold_out", soldOut.map { Array($0.keys) }),
+        ]
+        for (field, values) in lists {
+            if let exceeded = Limits.ids(field, values, max: Limits.changeListMax) { return exceeded }
+        }
+        if let prices = locationPrices {
+            if prices.count > Limits.changeListMax {
+                return Limits.Exceeded(field: "changes.location_prices", size: prices.count, limit: Limits.changeListMax, unit: "entries")
+            }
+            for (index, price) in prices.enumerated() {
+                if let exceeded = price.exceededLimit("changes.location_prices[\(index)]") { return exceeded }
+            }
+        }
+        return Limits.bytes("changes.name", name, max: Limits.textBytesMax)
+            ?? Limits.bytes("changes.sku", sku, max: Limits.textBytesMax)
+            ?? Limits.bytes("changes.upc", upc, max: Limits.textBytesMax)
+            ?? price?.exceededLimit("changes.price")
+    }
+}
+
+extension AppReport: LimitedRequest {
+    /// The report's own fields; its bodies are bounded by the request's size.
+    public var exceededLimit: RequestLimits.Exceeded? {
+        typealias Limits = RequestLimits
+        return Limits.bytes("actor", actor, max: Limits.actorBytesMax)
+            ?? Limits.bytes("device", device, max: Limits.actorBytesMax)
+            ?? Limits.bytes("endpoint", endpoint, max: Limits.codeBytesMax)
+            ?? Limits.bytes("idempotency_key", idempotencyKey, max: Limits.idempotencyKeyBytesMax)
+            ?? Limits.bytes("object_id", objectID, max: Limits.idBytesMax)
+            ?? Limits.bytes("square_version", squareVersion, max: Limits.codeBytesMax)
+    }
+}

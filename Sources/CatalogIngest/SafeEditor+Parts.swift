@@ -68,8 +68,9 @@ extension SafeEditor {
     /// applied to each, then one batch-upsert per part (see `split`), each recorded. A retry with
     /// the same key answers the parts the ledger holds an outcome for and sends the others.
     func editMany(_ request: EditRequest, key: String, client: SquareCatalogClient) async throws -> EditResult {
-        var targetIDs: [String] = []
-        for id in [request.objectID] + request.objectIDs where !targetIDs.contains(id) { targetIDs.append(id) }
+        // Each id once, in order, through a set: the work is linear in the ids.
+        var seen = Set<String>()
+        let targetIDs = ([request.objectID] + request.objectIDs).filter { seen.insert($0).inserted }
         // Fetch the targets, then their top-level objects with every child (recorded).
         var targets: [String: CatalogObjectEnvelope] = [:]
         for chunk in stride(from: 0, to: targetIDs.count, by: Self.retrieveIDsMax) {
@@ -84,12 +85,13 @@ extension SafeEditor {
         }
         var topIDs: [String] = []
         var topOf: [String: String] = [:]
+        var topSeen = Set<String>()
         for id in targetIDs {
             // trap-safe: the guard above threw notFound for every target id missing from `targets`
             let target = targets[id]!
             let top = target.type == "ITEM_VARIATION" ? itemID(ofVariation: target) ?? id : id
             topOf[id] = top
-            if !topIDs.contains(top) { topIDs.append(top) }
+            if topSeen.insert(top).inserted { topIDs.append(top) }
         }
         var targetsOfTop: [String: [String]] = [:]
         // trap-safe: the loop above set topOf for every target id
@@ -208,8 +210,8 @@ extension SafeEditor {
     /// and a tombstone per deleted id, cascades included) under its own key. A retry answers the
     /// parts the ledger holds an outcome for and sends the others again.
     func deleteMany(_ request: EditRequest, key: String, client: SquareCatalogClient) async throws -> EditResult {
-        var ids: [String] = []
-        for id in [request.objectID] + request.objectIDs where !ids.contains(id) { ids.append(id) }
+        var seen = Set<String>()
+        let ids = ([request.objectID] + request.objectIDs).filter { seen.insert($0).inserted }
         let size = SquareCatalogClient.batchDeleteIDsMax
         let chunks = stride(from: 0, to: ids.count, by: size).map { Array(ids[$0..<min($0 + size, ids.count)]) }
         // As for edits: every part's key is checked before anything is sent. A part is the same

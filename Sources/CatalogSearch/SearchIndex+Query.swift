@@ -91,14 +91,17 @@ extension SearchIndex {
 
     /// The query's words, folded; stop words are dropped except in last place, where the word
     /// may be the start of a longer one still being typed.
+    /// Only the first `queryWordsMax` are kept, and the loop stops there: a text of thousands of
+    /// distinct words costs no more than a pass over it.
     static func queryWords(_ text: String) -> [String] {
         let words = TextFolding.words(of: text)
         var kept: [String] = []
         for (index, word) in words.enumerated() where !kept.contains(word) {
             if TextFolding.stopWords.contains(word) && index != words.count - 1 { continue }
             kept.append(word)
+            if kept.count == queryWordsMax { break }
         }
-        return Array(kept.prefix(queryWordsMax))
+        return kept
     }
 
     /// Documents matching the query's words. Besides the words as typed, a query whose adjacent

@@ -68,11 +68,9 @@ extension SearchIndex {
         }
 
         let editsAllowed = EditDistance.editsAllowed(queryWordLength: wordLength)
-        if expansion.candidates.values.allSatisfy({ $0.kind != .exact }), editsAllowed > 0,
-            !TextFolding.containsDigit(word)
-        {
-            // Sorted so that the argument, and the order rows come in, never depend on hashing.
-            let variants = EditDistance.deletionVariants(of: word, depth: editsAllowed).sorted()
+        // None for a word not corrected (short, long, or with a digit): what a word costs is bounded.
+        let variants = expansion.hasExactMatch ? [] : EditDistance.queryVariants(of: word)
+        if !variants.isEmpty {
             let rows = try Row.fetchCursor(
                 db.cachedStatement(sql: """
                     SELECT DISTINCT t.term_id, t.term, t.doc_count

@@ -1,3 +1,4 @@
+import CatalogIngest
 import CatalogModel
 import CatalogProjections
 import Foundation
@@ -46,6 +47,18 @@ enum ProjectionAPI {
 
     /// `GET .../search?q=TEXT[&limit=N][&category=ID]`: the answer of `catledger search --json`.
     static func search(_ projector: CatalogProjector, text: String, limit: String?, category: String?) throws -> JSONAnswer {
+        // Bounded before any work (docs/SECURITY.md, "Request limits"): what a search costs grows with its text.
+        let characters = text.unicodeScalars.count
+        guard characters <= RequestLimits.searchTextCharactersMax else {
+            let exceeded = RequestLimits.Exceeded(field: "q", size: characters, limit: RequestLimits.searchTextCharactersMax,
+                                                  unit: "characters")
+            return .error(400, "limit_exceeded", "\(exceeded)", hint: exceeded.hint)
+        }
+        if let category, category.utf8.count > RequestLimits.idBytesMax {
+            let exceeded = RequestLimits.Exceeded(field: "category", size: category.utf8.count, limit: RequestLimits.idBytesMax,
+                                                  unit: "bytes")
+            return .error(400, "limit_exceeded", "\(exceeded)", hint: exceeded.hint)
+        }
         guard !text.trimmingCharacters(in: .whitespaces).isEmpty else {
             return .error(400, "bad_query", "give the text to search for as ?q=")
         }

@@ -8,6 +8,7 @@ import CatalogModel
 import Foundation
 import SquareWire
 #if !RELIABILITY_FUZZ
+import CatalogIngest
 import SquareAPI
 #endif
 
@@ -79,14 +80,19 @@ public enum RequestAdmission {
 
     /// The JSON body of an edit or report route as `T`. A Content-Type other than JSON is refused
     /// (415 `unsupported_media_type`; none at all is read as JSON), then the body must decode (400
-    /// `malformed`, nesting deeper than `BoundedJSON.maximumDepth` included).
+    /// `malformed`, nesting deeper than `BoundedJSON.maximumDepth` included), then keep within its
+    /// `RequestLimits` (400 `limit_exceeded`, naming the field and the limit).
     public static func body<T: Decodable>(_ type: T.Type, _ bytes: [UInt8], contentType: String?) -> Result<T, Refusal> {
         if let contentType, !isJSON(contentType) {
             return .failure(Refusal(status: 415, code: "unsupported_media_type",
                                     message: "the body must be application/json, not \(contentType)"))
         }
         do {
-            return .success(try BoundedJSON.decode(T.self, from: bytes))
+            let value = try BoundedJSON.decode(T.self, from: bytes)
+            if let exceeded = (value as? any LimitedRequest)?.exceededLimit {
+                return .failure(Refusal(status: 400, code: "limit_exceeded", message: "\(exceeded)", hint: exceeded.hint))
+            }
+            return .success(value)
         } catch DecodingError.typeMismatch(_, let context) where context.codingPath.isEmpty {
             return .failure(Refusal(status: 400, code: "malformed", message: "the body must be a JSON object"))
         } catch {

@@ -4,7 +4,8 @@ import LedgerQueries
 
 /// The catalog at a moment: pick a Square time (and optionally what the ledger knew at a ledger
 /// time), browse its categories and items as they were a page at a time, search within it, and
-/// compare it with another moment (created, changed with field diffs, deleted). Read from the
+/// compare it with another moment (created, changed with field diffs, deleted; always from the older
+/// moment to the newer, whichever field holds which). Read from the
 /// projection's fact intervals (`LedgerQueries.catalog(asOf:...:projection:)`), so a page costs the
 /// catalog's items and the shown objects' history, not the log.
 extension Pages {
@@ -19,7 +20,9 @@ extension Pages {
         do {
             point.squareTimeMax = try context.clock.parse(query.first("at"), field: "moment", now: context.now)
             point.ledgerTimeMax = try context.clock.parse(query.first("known"), field: "as known at", now: context.now)
-            if let compare = try context.clock.parse(query.first("compare"), field: "compare with", now: context.now) {
+            if let text = query.first("compare"), !text.isEmpty {
+                // "now" is the catalog now (the latest of every object), as the page without a moment shows it.
+                let compare = Self.isNow(text) ? nil : try context.clock.parse(text, field: "compare with", now: context.now)
                 other = AsOf(squareTimeMax: compare, ledgerTimeMax: point.ledgerTimeMax)
             }
             if let text = query.first("page") {
@@ -50,7 +53,7 @@ extension Pages {
         \(Layout.field("As known at (ledger time, \(context.clock.zoneName), optional)", name: "known", value: query.first("known"), placeholder: "2026-10-06"))
         \(Layout.select("Category", name: "category", options: options, selected: query.first("category")))
         \(Layout.field("Search in this moment", name: "q", value: query.first("q"), type: "search", placeholder: "e.g. bread"))
-        \(Layout.field("Compare with (Square time, \(context.clock.zoneName))", name: "compare", value: query.first("compare"), placeholder: "2026-10-01"))
+        \(Layout.field("Compare with (Square time, \(context.clock.zoneName))", name: "compare", value: query.first("compare"), placeholder: "2026-10-01, or now"))
         <div class="field"><button type="submit">Show</button></div>
         <div class="field"><a href="\(context.link("/catalog").description)">Now</a></div>
         </form>
@@ -60,7 +63,9 @@ extension Pages {
         body += "<p>As of <strong>\(context.clock.point(point))</strong>: \(moment.itemCount) item(s) in \(categoryCount) categor\(categoryCount == 1 ? "y" : "ies"). <button type=\"button\" data-copy-link>Copy link</button></p>"
 
         if let other {
-            body += try comparison(context, from: other, to: point, search: query.first("q"), category: category)
+            // Older -> newer, whichever field holds which moment.
+            let (older, newer) = Self.ordered(other, point)
+            body += try comparison(context, from: older, to: newer, search: query.first("q"), category: category)
         }
 
         let atQuery: [(String, String)] = [("at", query.first("at") ?? ""), ("known", query.first("known") ?? "")]
@@ -94,6 +99,14 @@ extension Pages {
 
     static let comparedObjectsMax = 200
 
+    /// True for the word "now" (any case, spaces around).
+    static func isNow(_ text: String) -> Bool { text.trimmingCharacters(in: .whitespaces).lowercased() == "now" }
+
+    /// Two moments of the same ledger time, the older (by Square time; none is now, the newest) first.
+    static func ordered(_ a: AsOf, _ b: AsOf) -> (older: AsOf, newer: AsOf) {
+        (a.squareTimeMax ?? .max) <= (b.squareTimeMax ?? .max) ? (a, b) : (b, a)
+    }
+
     static func comparison(_ context: PageContext, from: AsOf, to: AsOf, search: String?, category: CatalogObjectID?) throws -> HTML {
         guard let projection = context.projector?.queries else { return "" }
         let comparison = try context.queries.compare(from: from, to: to, search: search, category: category,
@@ -111,7 +124,7 @@ extension Pages {
             : comparison.complete ? ""
             : Layout.notice("More than \(comparedObjectsMax) objects changed between these moments: these are the first \(comparedObjectsMax) to change. Search or pick a category to compare fewer.")
         return """
-        <section aria-labelledby="compare"><h2 id="compare">From \(context.clock.point(from)) to \(context.clock.point(to))</h2>
+        <section aria-labelledby="compare"><h2 id="compare">What changed from \(context.clock.point(from)) (older) to \(context.clock.point(to)) (newer)</h2>
         \(scope)<div class="cards"><div class="card"><h3>Created (\(diff.created.count))</h3><ul>\(created)</ul></div>\
         <div class="card"><h3>Deleted (\(diff.deleted.count))</h3><ul>\(deleted)</ul></div></div>
         <h3>Changed (\(diff.changed.count))</h3>

@@ -124,6 +124,40 @@ import Testing
         let health = Self.html(try Pages.health(context))
         #expect(health.contains("Events by kind") && health.contains("Disk use"))
     }
+
+    @Test("a comparison reads older -> newer whichever field holds the older moment, and says so (#43 item 2)")
+    func comparisonReadsOlderToNewer() async throws {
+        var context = try await Sample.shared.context()
+        context.now = 1_798_761_600_000_000_000 // 2027-01-01, after the sample
+        func compared(_ query: [(String, String)]) throws -> String {
+            let page = Self.html(try Pages.catalog(context, PageQuery(query)))
+            let start = try #require(page.range(of: "<section aria-labelledby=\"compare\">"))
+            return String(page[start.lowerBound...]).components(separatedBy: "</section>")[0]
+        }
+        func heading(_ section: String) -> String {
+            section.components(separatedBy: "</h2>")[0].replacingOccurrences(of: "<[^>]*>", with: "", options: .regularExpression)
+        }
+        func card(_ section: String, _ title: String) -> String {
+            guard let start = section.range(of: "<h3>\(title) (") else { return "" }
+            return String(section[start.upperBound...].split(separator: "</div>", maxSplits: 1)[0])
+        }
+        // The moment 2026-11-19 compared with now, then the same two moments in the other fields.
+        let sectionAtThen = try compared([("at", "2026-11-19"), ("compare", "now")])
+        let sectionAtNow = try compared([("compare", "2026-11-19")])
+        for section in [sectionAtThen, sectionAtNow] {
+            #expect(heading(section) == "What changed from 2026-11-19 00:00:00 UTC (older) to now (newer)")
+            // The deleted "Counter display" is deleted, the can of lemonade created since is created.
+            #expect(card(section, "Deleted").contains("S22HEWIVCU57LVDLFNX7CI3F") && !card(section, "Created").contains("S22HEWIVCU57LVDLFNX7CI3F"))
+            #expect(card(section, "Created").contains("3RTBBAPAYL2I7D2VWYPS3A4X") && !card(section, "Deleted").contains("3RTBBAPAYL2I7D2VWYPS3A4X"))
+            // The rename reads as it happened, as `catledger diff --from 2026-11-19` prints it.
+            #expect(section.contains("<span class=\"before\">&quot;Espresso&quot;</span> → <span class=\"after\">&quot;Espresso (House)&quot;</span>"))
+        }
+        // Two past moments, the newer in the moment field or in the compare field: one answer.
+        let one = try compared([("at", "2026-10-05"), ("compare", "2026-10-03")])
+        let other = try compared([("at", "2026-10-03"), ("compare", "2026-10-05")])
+        #expect(one == other && one.contains("Changed (2)"))
+        #expect(heading(one) == "What changed from 2026-10-03 00:00:00 UTC (older) to 2026-10-05 00:00:00 UTC (newer)")
+    }
 }
 
 /// The change log answer (`LedgerQueries.changeLog`) on the sample: each filter keeps exactly what it names.

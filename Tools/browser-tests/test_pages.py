@@ -219,6 +219,12 @@ def test_catalog_moment(b):
            f"the Affogato's price change, named, in money: {changed[:300]}")
     expect("Chamomile (Pot)" in changed and "$3.50" in changed and "$4.00" in changed, "the Chamomile's too")
     b.screenshot("09b-compare-2026-10-03-with-2026-10-05")
+    # The same two moments the other way round: still older -> newer, and the heading says so.
+    b.open(f"/ui/{b.args.merchant}/catalog?at=2026-10-03&compare=2026-10-05")
+    heading = b.driver.find_element(By.ID, "compare").text
+    expect("(older)" in heading and heading.index("2026-10-03") < heading.index("2026-10-05"),
+           f"the comparison reads from the older moment to the newer: {heading}")
+    expect("Changed (2)" in b.text(), "the same two objects changed, whichever field holds the older moment")
     b.open(f"/ui/{b.args.merchant}/catalog")
     b.screenshot("10-catalog-now")
 

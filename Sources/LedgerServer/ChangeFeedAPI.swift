@@ -7,7 +7,8 @@ import LedgerQueries
 ///
 /// Only durable events are shown (a crash cannot take back a sequence a client has seen). With
 /// `wait`, a request that finds no change holds until one is durable or the wait ends (long-poll),
-/// then answers what it has (possibly nothing, with the cursor moved past bookkeeping events).
+/// then answers what it has (possibly nothing, with the cursor moved past bookkeeping events). A
+/// cursor past the ledger's durable end is refused (`cursor_past_end`): the ledger never issued it.
 enum ChangeFeedAPI {
     static let limitDefault = 100
     static let limitMax = 1000
@@ -21,6 +22,14 @@ enum ChangeFeedAPI {
             guard let value = UInt64(after), value <= UInt64(Int64.max) else {
                 return .error(400, "bad_cursor", "after=\(after) is not a ledger sequence",
                               hint: "pass the next_after of the previous page, or leave after out to start from the beginning")
+            }
+            // A cursor past the ledger's end was never issued by it (a restored backup, another
+            // merchant's cursor): taking it would skip every change until the ledger reached it.
+            let durableNext = merchant.ledger.nextSequence
+            guard value < durableNext else {
+                let end = durableNext == 0 ? "the ledger holds no event yet" : "its last sequence is \(durableNext - 1)"
+                return .error(400, "cursor_past_end", "after=\(after) is past the end of this ledger (\(end)): this ledger never issued it",
+                              hint: "a cursor from another ledger or from before a restore cannot be resumed: leave after out to read the feed from the beginning and rebuild the copy")
             }
             cursor = value
         }

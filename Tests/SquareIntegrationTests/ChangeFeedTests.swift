@@ -106,7 +106,7 @@ import Testing
         let server = try await LedgerServer.start(service: service, logger: Kit.logger)
         let merchant = try #require(service.merchant(Kit.merchant))
         let http = HTTPClientTransport(baseURL: server.baseURL)
-        func get(_ query: String) async throws -> JSONValue {
+        func get(_ query: String, status: Int = 200) async throws -> JSONValue {
             let response = try await http.send(SquareHTTPRequest(
                 method: .get, path: "/merchants/\(Kit.merchant)/changes",
                 query: query.split(separator: "&").map { part in
@@ -114,7 +114,7 @@ import Testing
                     return (String(pair[0]), String(pair[1]))
                 },
                 headers: ["authorization": ServerKit.bearer(token)]), timeout: ServerKit.requestTimeout)
-            #expect(response.status == 200, "\(String(decoding: response.body, as: UTF8.self))")
+            #expect(response.status == status, "\(String(decoding: response.body, as: UTF8.self))")
             return try JSONScanner.parse(response.body)
         }
         do {
@@ -124,6 +124,16 @@ import Testing
             #expect((all["changes"]?.arrayValue?.count ?? 0) > 20)
             let cursor = try #require(all["next_after"]?.int64Value)
             #expect(UInt64(cursor) == merchant.ledger.nextSequence - 1)
+
+            // A cursor past the ledger's end was never issued by it: refused, not answered with an
+            // empty page that keeps it (which would skip every change until the ledger got there).
+            for never in ["99999999", "\(cursor + 1)"] {
+                let refused = try await get("after=\(never)", status: 400)
+                #expect(refused["code"]?.stringValue == "cursor_past_end", "after=\(never)")
+                #expect(refused["message"]?.stringValue?.contains("last sequence is \(cursor)") == true)
+                #expect(refused["hint"]?.stringValue?.contains("leave after out") == true)
+                #expect(refused["next_after"] == nil)
+            }
 
             // Nothing changes: the wait runs out and the page is empty.
             let started = ContinuousClock.now

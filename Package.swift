@@ -385,7 +385,7 @@ let package = Package(
             name: "ReliabilityTests",
             dependencies: [
                 "LedgerStorage", "LedgerStorageTesting", "CatalogModel", "CatalogLedger", "SquareAPI", "LedgerServer",
-                "CatalogProjections", "CatalogIngest", "BoundedJSON", "SquareWire", "TestSupport",
+                "CatalogProjections", "CatalogIngest", "BoundedJSON", "SquareWire", "TestSupport", "SquareSimulator",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "SystemPackage", package: "swift-system"),

@@ -15,11 +15,12 @@ public enum SimulatorServer {
     /// notification URL when none was set. `catledger simulator` calls this.
     public static func run(
         simulator: SquareSimulator, host: String, port: Int, webhookPumpInterval: Duration = .milliseconds(250),
-        logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+        faults: SimulatorFaults? = nil, logger: Logger, onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) async throws {
         await simulator.installHTTPWebhookSinkIfNeeded()
         try await run(handle: { await simulator.handle($0) }, pump: { await simulator.deliverPendingWebhooks() },
-                      host: host, port: port, webhookPumpInterval: webhookPumpInterval, logger: logger, onListening: onListening)
+                      host: host, port: port, webhookPumpInterval: webhookPumpInterval, faults: faults, logger: logger,
+                      onListening: onListening)
     }
 
     /// Serves Square's OAuth endpoints and many sellers (`SquareOAuthSimulator`) until cancelled,
@@ -35,11 +36,30 @@ public enum SimulatorServer {
 
     private static func run(
         handle: @escaping @Sendable (SquareHTTPRequest) async -> SquareHTTPResponse, pump: @escaping @Sendable () async -> Void,
-        host: String, port: Int, webhookPumpInterval: Duration, logger: Logger,
+        host: String, port: Int, webhookPumpInterval: Duration, faults: SimulatorFaults? = nil, logger: Logger,
         onListening: @escaping @Sendable (Int) async -> Void
     ) async throws {
-        let responder = CallbackResponder<BasicRequestContext> { request, _ in
-            try await respond(to: request, handle: handle)
+        let responder = CallbackResponder<SimulatorRequestContext> { request, context in
+            if let faults, let fault = faults.draw(isWrite: SimulatorFaults.isWrite(method: request.method.rawValue,
+                                                                                    path: request.uri.path)) {
+                switch fault {
+                case .status(let code):
+                    return Response(status: .init(code: code), headers: [.contentType: "application/json"],
+                                    body: ResponseBody(byteBuffer: ByteBuffer(bytes: SimulatorFaults.errorBody(status: code))))
+                case .garbage:
+                    return Response(status: .ok, headers: [.contentType: "text/html"],
+                                    body: ResponseBody(byteBuffer: ByteBuffer(string: "<html><body>502 Bad Gateway</body>")))
+                case .slow(let delay):
+                    try await Task.sleep(for: delay)
+                case .silent:
+                    await faults.waitWhileSilent()
+                case .reset:
+                    // Closed under the client: the answer below is never written.
+                    context.channel.close(mode: .all, promise: nil)
+                    return Response(status: .internalServerError)
+                }
+            }
+            return try await respond(to: request, handle: handle)
         }
         let app = Application(
             responder: responder,
@@ -66,10 +86,10 @@ public enum SimulatorServer {
     /// Starts serving in a background task and returns once the socket is bound (use port 0 for
     /// an ephemeral port). Stop it with `RunningSimulatorServer.stop()`.
     public static func start(
-        simulator: SquareSimulator, host: String = "127.0.0.1", port: Int = 0, logger: Logger
+        simulator: SquareSimulator, host: String = "127.0.0.1", port: Int = 0, faults: SimulatorFaults? = nil, logger: Logger
     ) async throws -> RunningSimulatorServer {
         try await start(host: host, port: port) { onListening in
-            try await run(simulator: simulator, host: host, port: port, logger: logger, onListening: onListening)
+            try await run(simulator: simulator, host: host, port: port, faults: faults, logger: logger, onListening: onListening)
         }
     }
 
@@ -146,5 +166,17 @@ public struct RunningSimulatorServer: Sendable {
     public func stop() async {
         task.cancel()
         _ = try? await task.value
+    }
+}
+
+/// The simulator server's request context: Hummingbird's core context plus the connection, which
+/// the `reset` fault closes under the client.
+struct SimulatorRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
     }
 }

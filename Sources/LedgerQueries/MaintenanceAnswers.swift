@@ -20,9 +20,13 @@ public struct VerifyAnswer: Sendable, Encodable {
     /// Observations of one version that differ in the object's own fields: anomalies, not damage.
     /// The first learned is kept.
     public var anomalies: [SameVersionTwin]
+    /// Versions an accepted write (an app's report, or an edit) said Square gave, that Square never
+    /// showed though a sync ran after (`ClaimConfirmation`): flagged, not damage.
+    public var unconfirmedClaims: [UnconfirmedClaim]
 
     public init(ok: Bool, segments: Int, batches: Int, records: UInt64, highestSequence: UInt64?, eventsDecoded: Int,
-                problems: [String], twinPairs: Int, twinPairsNestedOnly: Int, anomalies: [SameVersionTwin]) {
+                problems: [String], twinPairs: Int, twinPairsNestedOnly: Int, anomalies: [SameVersionTwin],
+                unconfirmedClaims: [UnconfirmedClaim] = []) {
         self.ok = ok
         self.segments = segments
         self.batches = batches
@@ -33,6 +37,23 @@ public struct VerifyAnswer: Sendable, Encodable {
         self.twinPairs = twinPairs
         self.twinPairsNestedOnly = twinPairsNestedOnly
         self.anomalies = anomalies
+        self.unconfirmedClaims = unconfirmedClaims
+    }
+
+    struct Claim: Encodable {
+        var objectID: String
+        var claimedVersion: Int64
+        var sequence: UInt64
+        var idempotencyKey: String
+        var squareVersion: Int64?
+
+        enum CodingKeys: String, CodingKey {
+            case sequence
+            case objectID = "object_id"
+            case claimedVersion = "claimed_version"
+            case idempotencyKey = "idempotency_key"
+            case squareVersion = "square_version"
+        }
     }
 
     struct Anomaly: Encodable {
@@ -59,6 +80,7 @@ public struct VerifyAnswer: Sendable, Encodable {
         case eventsDecoded = "events_decoded"
         case twinPairs = "twin_pairs"
         case twinPairsNestedOnly = "twin_pairs_nested_only"
+        case unconfirmedClaims = "unconfirmed_claims"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -78,6 +100,10 @@ public struct VerifyAnswer: Sendable, Encodable {
                     keptSequence: twin.keptSequence, otherSequence: twin.otherSequence,
                     differences: twin.differences.map { FieldChangeJSON($0, names: CatalogNames()) })
         }, forKey: .anomalies)
+        try container.encode(unconfirmedClaims.map {
+            Claim(objectID: $0.objectID.rawValue, claimedVersion: $0.claimedVersion, sequence: $0.sequence,
+                  idempotencyKey: $0.idempotencyKey, squareVersion: $0.squareVersion)
+        }, forKey: .unconfirmedClaims)
     }
 }
 

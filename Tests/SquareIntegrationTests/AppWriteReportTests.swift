@@ -276,6 +276,10 @@ import Testing
         let synced = try #require(try current())
         #expect(synced.header.version > real.header.version && synced.header.version < Int64.max - 1)
         #expect(String(decoding: synced.payload, as: UTF8.self).contains("Latte (oat)"))
+        // `verify` flags the versions the report named that Square never showed, and only those.
+        let unconfirmed = ClaimConfirmation.unconfirmed(in: try ledger.reader.allEvents())
+        #expect(unconfirmed.contains { $0.objectID.rawValue == latte && $0.claimedVersion == Int64.max - 1 && $0.idempotencyKey == "forged-1" })
+        #expect(unconfirmed.allSatisfy { $0.idempotencyKey == "forged-1" && $0.claimedVersion == Int64.max - 1 }, "\(unconfirmed)")
         try await ledger.close()
     }
 }

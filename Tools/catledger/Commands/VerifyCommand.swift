@@ -29,6 +29,7 @@ struct VerifyCommand: AsyncParsableCommand {
             var problems = storage.problems.map(\.description)
             var decoded = 0
             var facts: [LedgerEvent] = []
+            var claims = ClaimConfirmation()
             if storage.isClean {
                 // The bytes are sound; every event must also decode.
                 do {
@@ -36,6 +37,7 @@ struct VerifyCommand: AsyncParsableCommand {
                     while let event = try cursor.next() {
                         decoded += 1
                         if event.header != nil { facts.append(event) }
+                        claims.add(event)
                     }
                 } catch {
                     problems.append("\(error)")
@@ -49,7 +51,8 @@ struct VerifyCommand: AsyncParsableCommand {
             let report = VerifyAnswer(ok: problems.isEmpty, segments: storage.segmentsChecked, batches: storage.batchesChecked,
                                 records: storage.recordsChecked, highestSequence: storage.highestSequence,
                                 eventsDecoded: decoded, problems: problems, twinPairs: twins.pairs,
-                                twinPairsNestedOnly: twins.nestedOnly, anomalies: history.sameVersionTwins())
+                                twinPairsNestedOnly: twins.nestedOnly, anomalies: history.sameVersionTwins(),
+                                unconfirmedClaims: claims.unconfirmed)
             if global.json {
                 try printJSON(report)
             } else {
@@ -73,6 +76,14 @@ struct VerifyCommand: AsyncParsableCommand {
                         let fields = twin.differences.map(\.path).joined(separator: ", ")
                         print("  - \(twin.objectType.rawValue) \(twin.objectID) v\(twin.version): kept seq \(twin.keptSequence), " +
                               "seq \(twin.otherSequence) differs in \(fields.isEmpty ? "its bytes" : fields)")
+                    }
+                }
+                if !report.unconfirmedClaims.isEmpty {
+                    print(Terminal.colour("\(report.unconfirmedClaims.count) version(s) Square never confirmed:", "33") +
+                          " an accepted write (an app's report, or an edit) named them, and no sync since showed them.")
+                    for claim in report.unconfirmedClaims.prefix(20) {
+                        print("  - \(claim.objectID) v\(claim.claimedVersion) (seq \(claim.sequence), key \(claim.idempotencyKey)); " +
+                              "Square shows \(claim.squareVersion.map { "v\($0)" } ?? "no version")")
                     }
                 }
             }

@@ -56,13 +56,13 @@ public final class SimulatorFaults: @unchecked Sendable {
     private var faults: [SimulatorFault] = []
     private var rate = 0.0
     private var writesOnly = false
-    private var generator: SplitMix
+    private var generator: SeededRandom
     private var injected: [String: Int] = [:]
     private var served = 0
     /// Requests waiting in `silent`: released when the fault is lifted.
     private var silenced: [CheckedContinuation<Void, Never>] = []
 
-    public init(seed: UInt64 = 1) { generator = SplitMix(seed: seed) }
+    public init(seed: UInt64 = 1) { generator = SeededRandom(seed: seed) }
 
     /// From now on, `rate` (0...1) of the requests (only catalog writes when `writesOnly`) meet one
     /// of `faults`, drawn at random; an empty list or a rate of 0 lifts every fault.
@@ -133,18 +133,5 @@ public final class SimulatorFaults: @unchecked Sendable {
     static func isWrite(method: String, path: String) -> Bool {
         method != "GET" && !path.hasSuffix("/search") && !path.hasSuffix("/search-catalog-items")
             && !path.hasSuffix("/batch-retrieve") && path.hasPrefix("/v2/catalog")
-    }
-}
-
-/// A small seeded generator (SplitMix64): the faults of a run repeat with its seed.
-struct SplitMix {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

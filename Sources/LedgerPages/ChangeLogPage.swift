@@ -50,22 +50,17 @@ extension Pages {
         return request
     }
 
-    /// Items whose names match `text`: the fuzzy index of the projection (typos, plurals); none
-    /// without a projection.
+    /// The objects whose names match `text` (`LedgerQueries.nameMatches`: each fuzzy hit's item and
+    /// variation, then objects of any type by name); none without a projection.
     static func search(_ context: PageContext, _ text: String) throws -> [(id: CatalogObjectID, name: String)] {
-        var seen = Set<CatalogObjectID>()
-        var result: [(id: CatalogObjectID, name: String)] = []
-        if let projector = context.projector {
-            for hit in try projector.queries.search(text, limit: 20) where result.count < 8 {
-                let id = CatalogObjectID(hit.variationID ?? hit.itemID)
-                if seen.insert(id).inserted {
-                    result.append((id, hit.variationName.map { "\(hit.itemName) — \($0)" } ?? hit.itemName))
-                }
-            }
-            return result
+        guard let projection = context.projector?.queries else { return [] }
+        return try context.queries.nameMatches(text, projection: projection).map { match in
+            (match.id, match.type.map { "\(match.name) (\(typeLabel($0)))" } ?? match.name)
         }
-        return result
     }
+
+    /// A type as people say it: `item`, `item variation`, `category`, ...
+    static func typeLabel(_ type: CatalogObjectType) -> String { type.rawValue.lowercased().replacingOccurrences(of: "_", with: " ") }
 
     public static func changeLog(_ context: PageContext, _ query: PageQuery) throws -> PageResponse {
         var context = context
@@ -96,7 +91,7 @@ extension Pages {
             }
             body += "<div class=\"notice matches\"><p>Changes of the \(request.matches.count) match(es) of the search; pick one to see only its changes:</p><ul>\(links)</ul></div>"
         } else if query.first("q") != nil {
-            body += Layout.notice("No item matches \"\(query.first("q") ?? "")\".")
+            body += Layout.notice("No object's name matches \"\(query.first("q") ?? "")\".")
         }
         let csv = context.link("/changes.csv", query.without("page"))
         body += """
@@ -200,7 +195,7 @@ extension Pages {
         return """
         <form class="filters" method="get" action="\(context.link("/changes").description)" role="search" aria-label="Filter the changes">
         \(object)
-        \(Layout.field("Item or variation", name: "q", value: query.first("q"), type: "search", placeholder: "e.g. banana bread"))
+        \(Layout.field("Name (item, variation, category, ...)", name: "q", value: query.first("q"), type: "search", placeholder: "e.g. banana bread"))
         <fieldset class="field"><legend>Change type</legend>\(types)</fieldset>
         \(Layout.select("Source", name: "source", options: sources, selected: query.first("source")))
         \(Layout.field("Actor", name: "actor", value: query.first("actor")))

@@ -40,7 +40,7 @@ extension Pages {
             "from \(context.clock.time(first)) to \(context.clock.time(stats.lastRecordedAt ?? first))"
         } ?? "empty"
         let body: HTML = """
-        <p>\(stats.events) event(s), \(span); \(stats.liveObjectsByType.values.reduce(0, +)) live object(s), \(stats.snapshots) snapshot(s).</p>
+        <p>\(eventCounts(stats)), \(span); \(stats.liveObjectsByType.values.reduce(0, +)) live object(s), \(stats.snapshots) snapshot(s).</p>
         <div class="cards">
         <section class="card"><h2>Events by kind</h2><table><tbody>\(rows(stats.eventsByKind))</tbody></table></section>
         <section class="card"><h2>Events by source</h2><table><tbody>\(rows(stats.eventsBySource))</tbody></table></section>
@@ -55,6 +55,14 @@ extension Pages {
         </div>
         """
         return .html(Layout.page("Ledger health", context, section: .health, body))
+    }
+
+    /// Events appended ever and held in the log now, each named (they differ once compaction or
+    /// retention dropped some), as `catledger stats` says them.
+    static func eventCounts(_ stats: LedgerStats) -> String {
+        let dropped = stats.eventsAppended - stats.events
+        return "\(stats.eventsAppended) event(s) appended since the ledger began, \(stats.events) held in the log now"
+            + (dropped > 0 ? " (compaction dropped \(dropped))" : "")
     }
 
     static func bytes(_ count: UInt64) -> String {

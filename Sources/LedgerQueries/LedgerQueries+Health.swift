@@ -47,7 +47,11 @@ extension LedgerQueries {
         if let projection {
             let counts = try projection.counts()
             var stats = LedgerStats()
-            stats.events = counts.events
+            // Held now and appended ever from the log itself (its end and manifest, no event read):
+            // the projection counted what it applied, which a compaction since does not take back.
+            let counted = try eventCounts()
+            stats.events = counted.held ?? counts.events
+            stats.eventsAppended = counted.appended
             stats.eventsByKind = counts.counts["kind"] ?? [:]
             stats.eventsBySource = counts.counts["source"] ?? [:]
             stats.liveObjectsByType = counts.liveObjectsByType

@@ -5,7 +5,12 @@ import LedgerStorage
 
 /// What a ledger holds: events by kind and source, objects by type, the span of ledger time, size.
 public struct LedgerStats: Sendable, Hashable, Encodable {
+    /// The events the log holds now (`events` in JSON): fewer than appended once compaction or
+    /// retention dropped some.
     public var events = 0
+    /// The events ever appended (`events_appended`): the last sequence plus one (sequences are dense
+    /// and never reused; compaction leaves gaps).
+    public var eventsAppended = 0
     public var eventsByKind: [String: Int] = [:]
     public var eventsBySource: [String: Int] = [:]
     public var liveObjectsByType: [String: Int] = [:]
@@ -24,6 +29,7 @@ public struct LedgerStats: Sendable, Hashable, Encodable {
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
         case events, snapshots
+        case eventsAppended = "events_appended"
         case eventsByKind = "events_by_kind"
         case eventsBySource = "events_by_source"
         case liveObjectsByType = "live_objects_by_type"
@@ -41,6 +47,7 @@ public struct LedgerStats: Sendable, Hashable, Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(AnswerSchema.version, forKey: .schemaVersion)
         try container.encode(events, forKey: .events)
+        try container.encode(eventsAppended, forKey: .eventsAppended)
         try container.encode(eventsByKind, forKey: .eventsByKind)
         try container.encode(Dictionary(eventsBySource.map { (EventSource.named($0.key)?.word ?? $0.key, $0.value) }) { $0 + $1 },
                              forKey: .eventsBySource)
@@ -64,6 +71,7 @@ extension LedgerQueries {
         var cursor = try reader.events()
         while let event = try cursor.next() {
             stats.events += 1
+            stats.eventsAppended = Int(event.sequence) + 1
             stats.eventsByKind["\(event.kind)", default: 0] += 1
             stats.eventsBySource["\(event.source)", default: 0] += 1
             stats.firstRecordedAt = stats.firstRecordedAt ?? event.recordedAt
@@ -77,6 +85,13 @@ extension LedgerQueries {
         }
         try measureFiles(&stats)
         return stats
+    }
+
+    /// The events appended ever (the last sequence plus one) and held now (nil while a seal or a
+    /// compaction switches files), from the log's end and its manifest: no event read.
+    func eventCounts() throws -> (appended: Int, held: Int?) {
+        let appended = try reader.lastSequence().map { Int($0) + 1 } ?? 0
+        return (appended, try LogReader(directory: reader.layout.logDirectory).heldRecordCount().map { Int($0) })
     }
 
     /// The bytes of the log (allocated, and without preallocated zeros) and the snapshots.

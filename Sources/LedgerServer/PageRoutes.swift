@@ -160,6 +160,13 @@ extension LedgerServer {
             && byte != UInt8(ascii: "\\")
     }
 
+    /// The 404 page of a path under /ui that is no page (after the sign-in check: a stranger is sent
+    /// to sign in, never told whether a path exists).
+    static func pageNotFound(_ path: String) -> Response {
+        response(Pages.error(status: 404, title: "No such page",
+                             message: "There is no page at \(path). The merchant list at /ui leads to every page."))
+    }
+
     /// Answers one page of the merchant the path names; an unknown merchant is a 404 page, a failure a
     /// 500 page naming the request id (the detail goes to the log only).
     static func page(_ service: LedgerService, _ request: Request, _ context: LedgerRequestContext,

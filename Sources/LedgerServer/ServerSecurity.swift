@@ -91,8 +91,12 @@ extension LedgerServer {
     /// Whether a route template is one of the pages (HTML, cookie sign-in) rather than the JSON API.
     static func isPage(_ endpoint: String?) -> Bool {
         guard let endpoint else { return false }
-        return endpoint == "/ui" || endpoint.hasPrefix("/ui/")
+        return isPagePath(endpoint)
     }
+
+    /// Whether a request's path is under the pages (`/ui`): an unknown one there is answered as a page
+    /// (sign-in, or the 404 page), not with the JSON API's refusals.
+    static func isPagePath(_ path: String) -> Bool { path == "/ui" || path.hasPrefix("/ui/") }
 
     /// A response with the JSON error shape.
     static func errorResponse(_ status: Int, _ code: String, _ message: String, hint: String? = nil,
@@ -151,6 +155,9 @@ struct RequestIDMiddleware: RouterMiddleware {
                         405, "method_not_allowed", "\(request.method) is not a method of this route; it takes \(allowed.joined(separator: ", "))",
                         headers: [.allow: allowed.joined(separator: ", ")])
                 }
+                if error.status == .notFound, LedgerServer.isPagePath(request.uri.path) {
+                    return LedgerServer.pageNotFound(request.uri.path)
+                }
                 return Self.answer(error, context: context)
             } catch {
                 context.logger.error("request failed", metadata: [
@@ -195,8 +202,9 @@ struct AuthMiddleware: RouterMiddleware {
                 next: (Request, LedgerRequestContext) async throws -> Response) async throws -> Response {
         let access = LedgerServer.access(method: request.method, endpoint: context.endpointPath)
         if access == .open || service.configuration.insecureNoAuth { return try await next(request, context) }
-        let verdict = LedgerServer.isPage(context.endpointPath)
-            ? checkPage(request, context: context, access: access) : check(request, context: context, access: access)
+        // An unknown path under /ui is a page too: a signed-in browser gets the 404 page, not a 401 JSON body.
+        let page = context.endpointPath.map { LedgerServer.isPage($0) } ?? LedgerServer.isPagePath(request.uri.path)
+        let verdict = page ? checkPage(request, context: context, access: access) : check(request, context: context, access: access)
         switch verdict {
         case .allowed(let context): return try await next(request, context)
         case .refused(var response):

@@ -63,6 +63,25 @@ public struct LogReader: Sendable {
         }
     }
 
+    /// How many records the log holds now (the gaps compaction and retention left are not counted),
+    /// without reading a record: each sealed segment's count from the manifest, then the newest
+    /// segment's records up to the last sequence (it is never compacted, so dense). Nil when the
+    /// manifest does not name every sealed segment (a seal or a compaction switching files meanwhile).
+    public func heldRecordCount() throws -> UInt64? {
+        let bases = try directory.segmentBases()
+        guard let newest = bases.last else { return 0 }
+        var sealed: [String: UInt64] = [:]
+        for entry in directory.loadManifest()?.sealed ?? [] { sealed[entry.segmentName] = entry.recordCount }
+        var count: UInt64 = 0
+        for base in bases.dropLast() {
+            guard let records = sealed[SegmentFileName.segment(base: base)] else { return nil }
+            count += records
+        }
+        if let records = sealed[SegmentFileName.segment(base: newest)] { return count + records }
+        guard let last = try lastSequence(), last >= newest else { return count }
+        return count + (last - newest + 1)
+    }
+
     /// The zero-filled bytes the writer keeps ahead of its appends at the end of the newest segment
     /// (docs/FORMAT.md, "Preallocated space"): part of the file's size, not of the log. 0 when the
     /// newest segment has none (sealed, or written without preallocation).

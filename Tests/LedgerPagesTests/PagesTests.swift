@@ -67,6 +67,26 @@ import Testing
         #expect(bad.status == 400 && Self.html(bad).contains("role=\"alert\""))
     }
 
+    @Test("the change log's search box matches items and other objects by name, not variations only (#43 item 12)")
+    func changeLogSearchMatchesItemsAndOtherObjects() async throws {
+        let context = try await Sample.shared.context()
+        let espresso = CatalogObjectID("IOA637UKLMJKBYECE5DDGC5L")
+        // q=espresso keeps the Espresso item's own rename, which ?object=ITEM_ID shows.
+        let byObject = try context.queries.changeLog(ChangeLogFilter(objectIDs: [espresso]))
+        let rename = try #require(byObject.first { $0.types.contains(.name) }, "the item's rename")
+        let request = try Pages.changeLogRequest(context, PageQuery([("q", "espresso")]))
+        #expect(request.filter.objectIDs?.contains(espresso) == true, "\(request.matches)")
+        let searched = try context.queries.changeLog(request.filter)
+        #expect(searched.contains { $0.objectID == espresso && $0.sequence == rename.sequence })
+        let page = Self.html(try Pages.changeLog(context, PageQuery([("q", "espresso"), ("type", "name")])))
+        #expect(page.contains("<span class=\"after\">&quot;Espresso (House)&quot;</span>"), "the rename's row")
+        // A category by its name: its own changes are kept too.
+        let coffee = CatalogObjectID("NGNYBKX4XL2E3ZDTQ36DRESF")
+        #expect(try Pages.changeLogRequest(context, PageQuery([("q", "coffee")])).filter.objectIDs?.contains(coffee) == true)
+        let listed = Self.html(try Pages.changeLog(context, PageQuery([("q", "coffee")])))
+        #expect(listed.contains("Coffee (category)</a> <code class=\"id\">NGNYBKX4XL2E3ZDTQ36DRESF</code>"))
+    }
+
     @Test("CSV exports guard every spreadsheet formula start, a leading TAB or CR included, on the pages and the CLI alike")
     func csvGuardsFormulas() {
         #expect(CSV.field("=HYPERLINK(\"x\")") == "\"'=HYPERLINK(\"\"x\"\")\"")

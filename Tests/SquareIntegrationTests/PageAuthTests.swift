@@ -102,6 +102,16 @@ import Testing
             #expect(String(buffer: page.body).contains("href=\"/metrics\""), "an admin token is offered the metrics")
             let unknown = try await client.execute(uri: "/ui/NOSUCHMERCHANT/changes", method: .get, headers: Self.cookie(admin))
             #expect(unknown.status == .notFound)
+            // A path under /ui that is no page: signed in, the 404 page (not a 401 JSON body); not signed
+            // in, the sign-in form (a stranger is not told which paths exist). (#43 item 12)
+            for path in ["/ui/\(Kit.merchant)/nonsense", "/ui/no/such/page"] {
+                let missing = try await client.execute(uri: path, method: .get, headers: Self.cookie(admin))
+                #expect(missing.status == .notFound, "\(path): \(missing.status)")
+                #expect(missing.headers[.contentType]?.hasPrefix("text/html") == true, "\(path)")
+                #expect(String(buffer: missing.body).contains("No such page"), "\(path)")
+                let stranger = try await client.execute(uri: path, method: .get)
+                #expect(stranger.status == .seeOther && stranger.headers[.location]?.hasPrefix("/ui/login?next=") == true, "\(path)")
+            }
         }
     }
 

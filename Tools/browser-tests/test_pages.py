@@ -122,7 +122,7 @@ def test_keyboard(b):
 def test_change_log_filters(b):
     b.open(f"/ui/{b.args.merchant}/changes")
     b.driver.find_element(By.XPATH, "//label[normalize-space()='price']/input").click()
-    search = b.label_input("Item or variation")
+    search = b.label_input("Name (item, variation, category, ...)")
     search.send_keys("banana bred")  # a typo: the fuzzy index still finds it
     b.submit(search)
     expect("type=price" in b.path() and "q=banana" in b.path(), f"the filters are in the URL: {b.path()}")

@@ -21,7 +21,9 @@ struct StatsCommand: AsyncParsableCommand {
             if global.json { try printJSON(stats); return }
             let time = try global.timeDisplay()
             let disk = stats.allocatedBytes > stats.logBytes ? " (\(stats.allocatedBytes / 1024) KiB on disk with preallocated space)" : ""
-            print("Ledger \(global.dataDirectory): \(stats.events) events, \(stats.logBytes / 1024) KiB of log\(disk), " +
+            let dropped = stats.eventsAppended - stats.events
+            let appended = "\(stats.eventsAppended) appended since it began" + (dropped > 0 ? "; compaction dropped \(dropped)" : "")
+            print("Ledger \(global.dataDirectory): \(stats.events) events held in the log (\(appended)), \(stats.logBytes / 1024) KiB of log\(disk), " +
                   "\(stats.snapshots) snapshots")
             if let first = stats.firstRecordedAt, let last = stats.lastRecordedAt {
                 print("Recorded from \(time.ledger(first)) to \(time.ledger(last))")

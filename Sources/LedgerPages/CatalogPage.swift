@@ -34,8 +34,17 @@ extension Pages {
             point = .latest
             other = nil
         }
-        let category = query.first("category").map { CatalogObjectID($0) }
         let projection = projector.queries
+        // A category is an id or a name (`resolveCategory`, as the CLI and the API read it); one that
+        // names nothing (or several) is said, never answered with an empty catalog.
+        var category: CatalogObjectID?
+        if let text = query.first("category") {
+            do {
+                category = CatalogObjectID(try projection.resolveCategory(text).id)
+            } catch let error as FilterValueError {
+                notice += Layout.notice("Category: \(error.message) (\(error.hint)). Showing all categories.", error: true)
+            }
+        }
         var moment = try context.queries.catalog(asOf: point, search: query.first("q"), category: category,
                                                  offset: (page - 1) * itemsPerPage, limit: itemsPerPage, projection: projection)
         let pages = max(1, (moment.matchCount + itemsPerPage - 1) / itemsPerPage)
@@ -51,7 +60,7 @@ extension Pages {
         <form class="filters" method="get" action="\(context.link("/catalog").description)" aria-label="Choose the moment">
         \(Layout.field("Moment (Square time, \(context.clock.zoneName))", name: "at", value: query.first("at"), placeholder: "2026-10-05 12:00"))
         \(Layout.field("As known at (ledger time, \(context.clock.zoneName), optional)", name: "known", value: query.first("known"), placeholder: "2026-10-06"))
-        \(Layout.select("Category", name: "category", options: options, selected: query.first("category")))
+        \(Layout.select("Category", name: "category", options: options, selected: category?.rawValue))
         \(Layout.field("Search in this moment", name: "q", value: query.first("q"), type: "search", placeholder: "e.g. bread"))
         \(Layout.field("Compare with (Square time, \(context.clock.zoneName))", name: "compare", value: query.first("compare"), placeholder: "2026-10-01, or now"))
         <div class="field"><button type="submit">Show</button></div>

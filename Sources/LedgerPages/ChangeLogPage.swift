@@ -38,8 +38,8 @@ extension Pages {
         }
         filter.actor = query.first("actor")
         filter.device = query.first("device")
-        filter.location = query.first("location")
-        filter.category = query.first("category").map { CatalogObjectID($0) }
+        filter.location = try query.first("location").map { try filterLocation(context, $0) }
+        filter.category = try query.first("category").map { try filterCategory(context, $0) }
         filter.since = try context.clock.parse(query.first("since"), field: "from", now: context.now)
         filter.until = try context.clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
         if let page = query.first("page") {
@@ -200,8 +200,9 @@ extension Pages {
         \(Layout.select("Source", name: "source", options: sources, selected: query.first("source")))
         \(Layout.field("Actor", name: "actor", value: query.first("actor")))
         \(Layout.field("Device", name: "device", value: query.first("device")))
-        \(Layout.field("Location id", name: "location", value: query.first("location")))
-        \(Layout.select("Category", name: "category", options: categoryOptions, selected: query.first("category")))
+        \(Layout.field("Location (a name or an id)", name: "location", value: query.first("location")))
+        \(Layout.select("Category", name: "category", options: categoryOptions,
+                        selected: query.first("category").map { (try? filterCategory(context, $0))?.rawValue ?? $0 }))
         \(Layout.field("From (\(context.clock.zoneName))", name: "since", value: query.first("since"), placeholder: "2026-10-01"))
         \(Layout.field("To (\(context.clock.zoneName))", name: "until", value: query.first("until"), placeholder: "2026-10-31"))
         <div class="field"><button type="submit">Apply filters</button></div>

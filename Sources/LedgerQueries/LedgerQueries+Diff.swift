@@ -87,13 +87,6 @@ public struct DiffAnswer: Sendable, Encodable {
     }
 }
 
-/// A diff filter that names what does not exist.
-public struct DiffFilterError: Error, Sendable, CustomStringConvertible {
-    public var message: String
-    public var hint: String
-    public var description: String { message }
-}
-
 extension LedgerQueries {
     /// The diff between two points (`CatalogHistory.diff`) that `filter` keeps, with names.
     public func diff(from: AsOf, to: AsOf, filter: DiffFilter) throws -> DiffAnswer {
@@ -110,12 +103,24 @@ extension DiffAnswer {
         var diff = CatalogHistory.diff(before, after, from: from, to: to)
         var category: CatalogObjectID?
         if let wanted = filter.category {
-            guard let found = LedgerQueries.category(named: wanted, in: [after, before]) else {
-                let known = after.liveObjects.filter { $0.header.objectType == .category }
-                    .compactMap { after.object($0.header.objectID)?.name }.sorted()
-                throw DiffFilterError(message: "no category \"\(wanted)\" in the catalog",
-                                      hint: known.isEmpty ? "the catalog has no categories"
-                                          : "one of " + known.joined(separator: ", "))
+            // The one resolution of a filter value (`FilterResolution`): an id, a name the category has
+            // at either point, a name's start; unknown or ambiguous throws `FilterValueError`.
+            let found: CatalogObjectID
+            if let exact = LedgerQueries.category(named: wanted, in: [after, before]) {
+                found = exact
+            } else {
+                var names: [String: [String]] = [:]
+                for state in [after, before] {
+                    for fact in state.liveObjects where fact.header.objectType == .category {
+                        let id = fact.header.objectID.rawValue
+                        if let name = state.object(fact.header.objectID)?.name, !(names[id] ?? []).contains(name) {
+                            names[id, default: []].append(name)
+                        } else if names[id] == nil { names[id] = [] }
+                    }
+                }
+                let candidates = names.keys.sorted().map { FilterCandidate(id: $0, names: names[$0] ?? [], type: "CATEGORY") }
+                found = CatalogObjectID(try FilterResolution.resolve(wanted, field: "category", among: candidates,
+                                                                     listing: "catledger categories").id)
             }
             category = found
             func inCategory(_ id: CatalogObjectID) -> Bool {

@@ -11,6 +11,9 @@ public struct CatalogPricesAnswer: Sendable, Encodable {
     /// The names of the locations the changes name: the projection's `locations` (names at its
     /// point) and, when given, every recorded ListLocations answer, for each row's own time.
     public var names: CatalogNames
+    /// The category and location the filter named, resolved (echoed in the answer).
+    public var category: ResolvedFilter?
+    public var location: ResolvedFilter?
 
     /// `locationDirectory`: the ledger's recorded ListLocations answers (`LedgerQueries.locationDirectory()`),
     /// so each row's location shows the name it had at the row's time; without it, the names of
@@ -35,12 +38,19 @@ public struct CatalogPricesAnswer: Sendable, Encodable {
 
     enum CodingKeys: String, CodingKey {
         case schemaVersion = "schema_version"
-        case changes
+        case changes, category, location
+    }
+
+    struct Filter: Encodable {
+        var id: String
+        var name: String
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(AnswerSchema.version, forKey: .schemaVersion)
+        try container.encodeIfPresent(category.map { Filter(id: $0.id, name: $0.name) }, forKey: .category)
+        try container.encodeIfPresent(location.map { Filter(id: $0.id, name: $0.name) }, forKey: .location)
         try container.encode(changes.map { PriceChangeJSON($0, names: names) }, forKey: .changes)
     }
 
@@ -94,21 +104,35 @@ public struct UnreadableConflictRow: Error, Sendable, CustomStringConvertible {
 
 extension ProjectionQueries {
     /// The catalog's price changes in a window of Square time (either bound open), with names;
-    /// with `category` (an id or a name, case-insensitive) only those of the items now in it, with
-    /// `location` only that location's own prices. Nil when no category has that id or name.
+    /// with `category` (resolved: `resolveCategory`) only those of variations whose item was in it
+    /// when the change happened (its fact in force at the change's moment, both clocks: a deleted
+    /// item's changes count, an item moved in later does not bring its earlier ones), with
+    /// `location` (`resolveLocation`) only that location's own prices.
     /// `locationDirectory` (the ledger's, when there is one) names each row's location as of its time.
-    public func catalogPrices(sinceNanos: Int64?, untilNanos: Int64?, category: String? = nil,
-                              location: String? = nil, locationDirectory: LocationDirectory? = nil) throws -> CatalogPricesAnswer? {
+    public func catalogPrices(sinceNanos: Int64?, untilNanos: Int64?, category: ResolvedFilter? = nil,
+                              location: ResolvedFilter? = nil, locationDirectory: LocationDirectory? = nil) throws -> CatalogPricesAnswer {
         var changes = try catalogPriceChanges(sinceNanos: sinceNanos, untilNanos: untilNanos)
         if let category {
-            guard let items = try itemsAnswer(category: category) else { return nil }
-            let ids = Set(items.items.map(\.id))
-            changes = changes.filter { $0.itemID.map(ids.contains) ?? false }
+            let wanted = CatalogObjectID(category.id)
+            var member: [String: Bool] = [:]
+            changes = try changes.filter { row in
+                guard let item = row.itemID else { return false }
+                let moment = CatalogPricesAnswer.moment(row.change)
+                let key = "\(item) \(moment.squareTimeMax ?? .max) \(moment.ledgerTimeMax ?? .max)"
+                if let known = member[key] { return known }
+                let fact = try factsInForce(of: [CatalogObjectID(item)], at: moment).first
+                let keeps = fact.map { !$0.isDeleted && $0.categoryIDs.contains(wanted) } ?? false
+                member[key] = keeps
+                return keeps
+            }
         }
         if let location {
-            changes = changes.filter { CatalogPricesAnswer.scope($0.change).locationID == location }
+            changes = changes.filter { CatalogPricesAnswer.scope($0.change).locationID == location.id }
         }
-        return CatalogPricesAnswer(changes: changes, locationNames: try locationNames(), locationDirectory: locationDirectory)
+        var answer = CatalogPricesAnswer(changes: changes, locationNames: try locationNames(), locationDirectory: locationDirectory)
+        answer.category = category
+        answer.location = location
+        return answer
     }
 
     /// The incidents a projection holds (its `version_conflicts` rows: each the diagnosis the one

@@ -159,16 +159,11 @@ public struct LocationsAnswer: Sendable, Encodable {
 }
 
 extension ProjectionQueries {
-    /// Every live item (by name), optionally only those of one category (an id or a name,
-    /// case-insensitive); nil when no category has that id or name.
-    public func itemsAnswer(category: String? = nil) throws -> ItemsAnswer? {
+    /// Every live item (by name), optionally only those of one category (an id or a name it has or
+    /// had, `resolveCategory`: unknown or ambiguous throws `FilterValueError`).
+    public func itemsAnswer(category: String? = nil) throws -> ItemsAnswer {
         let categories = try self.categories()
-        var categoryID: String?
-        if let category {
-            guard let found = categories.first(where: { $0.id == category })
-                ?? categories.first(where: { $0.name?.caseInsensitiveCompare(category) == .orderedSame }) else { return nil }
-            categoryID = found.id
-        }
+        let categoryID = try category.map { try resolveCategory($0).id }
         let items = try allItems(categoryID: categoryID)
         return ItemsAnswer(items: items, categoryNames: Dictionary(categories.map { ($0.id, $0.name ?? $0.id) }) { a, _ in a },
                            names: CatalogNames(locations: try locationNames()))

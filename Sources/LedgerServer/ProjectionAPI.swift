@@ -69,7 +69,16 @@ enum ProjectionAPI {
             }
             hits = value
         }
-        return .encoded(try projector.queries.searchAnswer(text, categoryID: category, limit: hits))
+        // A category is an id or a name, resolved as the CLI resolves it: unknown or ambiguous is a 400, never an empty answer.
+        var categoryID: String?
+        if let category {
+            do {
+                categoryID = try projector.queries.resolveCategory(category).id
+            } catch let error as FilterValueError {
+                return .filterValue(error, parameter: "category")
+            }
+        }
+        return .encoded(try projector.queries.searchAnswer(text, categoryID: categoryID, limit: hits))
     }
 
     static let noProjection = JSONAnswer.error(409, "no_projection", "projections are off on this server")

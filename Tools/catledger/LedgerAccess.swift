@@ -87,6 +87,9 @@ extension CLIError {
             }
         case let error as TimeExpressionError:
             return CLIError(.usage, error.description)
+        case let error as FilterValueError:
+            // An unknown or ambiguous filter value is not an empty answer (exit 3, as an unknown id).
+            return CLIError(.notFound, error.message, hint: error.hint)
         case let error as ProjectionFileError:
             return CLIError(error)
         case let error as ProjectionError:

@@ -59,14 +59,10 @@ struct DiffCommand: AsyncParsableCommand {
                 }
                 return type
             })
-            let answer: DiffAnswer
-            do {
-                let filter = DiffFilter(category: category, types: types, pricesOnly: pricesOnly)
-                answer = if let file { try file.diff(from: before, to: after, filter: filter) }
-                    else { try access.queries().diff(from: before, to: after, filter: filter) }
-            } catch let error as DiffFilterError {
-                throw CLIError(.notFound, error.message, hint: error.hint)
-            }
+            // An unknown or ambiguous --category throws FilterValueError: exit 3 with the nearest names.
+            let filter = DiffFilter(category: category, types: types, pricesOnly: pricesOnly)
+            let answer = if let file { try file.diff(from: before, to: after, filter: filter) }
+                else { try access.queries().diff(from: before, to: after, filter: filter) }
             if global.json { try printJSON(answer); return }
             let diff = answer.diff
             let names = answer.names

@@ -58,9 +58,7 @@ struct ItemsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            guard let answer = try source.read(global, { try $0.itemsAnswer(category: category) }) else {
-                throw CLIError(.notFound, "no category \"\(category ?? "")\" in the catalog", hint: "list them with `catledger categories`")
-            }
+            let answer = try source.read(global, { try $0.itemsAnswer(category: category) })
             if global.json { try printJSON(answer); return }
             var table = TextTable(["item", "variation", "sku", "price", "per location", "categories", "id"],
                                   alignments: [.left, .left, .left, .right, .left, .left, .left])

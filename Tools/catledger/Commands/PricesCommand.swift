@@ -31,7 +31,7 @@ struct PricesCommand: AsyncParsableCommand {
     @Option(help: "Every variation that ever carried this SKU.")
     var sku: String?
 
-    @Option(help: "Every variation of this item.")
+    @Option(help: "Every variation of this item (a name or an id).")
     var item: String?
 
     @Flag(help: "Every price change of the whole catalog (with --since/--until: those in the window), with names.")
@@ -40,10 +40,10 @@ struct PricesCommand: AsyncParsableCommand {
     @Option(help: "Read this projection database (e.g. a replay: the changes up to its point) instead of the ledger.")
     var db: String?
 
-    @Option(help: "With --all: only the items now in this category (a name or an id).")
+    @Option(help: "With --all: only the changes of items in this category when they changed (a name or an id).")
     var category: String?
 
-    @Option(help: "With --all: only this location's own prices (a location id, see `catledger locations`).")
+    @Option(help: "With --all: only this location's own prices (a name or an id, see `catledger locations`).")
     var location: String?
 
     @Option(help: "Only changes at or after this Square time.")
@@ -71,8 +71,10 @@ struct PricesCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             if all { try catalogWide(); return }
-            let subject: PriceSubject = if let sku { .sku(sku) } else if let item { .item(CatalogObjectID(item)) } else { .object(CatalogObjectID(id!)) }
             let access = LedgerAccess(options: global)
+            // --item is an id or a name (deleted items too): one item, else exit 3 with the candidates.
+            let item = try self.item.map { try access.projection(db: db).resolveItem($0) }
+            let subject: PriceSubject = if let sku { .sku(sku) } else if let item { .item(CatalogObjectID(item.id)) } else { .object(CatalogObjectID(id!)) }
             let (since, until) = (try since.map(global.time), try until.map(global.time))
             let found = if let db { try access.projectionLedger(db: db).prices(subject, sinceNanos: since, untilNanos: until) }
                 else { try access.queries().prices(subject, sinceNanos: since, untilNanos: until) }
@@ -113,17 +115,22 @@ extension PricesCommand {
         // Each row's location as named at its time: the ledger's recorded ListLocations answers
         // (the data directory's ledger, also for a replay file read with --db, when there is one).
         let directory = try (db == nil ? access.queries() : access.queriesIfLedger())?.locationDirectory()
-        guard let answer = try access.projection(db: db).catalogPrices(sinceNanos: since, untilNanos: until, category: category,
-                                                                       location: location, locationDirectory: directory) else {
-            throw CLIError(.notFound, "no category \"\(category ?? "")\" in the catalog", hint: "list them with `catledger categories`")
-        }
+        // A category or location is an id or a name (a former one too); one that names nothing, or
+        // several, is an error (exit 3), never an empty answer.
+        let projection = try access.projection(db: db)
+        let category = try self.category.map { try projection.resolveCategory($0) }
+        let location = try self.location.map { try projection.resolveLocation($0, directory: directory) }
+        let answer = try projection.catalogPrices(sinceNanos: since, untilNanos: until, category: category,
+                                                  location: location, locationDirectory: directory)
         if db == nil { access.warnIfLastVerificationFailed() }
         let time = try global.timeDisplay()
         switch format ?? (global.json ? .json : .table) {
         case .json: try printJSON(answer)
         case .csv: print(PriceRendering.csv(answer, time: time), terminator: "")
         case .table:
-            print("\(answer.changes.count) price change(s) in the catalog\n\n" + PriceRendering.table(answer, time: time))
+            let scope = [category.map { "in \($0.echo) at the time of each change" }, location.map { "at \($0.echo)" }].compactMap { $0 }
+            print("\(answer.changes.count) price change(s) in the catalog\(scope.isEmpty ? "" : ", " + scope.joined(separator: ", "))\n\n"
+                + PriceRendering.table(answer, time: time))
         }
     }
 }

@@ -73,7 +73,7 @@ struct SearchCommand: AsyncParsableCommand {
     @Argument(help: "What to look for, e.g. \"cofee mug\" or a scanned barcode.")
     var text: String
 
-    @Option(help: "Only items in this category id.")
+    @Option(help: "Only items in this category (a name or an id).")
     var category: String?
 
     @Option(help: "At most this many results (1-\(SearchAnswer.maximumLimit)).")
@@ -92,7 +92,8 @@ struct SearchCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors(json: global.json) {
             let access = LedgerAccess(options: global)
-            let answer = try access.projection(db: db).searchAnswer(text, categoryID: category, limit: limit)
+            let projection = try access.projection(db: db)
+            let answer = try projection.searchAnswer(text, categoryID: try category.map { try projection.resolveCategory($0).id }, limit: limit)
             if db == nil { access.warnIfLastVerificationFailed() }
             if global.json { try printJSON(answer); return }
             print(SearchRendering.table(answer))

@@ -106,7 +106,11 @@ public enum ProjectionReplay {
                 if let progress, event.sequence % 1_000 == 999 { progress(ProjectionProgress(processed: event.sequence + 1, total: total)) }
                 switch event.body {
                 case .objectObserved, .objectDeleted:
-                    try writer.refreshConflicts(after: event, in: db) { try ConflictDiagnosis.rows(of: $0, index: diagnoses) }
+                    // A fact after the point does not re-diagnose the incidents the file holds: they
+                    // are answered as the point knew them.
+                    if point.admits(event) {
+                        try writer.refreshConflicts(after: event, in: db) { try ConflictDiagnosis.rows(of: $0, index: diagnoses) }
+                    }
                     let id = event.header!.objectID
                     let previous = state[id]
                     state.apply(event)
@@ -118,7 +122,8 @@ public enum ProjectionReplay {
                     }
                 case .upsertRejected:
                     state.apply(event)
-                    guard point.admits(event) else { continue }
+                    // A refusal has no Square time: its ledger time places it, as a locations answer's does.
+                    guard point.admits(event), point.squareTimeMax.map({ event.recordedAt <= $0 }) ?? true else { continue }
                     try writer.insert(try ConflictDiagnosis.row(for: event, index: diagnoses), in: db)
                     summary.conflicts += 1
                 case .priceHistoryRetained(let record):

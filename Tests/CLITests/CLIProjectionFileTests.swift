@@ -79,6 +79,30 @@ struct CLIProjectionFileTests {
         }
     }
 
+    @Test("a replay's conflicts are the incidents its point knew: none refused after it")
+    func aReplaysIncidentsEndAtItsPoint() throws {
+        func incidents(_ arguments: [String]) throws -> [(incident: Int64, at: Int64)] {
+            let answer = try JSONSerialization.jsonObject(with: Data(try Self.output(arguments + ["--json"]).utf8)) as? [String: Any]
+            return (answer?["conflicts"] as? [[String: Any]] ?? []).compactMap { row in
+                guard let incident = (row["incident"] as? NSNumber)?.int64Value,
+                      let at = (row["rejected_at_ns"] as? NSNumber)?.int64Value else { return nil }
+                return (incident, at)
+            }
+        }
+        let pointNs = Int64(try #require(ISO8601DateFormatter().date(from: Self.point)).timeIntervalSince1970) * 1_000_000_000
+        let all = try incidents(["conflicts"])
+        let replayed = try incidents(["conflicts", "--db", Self.replay])
+        #expect(all.contains { $0.at > pointNs }, "the sample has incidents after the point")
+        #expect(replayed.map(\.incident) == all.filter { $0.at <= pointNs }.map(\.incident),
+                "the replay lists exactly the incidents refused by its point: \(replayed.map(\.incident))")
+        // An early replay (2026-10-05) knows no incident at all: the first was refused on 2026-10-07.
+        let early = Scratch.path("replay-early") + ".sqlite"
+        defer { try? FileManager.default.removeItem(atPath: early) }
+        let made = try CatLedgerProcess.run(["replay", "--at", "2026-10-05", "--out", early, "--data-dir", Self.ledger])
+        #expect(made.status == 0, "\(made.standardError)")
+        #expect(try incidents(["conflicts", "--db", early]).isEmpty)
+    }
+
     @Test("a replay refuses a question about a moment after its point, and says how to get the answer")
     func aReplayKnowsNothingAfterItsPoint() throws {
         let later = try CatLedgerProcess.run(["diff", "--from", "2026-10-02", "--to", "2026-11-08", "--db", Self.replay, "--data-dir", Self.ledger])

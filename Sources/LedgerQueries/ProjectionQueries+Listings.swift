@@ -161,12 +161,24 @@ public struct LocationsAnswer: Sendable, Encodable {
 extension ProjectionQueries {
     /// Every live item (by name), optionally only those of one category (an id or a name it has or
     /// had, `resolveCategory`: unknown or ambiguous throws `FilterValueError`).
-    public func itemsAnswer(category: String? = nil) throws -> ItemsAnswer {
+    /// `locationDirectory` (the ledger's recorded ListLocations answers, when there is a ledger) names
+    /// the locations as of the projection's point (`locationNames(asOfPointWith:)`).
+    public func itemsAnswer(category: String? = nil, locationDirectory: LocationDirectory? = nil) throws -> ItemsAnswer {
         let categories = try self.categories()
         let categoryID = try category.map { try resolveCategory($0).id }
         let items = try allItems(categoryID: categoryID)
         return ItemsAnswer(items: items, categoryNames: Dictionary(categories.map { ($0.id, $0.name ?? $0.id) }) { a, _ in a },
-                           names: CatalogNames(locations: try locationNames()))
+                           names: CatalogNames(locations: try locationNames(asOfPointWith: locationDirectory)))
+    }
+
+    /// Location id -> name as of the projection's point: the ledger's recorded answers (`directory`:
+    /// the name in force then, or, for a point before every answer naming it, the first name learned,
+    /// as every other answer names locations) over the file's own `locations` (a replay of a point
+    /// before the first ListLocations answer holds none, so its names would be the ids).
+    public func locationNames(asOfPointWith directory: LocationDirectory?) throws -> [String: String] {
+        let own = try locationNames()
+        guard let directory else { return own }
+        return own.merging(directory.names(asOf: try projectionPoint().point)) { _, recorded in recorded }
     }
 
     /// Every live category (by name) with its count of live items.
@@ -179,8 +191,9 @@ extension ProjectionQueries {
         })
     }
 
-    /// Every location recorded or named by the live catalog, by id.
-    public func locationsAnswer() throws -> LocationsAnswer {
+    /// Every location recorded or named by the live catalog, by id; with `locationDirectory` (the
+    /// ledger's), named as of the projection's point.
+    public func locationsAnswer(locationDirectory: LocationDirectory? = nil) throws -> LocationsAnswer {
         var present: [String: Int] = [:]
         var absent: [String: Int] = [:]
         var overrides: [String: Int] = [:]
@@ -194,8 +207,9 @@ extension ProjectionQueries {
         }
         let recorded = Dictionary(try locations().map { ($0.id, $0) }) { first, _ in first }
         let ids = Set(present.keys).union(absent.keys).union(overrides.keys).union(recorded.keys).sorted()
+        let named = locationDirectory == nil ? [:] : try locationNames(asOfPointWith: locationDirectory)
         return LocationsAnswer(locations: ids.map { id in
-            .init(id: id, name: recorded[id].flatMap { $0.name.isEmpty ? nil : $0.name } ?? id,
+            .init(id: id, name: named[id] ?? recorded[id].flatMap { $0.name.isEmpty ? nil : $0.name } ?? id,
                   status: recorded[id].flatMap { $0.status.isEmpty ? nil : $0.status },
                   itemsPresent: present[id] ?? 0, itemsAbsent: absent[id] ?? 0, priceOverrides: overrides[id] ?? 0)
         })

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CatalogModel
 import CatalogProjections
 import Foundation
 import LedgerQueries
@@ -18,6 +19,13 @@ struct ListingSource: ParsableArguments {
     func validate() throws {
         if db != nil && (at != nil || asKnownAt != nil) { throw ValidationError("--db is a replay already: give --at or --db, not both") }
         if asKnownAt != nil && at == nil { throw ValidationError("--as-known-at goes with --at") }
+    }
+
+    /// The ledger's recorded ListLocations answers (the data directory's ledger; nil for a `--db`
+    /// file without one), so a listing names locations as of its point.
+    func locationDirectory(_ global: GlobalOptions) throws -> LocationDirectory? {
+        let access = LedgerAccess(options: global)
+        return try (db == nil ? access.queries() : access.queriesIfLedger())?.locationDirectory()
     }
 
     /// Runs `body` on the chosen projection.
@@ -58,7 +66,9 @@ struct ItemsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let answer = try source.read(global, { try $0.itemsAnswer(category: category) })
+            // Locations named as of the listing's point from the ledger's recorded answers (#43 item 6).
+            let directory = try source.locationDirectory(global)
+            let answer = try source.read(global, { try $0.itemsAnswer(category: category, locationDirectory: directory) })
             if global.json { try printJSON(answer); return }
             var table = TextTable(["item", "variation", "sku", "price", "per location", "categories", "id"],
                                   alignments: [.left, .left, .left, .right, .left, .left, .left])
@@ -121,7 +131,8 @@ struct LocationsCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let answer = try source.read(global) { try $0.locationsAnswer() }
+            let directory = try source.locationDirectory(global)
+            let answer = try source.read(global) { try $0.locationsAnswer(locationDirectory: directory) }
             if global.json { try printJSON(answer); return }
             var table = TextTable(["location", "id", "status", "items present", "items absent", "own prices"],
                                   alignments: [.left, .left, .left, .right, .right, .right])

@@ -9,20 +9,45 @@ import SquareWire
 /// - a date or a date with a time, read in the stated time zone: `2026-11-03`, `2026-11-03 14:03`,
 ///   `2026-11-03T14:03:05`
 /// - relative: `now`, `today`, `yesterday`, `today 09:30`, `yesterday 14:00`, `2h ago`, `90 min ago`,
-///   `3 days ago`, `1w ago`, `45s ago`, `last week` (today's midnight minus 7 days), `last month`
-///   (today's midnight minus one calendar month)
+///   `3 days ago`, `1w ago`, `45s ago`
+/// - calendar periods as people mean them: `last week` (the previous calendar week, Monday to
+///   Sunday, ISO 8601), `last month` (the previous calendar month), `this week`, `this month`
+/// - rolling windows: `past 30 days`, `past 7 days`, `past 24 hours`, `past 2 weeks`, `past week`
+///   (from that long before now, to now)
 /// - raw clocks: `@1700000000000` (Unix milliseconds, as Square versions are) and `ns:1700000000000000000`.
+///
+/// A day (a date without a clock, `today`, `yesterday`) or a period is a span: it starts at
+/// `nanosecondsSinceEpoch` and covers through `end` (its last nanosecond), so `--until 2026-11-30`
+/// covers the whole of Nov 30 and `--until "last month"` all of it; a point's `end` is the point.
 ///
 /// Parsing is pure: the caller supplies `now` and the time zone, so the result is reproducible.
 package struct TimeExpression: Sendable, Equatable {
-    /// Nanoseconds since the Unix epoch, UTC.
+    /// Nanoseconds since the Unix epoch, UTC: the point, or the start of the day or period.
     public let nanosecondsSinceEpoch: Int64
+    /// The last nanosecond the expression covers: the end of the day or period; the point itself otherwise.
+    public let end: Int64
     /// The text as given, for messages.
     public let text: String
 
     public init(parsing text: String, now: Int64, timeZone: TimeZone) throws(TimeExpressionError) {
         self.text = text
-        self.nanosecondsSinceEpoch = try TimeExpression.resolve(text, now: now, timeZone: timeZone)
+        (nanosecondsSinceEpoch, end) = try TimeExpression.span(text, now: now, timeZone: timeZone)
+    }
+
+    /// A window's two bounds as typed (either open): the start of `since`, the end of `until`;
+    /// `since` later than `until` is an error (a window that holds nothing is a mistake, not an answer).
+    public static func window(since: String?, until: String?, now: Int64,
+                              timeZone: TimeZone) throws(TimeExpressionError) -> (since: Int64?, until: Int64?) {
+        let start = try since.map { (text: String) throws(TimeExpressionError) -> Int64 in
+            try TimeExpression(parsing: text, now: now, timeZone: timeZone).nanosecondsSinceEpoch
+        }
+        let end = try until.map { (text: String) throws(TimeExpressionError) -> Int64 in
+            try TimeExpression(parsing: text, now: now, timeZone: timeZone).end
+        }
+        if let start, let end, start > end, let since, let until {
+            throw TimeExpressionError(text: since, reason: "it is later than the end of the window \"\(until)\"", isOrder: true)
+        }
+        return (start, end)
     }
 }
 
@@ -30,16 +55,75 @@ package struct TimeExpression: Sendable, Equatable {
 package struct TimeExpressionError: Error, Equatable, CustomStringConvertible, Sendable {
     public let text: String
     public let reason: String
+    /// A window whose start is after its end (each bound read fine).
+    public var isOrder = false
+
+    public init(text: String, reason: String, isOrder: Bool = false) {
+        self.text = text
+        self.reason = reason
+        self.isOrder = isOrder
+    }
 
     public var description: String {
-        "cannot read the time \"\(text)\": \(reason). Use RFC 3339 (2026-11-03T14:03:00Z), a date " +
-            "(2026-11-03 or 2026-11-03 14:03), a relative time (2h ago, 3 days ago, yesterday 14:00, last week, last month, now), " +
+        if isOrder { return "the start \"\(text)\" \(reason): give the earlier time as the start" }
+        return "cannot read the time \"\(text)\": \(reason). Use RFC 3339 (2026-11-03T14:03:00Z), a date " +
+            "(2026-11-03 or 2026-11-03 14:03), a relative time (2h ago, 3 days ago, yesterday 14:00, now), a calendar " +
+            "period (last week, last month, this week, this month), a rolling window (past 7 days, past 30 days), " +
             "or @UNIX_MILLISECONDS"
     }
 }
 
 extension TimeExpression {
     static let nanosPerSecond: Int64 = 1_000_000_000
+
+    /// The start and the last nanosecond of what `raw` names: a day or a calendar period spans it,
+    /// a rolling window runs to now, anything else is one point.
+    static func span(_ raw: String, now: Int64, timeZone: TimeZone) throws(TimeExpressionError) -> (Int64, Int64) {
+        let text = raw.trimmingCharacters(in: .whitespaces).lowercased().split(separator: " ").joined(separator: " ")
+        func fail(_ reason: String) -> TimeExpressionError { TimeExpressionError(text: raw, reason: reason) }
+        guard text.count <= 64 else { throw fail("it is too long") }
+        if let period = try period(text, now: now, timeZone: timeZone, fail: fail) { return period }
+        if text.hasPrefix("past ") {
+            let body = String(text.dropFirst(5))
+            let counted = body.first?.isNumber == true ? body : "1 " + body
+            return (try relativeAgo(counted + " ago", now: now, fail: fail), now)
+        }
+        let start = try resolve(raw, now: now, timeZone: timeZone)
+        // A whole day: a date without a clock, today, yesterday.
+        let isDay = text == "today" || text == "yesterday"
+            || (text.count == 10 && text.filter { $0 == "-" }.count == 2 && text.first?.isNumber == true)
+        guard isDay else { return (start, start) }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = timeZone
+        guard let next = calendar.date(byAdding: DateComponents(day: 1), to: Date(timeIntervalSince1970: Double(start) / 1e9)) else {
+            return (start, start)
+        }
+        let end = (try? nanoseconds(next, fail: fail)).map { $0 - 1 } ?? .max
+        return (start, end)
+    }
+
+    /// `last week`, `last month`, `this week`, `this month` in the zone: the calendar period's first
+    /// nanosecond and its last (weeks from Monday, ISO 8601).
+    private static func period(_ text: String, now: Int64, timeZone: TimeZone,
+                               fail: (String) -> TimeExpressionError) throws(TimeExpressionError) -> (Int64, Int64)? {
+        let unit: Calendar.Component
+        let back: Int
+        switch text {
+        case "last week": (unit, back) = (.weekOfYear, -1)
+        case "this week": (unit, back) = (.weekOfYear, 0)
+        case "last month": (unit, back) = (.month, -1)
+        case "this month": (unit, back) = (.month, 0)
+        default: return nil
+        }
+        var calendar = Calendar(identifier: .iso8601)
+        calendar.timeZone = timeZone
+        let today = Date(timeIntervalSince1970: Double(now) / 1e9)
+        guard let current = calendar.dateInterval(of: unit, for: today),
+              let start = calendar.date(byAdding: unit, value: back, to: current.start),
+              let next = calendar.date(byAdding: unit, value: 1, to: start)
+        else { throw fail("that period does not exist") }
+        return (try nanoseconds(start, fail: fail), try nanoseconds(next, fail: fail) - 1)
+    }
 
     static func resolve(_ raw: String, now: Int64, timeZone: TimeZone) throws(TimeExpressionError) -> Int64 {
         let text = raw.trimmingCharacters(in: .whitespaces).lowercased()
@@ -63,14 +147,6 @@ extension TimeExpression {
         }
         if text.hasPrefix("today") || text.hasPrefix("yesterday") {
             return try dayRelative(text, now: now, timeZone: timeZone, fail: fail)
-        }
-        if text == "last week" || text == "last month" {
-            var calendar = Calendar(identifier: .gregorian)
-            calendar.timeZone = timeZone
-            let midnight = calendar.startOfDay(for: Date(timeIntervalSince1970: Double(now) / 1e9))
-            let back = text == "last week" ? DateComponents(day: -7) : DateComponents(month: -1)
-            guard let date = calendar.date(byAdding: back, to: midnight) else { throw fail("that day does not exist") }
-            return try nanoseconds(date, fail: fail)
         }
         if let dot = text.firstIndex(of: "."), text[text.index(after: dot)...].prefix(while: \.isNumber).count > 9 {
             throw fail("at most 9 fractional digits (nanoseconds)")

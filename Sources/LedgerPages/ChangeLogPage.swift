@@ -40,8 +40,7 @@ extension Pages {
         filter.device = query.first("device")
         filter.location = try query.first("location").map { try filterLocation(context, $0) }
         filter.category = try query.first("category").map { try filterCategory(context, $0) }
-        filter.since = try context.clock.parse(query.first("since"), field: "from", now: context.now)
-        filter.until = try context.clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
+        (filter.since, filter.until) = try context.clock.window(since: query.first("since"), until: query.first("until"), now: context.now)
         if let page = query.first("page") {
             guard let number = Int(page), number >= 1 else { throw PageInputError(message: "page \"\(page)\" is not a page number") }
             request.page = number

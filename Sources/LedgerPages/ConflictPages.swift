@@ -21,8 +21,7 @@ extension Pages {
         var notice = HTML()
         var page = 1
         do {
-            filter.since = try context.clock.parse(query.first("since"), field: "from", now: context.now)
-            filter.until = try context.clock.parse(query.first("until"), field: "to", now: context.now, endOfDay: true)
+            (filter.since, filter.until) = try context.clock.window(since: query.first("since"), until: query.first("until"), now: context.now)
             if let text = query.first("page") {
                 guard let number = Int(text), number >= 1 else { throw PageInputError(message: "page \"\(text)\" is not a page number") }
                 page = number

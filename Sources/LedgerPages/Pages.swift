@@ -196,17 +196,28 @@ struct Clock: Sendable {
         "<time datetime=\"\(RFC3339.format(nanoseconds: nanoseconds))\" title=\"\(Self.utc(nanoseconds))\">\(text(nanoseconds))</time>"
     }
 
-    /// A time typed in a filter (`2026-10-05`, `2026-10-05T14:00`, RFC 3339, `last week`, ...): without
-    /// an offset it is read in the zone; a bare date as an upper bound means the end of that day.
+    /// A time typed in a filter (`2026-10-05`, `2026-10-05T14:00`, RFC 3339, `last week`, ...), read as
+    /// the CLI reads it (`TimeExpression`): without an offset in the zone; as an upper bound
+    /// (`endOfDay`) a day or a period means its end (a date: all of that day; `last month`: all of it).
     func parse(_ text: String?, field: String, now: Int64, endOfDay: Bool = false) throws -> Int64? {
         guard let text, !text.isEmpty else { return nil }
         do {
-            let nanos = try TimeExpression(parsing: text, now: now, timeZone: zone).nanosecondsSinceEpoch
-            let isDate = text.count == 10 && text.filter { $0 == "-" }.count == 2
-            return endOfDay && isDate ? nanos + 86_400_000_000_000 - 1 : nanos
+            let expression = try TimeExpression(parsing: text, now: now, timeZone: zone)
+            return endOfDay ? expression.end : expression.nanosecondsSinceEpoch
         } catch {
             throw PageInputError(message: "\(field): \(error)")
         }
+    }
+
+    /// A window's bounds typed in a filter (either open), read as `parse` reads them; a start later
+    /// than the end is said, as the CLI refuses it, never answered with an empty page.
+    func window(since: String?, until: String?, now: Int64, fields: (String, String) = ("from", "to")) throws -> (Int64?, Int64?) {
+        let start = try parse(since, field: fields.0, now: now)
+        let end = try parse(until, field: fields.1, now: now, endOfDay: true)
+        if let start, let end, start > end {
+            throw PageInputError(message: "\(fields.0) \"\(since ?? "")\" is later than \(fields.1) \"\(until ?? "")\": give the earlier time first")
+        }
+        return (start, end)
     }
 
     /// A point in both clocks as people read it: `2026-10-05 00:00:00 UTC`, `now`, plus `as known at ...`.

@@ -11,15 +11,18 @@ enum ReadAPI {
     /// `GET /merchants/{id}/objects/{object_id}[?at=RFC3339][&as_known_at=RFC3339]`
     static func object(_ merchant: MerchantLedger, id: String, at: String?, asKnownAt: String?) throws -> JSONAnswer {
         var point = AsOf.latest
+        // Times read as the CLI and the pages read them (`APITime`: `TimeExpression` in UTC).
         if let at {
-            guard let nanos = RFC3339.nanoseconds(at) else { return .error(400, "bad_time", "at=\(at) is not RFC 3339") }
-            point.squareTimeMax = nanos
+            switch APITime.point(at, parameter: "at") {
+            case .success(let nanos): point.squareTimeMax = nanos
+            case .failure(let error): return error.answer
+            }
         }
         if let asKnownAt {
-            guard let nanos = RFC3339.nanoseconds(asKnownAt) else {
-                return .error(400, "bad_time", "as_known_at=\(asKnownAt) is not RFC 3339")
+            switch APITime.point(asKnownAt, parameter: "as_known_at") {
+            case .success(let nanos): point.ledgerTimeMax = nanos
+            case .failure(let error): return error.answer
             }
-            point.ledgerTimeMax = nanos
         }
         guard let answer = try merchant.queries.object(CatalogObjectID(id), asOf: point) else {
             return .error(404, "not_found", "no object \(id) as of \(point)")
@@ -36,13 +39,17 @@ enum ReadAPI {
             return .error(409, "no_square", "this server has no Square connection to check against")
         }
         guard let at else { return .error(400, "bad_time", "at= is required (RFC 3339)") }
-        guard let squareTime = RFC3339.nanoseconds(at) else { return .error(400, "bad_time", "at=\(at) is not RFC 3339") }
+        let squareTime: Int64
+        switch APITime.point(at, parameter: "at") {
+        case .success(let nanos): squareTime = nanos
+        case .failure(let error): return error.answer
+        }
         var knownAt: Int64?
         if let asKnownAt {
-            guard let nanos = RFC3339.nanoseconds(asKnownAt) else {
-                return .error(400, "bad_time", "as_known_at=\(asKnownAt) is not RFC 3339")
+            switch APITime.point(asKnownAt, parameter: "as_known_at") {
+            case .success(let nanos): knownAt = nanos
+            case .failure(let error): return error.answer
             }
-            knownAt = nanos
         }
         var sampleSize: Int?
         if let sample {

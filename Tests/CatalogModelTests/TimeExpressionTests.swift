@@ -38,11 +38,63 @@ struct TimeExpressionTests {
         #expect(try resolve("yesterday 14:00") == Self.now - 22 * 3_600_000_000_000)
         #expect(try resolve("2026-11-22") == Self.now - 12 * 3_600_000_000_000)
         #expect(try resolve("2026-11-22 12:00") == Self.now)
-        // Now is 2026-11-22 12:00 UTC: last week starts at 2026-11-15 00:00, last month at 2026-10-22 00:00.
-        #expect(try resolve("last week") == Self.now - (7 * 24 + 12) * 3_600_000_000_000)
-        #expect(try resolve("Last Month") == Self.now - (31 * 24 + 12) * 3_600_000_000_000)
+        // Now is Sunday 2026-11-22 12:00 UTC: last week is the calendar week Monday 11-09 to Sunday 11-15,
+        // last month is October (issue 43 item 9: no more rolling 7 / 30 days under those names).
+        #expect(try resolve("last week") == (try resolve("2026-11-09T00:00:00Z")))
+        #expect(try resolve("Last Month") == (try resolve("2026-10-01T00:00:00Z")))
         let berlin = TimeZone(identifier: "Europe/Berlin")!
         #expect(try resolve("2026-11-22 13:00", zone: berlin) == Self.now)
+    }
+
+    func span(_ text: String, zone: TimeZone = utc) throws -> (Int64, Int64) {
+        let expression = try TimeExpression(parsing: text, now: Self.now, timeZone: zone)
+        return (expression.nanosecondsSinceEpoch, expression.end)
+    }
+
+    static let hour: Int64 = 3_600_000_000_000
+
+    @Test("a date, a day word or a calendar period spans all of it; a point is itself (issue 43 item 9)")
+    func spans() throws {
+        let nov30 = try resolve("2026-11-30T00:00:00Z")
+        #expect(try span("2026-11-30") == (nov30, nov30 + 24 * Self.hour - 1), "--until 2026-11-30 covers the whole day")
+        #expect(try span("today") == (Self.now - 12 * Self.hour, Self.now + 12 * Self.hour - 1))
+        #expect(try span("yesterday") == (Self.now - 36 * Self.hour, Self.now - 12 * Self.hour - 1))
+        #expect(try span("last week") == (try resolve("2026-11-09T00:00:00Z"), try resolve("2026-11-16T00:00:00Z") - 1))
+        #expect(try span("this week") == (try resolve("2026-11-16T00:00:00Z"), try resolve("2026-11-23T00:00:00Z") - 1))
+        #expect(try span("last month") == (try resolve("2026-10-01T00:00:00Z"), try resolve("2026-11-01T00:00:00Z") - 1))
+        #expect(try span("this month") == (try resolve("2026-11-01T00:00:00Z"), try resolve("2026-12-01T00:00:00Z") - 1))
+        #expect(try span("2026-11-30 14:00") == (nov30 + 14 * Self.hour, nov30 + 14 * Self.hour), "a clock is a point")
+        #expect(try span("2h ago") == (Self.now - 2 * Self.hour, Self.now - 2 * Self.hour))
+        // January's "last month" is December of the year before; a zone moves the period's edges.
+        let january = try TimeExpression(parsing: "last month", now: try resolve("2027-01-15T00:00:00Z"), timeZone: Self.utc)
+        let (december, newYear) = (try resolve("2026-12-01T00:00:00Z"), try resolve("2027-01-01T00:00:00Z"))
+        #expect(january.nanosecondsSinceEpoch == december && january.end == newYear - 1)
+        let paris = TimeZone(identifier: "Europe/Paris")!
+        #expect(try span("last month", zone: paris).0 == (try resolve("2026-09-30T22:00:00Z")))
+    }
+
+    @Test("rolling windows keep a name of their own: past 30 days, past 7 days, past week")
+    func rolling() throws {
+        #expect(try span("past 30 days") == (Self.now - 30 * 24 * Self.hour, Self.now))
+        #expect(try span("Past 7 Days") == (Self.now - 7 * 24 * Self.hour, Self.now))
+        #expect(try span("past week") == (Self.now - 7 * 24 * Self.hour, Self.now))
+        #expect(try span("past 24 hours") == (Self.now - 24 * Self.hour, Self.now))
+        #expect(throws: TimeExpressionError.self) { try span("past fortnight") }
+    }
+
+    @Test("a window whose start is later than its end is an error, not an empty window")
+    func windowOrder() throws {
+        let window = try TimeExpression.window(since: "2026-11-01", until: "2026-11-30", now: Self.now, timeZone: Self.utc)
+        let (november, december) = (try resolve("2026-11-01T00:00:00Z"), try resolve("2026-12-01T00:00:00Z"))
+        #expect(window.since == november && window.until == december - 1)
+        #expect(try TimeExpression.window(since: "2026-11-30", until: "2026-11-30", now: Self.now, timeZone: Self.utc).since != nil,
+                "one day is a window")
+        do {
+            _ = try TimeExpression.window(since: "2026-11-30", until: "2026-11-01", now: Self.now, timeZone: Self.utc)
+            Issue.record("a reversed window was accepted")
+        } catch {
+            #expect(error.isOrder && error.description.contains("2026-11-01"), "\(error)")
+        }
     }
 
     @Test("Unix milliseconds, as Square versions are")

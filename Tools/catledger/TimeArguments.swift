@@ -13,6 +13,21 @@ extension GlobalOptions {
         }
     }
 
+    /// A window of `--since`/`--until` (either open) as people mean it: a date or a period as `--until`
+    /// covers all of it (`--until 2026-11-30` runs through 23:59:59.999999999 of Nov 30); `--since`
+    /// later than `--until` is a usage error (exit 64), never an empty answer.
+    func window(since: String?, until: String?) throws -> (since: Int64?, until: Int64?) {
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        let zone = try timeZone()
+        do {
+            return try TimeExpression.window(since: since, until: until, now: now, timeZone: zone)
+        } catch {
+            throw CLIError(.usage, error.isOrder ? "--since \"\(since ?? "")\" is later than --until \"\(until ?? "")\""
+                                                   : error.description,
+                           hint: error.isOrder ? "give the earlier time to --since" : nil)
+        }
+    }
+
     /// The retention horizon for `--retain DURATION` ("90d", "12 weeks", "36h"): now minus the span.
     func horizon(retaining duration: String) throws -> Int64 {
         let text = duration.trimmingCharacters(in: .whitespaces)

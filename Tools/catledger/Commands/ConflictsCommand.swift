@@ -42,7 +42,8 @@ struct ConflictsCommand: AsyncParsableCommand {
                 throw CLIError(.usage, "unknown class \"\(classification)\"",
                                hint: "one of " + VersionMismatchDiagnosis.Classification.allCases.map(\.rawValue).joined(separator: ", "))
             }
-            let filter = ConflictFilter(since: try since.map(global.time), until: try until.map(global.time),
+            let window = try global.window(since: since, until: until)
+            let filter = ConflictFilter(since: window.since, until: window.until,
                                         classification: classification, device: device, actor: actor)
             let access = LedgerAccess(options: global)
             let answer: ConflictsAnswer

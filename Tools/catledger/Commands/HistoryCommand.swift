@@ -43,7 +43,8 @@ struct HistoryCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors(json: global.json) {
-            let filter = HistoryFilter(since: try since.map(global.time), until: try until.map(global.time), limit: limit)
+            let window = try global.window(since: since, until: until)
+            let filter = HistoryFilter(since: window.since, until: window.until, limit: limit)
             let access = LedgerAccess(options: global)
             let found = if let db { try access.projectionLedger(db: db).history(of: CatalogObjectID(id), filter: filter) }
                 else { try access.queries().history(of: CatalogObjectID(id), filter: filter) }

@@ -75,7 +75,7 @@ struct PricesCommand: AsyncParsableCommand {
             // --item is an id or a name (deleted items too): one item, else exit 3 with the candidates.
             let item = try self.item.map { try access.projection(db: db).resolveItem($0) }
             let subject: PriceSubject = if let sku { .sku(sku) } else if let item { .item(CatalogObjectID(item.id)) } else { .object(CatalogObjectID(id!)) }
-            let (since, until) = (try since.map(global.time), try until.map(global.time))
+            let (since, until) = try global.window(since: since, until: until)
             let found = if let db { try access.projectionLedger(db: db).prices(subject, sinceNanos: since, untilNanos: until) }
                 else { try access.queries().prices(subject, sinceNanos: since, untilNanos: until) }
             guard let answer = found else {
@@ -110,8 +110,7 @@ extension PricesCommand {
     /// `--all`: the catalog's price changes in the window, from the projection's price_history.
     func catalogWide() throws {
         let access = LedgerAccess(options: global)
-        let since = try self.since.map(global.time)
-        let until = try self.until.map(global.time)
+        let (since, until) = try global.window(since: self.since, until: self.until)
         // Each row's location as named at its time: the ledger's recorded ListLocations answers
         // (the data directory's ledger, also for a replay file read with --db, when there is one).
         let directory = try (db == nil ? access.queries() : access.queriesIfLedger())?.locationDirectory()

@@ -31,6 +31,11 @@ public struct VerificationRecord: Sendable, Codable, Equatable {
     public var problemCount: Int
     /// The first problems, each with its location.
     public var problems: [String]
+    /// Versions an accepted write named that Square never showed though a sync ran after it
+    /// (`ClaimConfirmation`, the full check only): flagged, not problems. nil in older records.
+    public var unconfirmedClaimCount: Int?
+    /// The first of them, each as one line.
+    public var unconfirmedClaims: [String]?
 
     public init(scope: Scope, problems: [String], checkedAt: Date = Date()) {
         self.ok = problems.isEmpty
@@ -49,6 +54,17 @@ public struct VerificationRecord: Sendable, Codable, Equatable {
         case ok, scope, problems
         case checkedAt = "checked_at"
         case problemCount = "problem_count"
+        case unconfirmedClaimCount = "unconfirmed_claim_count"
+        case unconfirmedClaims = "unconfirmed_claims"
+    }
+
+    /// This record with the claims Square never confirmed (each described in one line).
+    public func flagging(unconfirmed lines: [String]) -> VerificationRecord {
+        guard !lines.isEmpty else { return self }
+        var record = self
+        record.unconfirmedClaimCount = lines.count
+        record.unconfirmedClaims = Array(lines.prefix(Self.problemsKept))
+        return record
     }
 
     /// The last record of the ledger at `layout`, or nil when none was written (or it cannot be read).

@@ -17,6 +17,12 @@ public struct UnconfirmedClaim: Sendable, Hashable {
     public var idempotencyKey: String
     /// The highest version Square showed of the object after the claim; nil when none.
     public var squareVersion: Int64?
+
+    /// One line for people (`verify`, the health page).
+    public var line: String {
+        "\(objectID.rawValue) v\(claimedVersion) (event \(sequence), key \(idempotencyKey)); Square shows "
+            + (squareVersion.map { "v\($0)" } ?? "no version")
+    }
 }
 
 /// Reads a log in order and keeps the claims Square has not confirmed. Not thread-safe.

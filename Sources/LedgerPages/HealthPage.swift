@@ -27,6 +27,14 @@ extension Pages {
             <p><span class="tag \(record.ok ? "good" : "bad")">\(record.ok ? "passed" : "FAILED")</span> \(record.scope.rawValue) check at \(context.clock.written(record.checkedAt))\
             \(record.ok ? "" : ", \(record.problemCount) problem(s)")</p>\(problems.isEmpty ? "" : "<ul>\(problems)</ul>" as HTML)
             """
+            if let count = record.unconfirmedClaimCount, count > 0 {
+                let claims: [HTML] = (record.unconfirmedClaims ?? []).map { "<li>\($0)</li>" }
+                verification = verification + """
+                <p><span class="tag bad">\(count) version(s) Square never confirmed</span> an app's report (or an edit) \
+                named them, and no sync since showed them: a forged or mistaken report, or a write Square lost.</p>\
+                <ul>\(claims)</ul>
+                """
+            }
         }
         let compactions: [HTML] = health.compactions.reversed().map {
             "<tr><td class=\"num\">\($0.sequence)</td><td>\(context.clock.ledger($0.recordedAt))</td><td class=\"num\">\($0.throughSequence)</td></tr>"

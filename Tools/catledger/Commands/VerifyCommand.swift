@@ -44,7 +44,8 @@ struct VerifyCommand: AsyncParsableCommand {
                 }
             }
             // Recorded for `show`, `search` and the server; a read-only data directory keeps the old record.
-            try? VerificationRecord(scope: .full, problems: problems).save(layout: access.layout)
+            try? VerificationRecord(scope: .full, problems: problems)
+                .flagging(unconfirmed: claims.unconfirmed.map(\.line)).save(layout: access.layout)
             // Same-version twins: how the join decided them, and the ones that need a person.
             let history = CatalogHistory(events: facts)
             let twins = history.twinCounts()
@@ -81,10 +82,7 @@ struct VerifyCommand: AsyncParsableCommand {
                 if !report.unconfirmedClaims.isEmpty {
                     print(Terminal.colour("\(report.unconfirmedClaims.count) version(s) Square never confirmed:", "33") +
                           " an accepted write (an app's report, or an edit) named them, and no sync since showed them.")
-                    for claim in report.unconfirmedClaims.prefix(20) {
-                        print("  - \(claim.objectID) v\(claim.claimedVersion) (seq \(claim.sequence), key \(claim.idempotencyKey)); " +
-                              "Square shows \(claim.squareVersion.map { "v\($0)" } ?? "no version")")
-                    }
+                    for claim in report.unconfirmedClaims.prefix(20) { print("  - \(claim.line)") }
                 }
             }
             if !report.ok { throw ExitCode(CLIError.Kind.corruptData.rawValue) }

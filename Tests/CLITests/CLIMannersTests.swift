@@ -199,7 +199,9 @@ struct CLIMannersTests {
         let table = try CatLedgerProcess.run(["prices", "--all", "--since", "2026-11-01", "--until", "2026-11-08",
                                               "--data-dir", CLIGoldenTests.ledger])
         #expect(table.status == 0, "\(table.standardError)")
-        #expect(table.standardOutput.hasPrefix("13 price change(s) in the catalog"), "\(table.standardOutput)")
+        // A date-only --until covers its whole day (issue 43, item 9): the 2026-11-08 23:06 change is in.
+        #expect(table.standardOutput.hasPrefix("14 price change(s) in the catalog"), "\(table.standardOutput)")
+        #expect(table.standardOutput.contains("2026-11-08T23:06:53Z"))
         #expect(table.standardOutput.contains("House Blend Beans") && table.standardOutput.contains("$14.00"))
         let csv = try CatLedgerProcess.run(["prices", "--all", "--format", "csv", "--data-dir", CLIGoldenTests.ledger])
         let lines = csv.standardOutput.split(separator: "\n")

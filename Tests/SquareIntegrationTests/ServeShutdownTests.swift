@@ -166,7 +166,7 @@ import TestSupport
         let process = Process()
         process.executableURL = try PackagePaths.executable("catledger")
         process.arguments = ["serve", "--json", "--log-level", "info", "--host", "127.0.0.1", "--port", "0",
-                             "--merchant", Kit.merchant, "--square-base-url", "http://127.0.0.1:\(try Self.closedPort())",
+                             "--merchant", Kit.merchant, "--square-base-url", "http://127.0.0.1:\(try PostgresServer.freePort())",
                              "--signature-key", Kit.signatureKey, "--notification-url", Kit.notificationURL,
                              "--data-dir", root.path, "--shutdown-timeout", "1s", "--sync-debounce-milliseconds", "0"]
         var environment = ProcessInfo.processInfo.environment
@@ -213,23 +213,6 @@ import TestSupport
         let ledger = try Ledger.open(layout: LedgerLayout(root: root.appendingPathComponent(Kit.merchant).path), logger: Kit.logger)
         defer { Task { try? await ledger.close() } }
         #expect(try ledger.reader.allEvents().filter { $0.kind == .webhookReceived }.count == 1)
-    }
-
-    /// A loopback port nobody listens on: bound to find a free one, then closed (connections refused).
-    static func closedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw LoopbackError(description: "no socket: errno \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw LoopbackError(description: "no free loopback port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// Runs `body`; false when it has not returned within `bound` (it is then left running).

@@ -185,9 +185,6 @@ public final class LedgerService: Sendable {
         try await directory.use(MerchantID(id), background: background, body)
     }
 
-    /// Square says the merchant revoked this app's authorization: no more syncs for it here, and the
-    /// registry marks it paused with why (registering it if it was only given by `--merchant`), so
-    /// the next start leaves it out. Its ledger is kept as it is.
     /// A redelivered (or replayed) revocation, first recorded at `firstRecordedAt`: it pauses the
     /// merchant only when the registry's state has not changed since then (the process that recorded
     /// it stopped before pausing). An operator's resume after it, or a pause already written, wins: a
@@ -205,6 +202,9 @@ public final class LedgerService: Sendable {
         authorizationRevoked(merchant, eventID: eventID)
     }
 
+    /// Square says the merchant revoked this app's authorization: no more syncs for it here, and the
+    /// registry marks it paused with why (registering it if it was only given by `--merchant`), so
+    /// the next start leaves it out. Its ledger is kept as it is.
     func authorizationRevoked(_ merchant: MerchantLedger, eventID: String) {
         let reason = "Square authorization revoked (webhook \(eventID))"
         merchant.health.revoke(reason: reason)
@@ -228,26 +228,26 @@ public final class LedgerService: Sendable {
     /// registry holds paused (its authorization revoked, or an operator's pause) or removed is left
     /// out even when given: `catledger merchant resume` brings it back.
     public static func merchantIDs(configured: [String], dataRoot: String) throws -> [String] {
-        let registered: [String]
-        let stopped: Set<String>
+        try registryMerchants(configured: configured, dataRoot: dataRoot).served
+    }
+
+    /// `merchantIDs`, and the registry's rows (not removed) whose ids are not Square merchant ids,
+    /// written before ids were checked: never served, reported in the log and by `GET
+    /// /admin/merchants` (`invalid_id`), removable with `catledger merchant remove`. One read of the
+    /// registry gives both.
+    public static func registryMerchants(configured: [String], dataRoot: String) throws -> (served: [String], invalid: [String]) {
+        let rows: [MerchantRecord]
         do {
-            let registry = try MerchantRegistry.open(dataRoot: dataRoot, create: false)
-            registered = try registry?.activeMerchantIDs() ?? []
-            stopped = Set(try registry?.list(includingRemoved: true).filter { $0.state != .active }.map(\.merchantID) ?? [])
+            rows = try MerchantRegistry.open(dataRoot: dataRoot, create: false)?.list(includingRemoved: true) ?? []
         } catch let error as RegistryError {
             throw EditError(.invalidRequest, error.description, location: "merchant registry")
         }
-        var seen = stopped
-        // A registry row whose id is not a Square merchant id (written before ids were checked) is
-        // never served: `invalidRegistryIDs` reports it. Compared byte for byte, not as Swift strings.
-        return (configured + registered.filter(MerchantRegistry.isValidMerchantID)).filter { seen.insert($0).inserted }
-    }
-
-    /// The registry's rows whose ids are not Square merchant ids: left out of serving, reported in the
-    /// log and by `GET /admin/merchants` (`invalid_id`), removable with `catledger merchant remove`.
-    public static func invalidRegistryIDs(dataRoot: String) -> [String] {
-        let rows = (try? MerchantRegistry.open(dataRoot: dataRoot, create: false)?.list(includingRemoved: false)) ?? nil
-        return (rows ?? []).map(\.merchantID).filter { !MerchantRegistry.isValidMerchantID($0) }
+        let registered = rows.filter { $0.state == .active }.map(\.merchantID)
+        var seen = Set(rows.filter { $0.state != .active }.map(\.merchantID))
+        // Compared byte for byte, not as Swift strings: an invalid row is never served.
+        let served = (configured + registered.filter(MerchantRegistry.isValidMerchantID)).filter { seen.insert($0).inserted }
+        let invalid = rows.filter { $0.state != .removed && !MerchantRegistry.isValidMerchantID($0.merchantID) }.map(\.merchantID)
+        return (served, invalid)
     }
 
     /// What runs beside the listeners in the server's service group: the nightly compaction's

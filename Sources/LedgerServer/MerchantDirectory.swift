@@ -103,8 +103,7 @@ public final class MerchantDirectory: @unchecked Sendable {
     /// Returns the ids added and removed.
     @discardableResult
     public func reload() async throws -> (added: [MerchantID], removed: [MerchantID]) {
-        let ids = try LedgerService.merchantIDs(configured: configuration.merchantIDs, dataRoot: configuration.dataRoot)
-        let invalid = LedgerService.invalidRegistryIDs(dataRoot: configuration.dataRoot)
+        let (ids, invalid) = try LedgerService.registryMerchants(configured: configuration.merchantIDs, dataRoot: configuration.dataRoot)
         if !invalid.isEmpty {
             logger.warning("the merchant registry holds ids that are not Square merchant ids; they are not served", metadata: [
                 "ids": "\(invalid.map { LogText.quoted($0) }.joined(separator: ", "))",

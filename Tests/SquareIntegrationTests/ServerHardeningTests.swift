@@ -83,7 +83,8 @@ import Testing
         defer { Kit.cleanUp(root) }
         try Self.writeLegacyRows([nfc, nfd, "MLGOOD"], root: root)
         #expect(try LedgerService.merchantIDs(configured: [Kit.merchant], dataRoot: root.path) == [Kit.merchant, "MLGOOD"])
-        #expect(Set(LedgerService.invalidRegistryIDs(dataRoot: root.path).map { Array($0.utf8) }) == [Array(nfc.utf8), Array(nfd.utf8)])
+        let invalid = try LedgerService.registryMerchants(configured: [Kit.merchant], dataRoot: root.path).invalid
+        #expect(Set(invalid.map { Array($0.utf8) }) == [Array(nfc.utf8), Array(nfd.utf8)])
         let service = try await LedgerService.open(configuration: ServerKit.configuration(root: root), logger: Kit.logger)
         let answer = try AdminAPI.merchants(service, includingRemoved: true)
         try await service.close()
